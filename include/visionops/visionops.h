@@ -1,0 +1,237 @@
+/*
+ * visionops — computer-vision detection operators (NMS, box IoUs, RoI ops, ...)
+ * as a self-contained C library with CPU and CUDA kernels.
+ *
+ * Tensors are DLPack DLTensors. Inputs are borrowed for the duration of a
+ * call; outputs are allocated by the caller (ask for their shapes first with
+ * the op's *_shape function or vo_infer) and must be contiguous.
+ * Every function returns a vo_status; on failure vo_last_error() returns a
+ * message naming the op, the argument and the offending value.
+ *
+ * This header compiles as C99 and as C++.
+ */
+#ifndef VISIONOPS_VISIONOPS_H
+#define VISIONOPS_VISIONOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VISIONOPS_VERSION_MAJOR 0
+#define VISIONOPS_VERSION_MINOR 1
+#define VISIONOPS_VERSION_PATCH 0
+
+#if defined(_WIN32) && defined(VISIONOPS_SHARED_BUILD)
+#define VO_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define VO_API __attribute__((visibility("default")))
+#else
+#define VO_API
+#endif
+
+/* Largest tensor rank accepted anywhere in the library. */
+#define VO_MAX_DIMS 8
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum vo_status {
+  VO_OK = 0,
+  VO_ERROR_INVALID_ARGUMENT = 1,    /* bad shape, value, or argument list */
+  VO_ERROR_UNSUPPORTED_DTYPE = 2,   /* dtype not accepted, or dtypes mixed */
+  VO_ERROR_DEVICE_MISMATCH = 3,     /* tensors of one call on different devices */
+  VO_ERROR_BACKEND_UNAVAILABLE = 4, /* device's backend not built, no driver, no device */
+  VO_ERROR_OUT_OF_MEMORY = 5,
+  VO_ERROR_NOT_FOUND = 6,           /* no operator or backend with that name/index */
+  VO_ERROR_BACKEND_FAILURE = 7      /* the backend's runtime reported an error */
+} vo_status;
+
+/* Message for the last failed call on this thread ("" if none). The pointer
+ * stays valid until the next visionops call on this thread. */
+VO_API const char *vo_last_error(void);
+/* Short constant name of a status code, e.g. "invalid argument". */
+VO_API const char *vo_status_string(vo_status status);
+/* "MAJOR.MINOR.PATCH" of the library actually linked. */
+VO_API const char *vo_version(void);
+
+/* --------------------------------------------------------------- context */
+
+/* Where temporary memory comes from. `alloc` returns NULL on failure. For
+ * CUDA devices `stream` is the context's cudaStream_t. */
+typedef struct vo_allocator {
+  void *(*alloc)(void *user, DLDevice device, size_t size, void *stream);
+  void (*free)(void *user, DLDevice device, void *ptr, void *stream);
+  void *user;
+} vo_allocator;
+
+/* CPU instruction sets the kernels can be restricted to (tests use this to
+ * run every code path on one machine). */
+typedef enum vo_isa {
+  VO_ISA_AUTO = 0,   /* best the CPU supports */
+  VO_ISA_SCALAR = 1, /* portable C only */
+  VO_ISA_AVX2 = 2    /* x86-64 AVX2 + FMA */
+} vo_isa;
+
+typedef struct vo_context vo_context;
+
+/* A NULL context anywhere means the defaults: all CPU threads; CUDA work on
+ * the calling thread's per-thread default stream (never the legacy stream 0);
+ * malloc / cudaMallocAsync; fast (atomic) CUDA backward; best ISA; 256 MiB
+ * workspace limit. */
+VO_API vo_status vo_context_create(vo_context **out);
+VO_API void vo_context_destroy(vo_context *ctx);
+/* 0 means "all cores" (OpenMP's default); otherwise 1..4096. */
+VO_API vo_status vo_context_set_num_threads(vo_context *ctx, int num_threads);
+VO_API int vo_context_num_threads(const vo_context *ctx);
+/* A cudaStream_t, passed as void* so this header needs no CUDA. */
+VO_API vo_status vo_context_set_cuda_stream(vo_context *ctx, void *stream);
+/* NULL restores the default allocator. The struct is copied. */
+VO_API vo_status vo_context_set_allocator(vo_context *ctx, const vo_allocator *allocator);
+/* Nonzero: backward kernels give bit-identical results run to run. */
+VO_API vo_status vo_context_set_deterministic(vo_context *ctx, int deterministic);
+VO_API vo_status vo_context_set_isa(vo_context *ctx, vo_isa isa);
+/* Upper bound on temporary memory an op may take at once (ops that can tile
+ * honour it; 0 restores the default). */
+VO_API vo_status vo_context_set_workspace_limit(vo_context *ctx, size_t bytes);
+
+/* ------------------------------------------------------------- backends */
+
+typedef struct vo_backend_info {
+  const char *name;           /* "cpu", "cuda" */
+  DLDeviceType device_type;   /* kDLCPU, kDLCUDA */
+  int built;                  /* compiled into this library */
+  int available;              /* usable now */
+  const char *detail;         /* why not available, or what it runs on
+                                 (CPU ISA, GPU name); never NULL */
+} vo_backend_info;
+
+VO_API int vo_backend_count(void);
+/* Fills *out for backend `index` (0 .. vo_backend_count()-1). Checking
+ * availability may initialise the backend's runtime once. */
+VO_API vo_status vo_backend_status(int index, vo_backend_info *out);
+/* Name of the ISA the CPU kernels use under `ctx` ("avx2", "scalar"). */
+VO_API const char *vo_cpu_isa(const vo_context *ctx);
+
+/* ------------------------------------------------------------ operators */
+
+typedef struct vo_op_info {
+  int index;
+  const char *name;     /* "nms" */
+  const char *schema;   /* torch schema syntax, inputs then "->" outputs */
+  const char *backward; /* name of the backward op, or NULL */
+  int num_args;         /* inputs in the schema */
+  int num_outputs;      /* outputs in the schema */
+} vo_op_info;
+
+VO_API int vo_op_count(void);
+VO_API const vo_op_info *vo_op_get(int index);      /* NULL if out of range */
+VO_API const vo_op_info *vo_op_find(const char *name); /* NULL if unknown */
+
+/* A boxed argument for the generic entry point. */
+typedef enum vo_value_kind {
+  VO_VALUE_NONE = 0, /* an absent optional ("Tensor?") */
+  VO_VALUE_TENSOR,
+  VO_VALUE_FLOAT,
+  VO_VALUE_INT,
+  VO_VALUE_BOOL
+} vo_value_kind;
+
+typedef struct vo_value {
+  vo_value_kind kind;
+  union {
+    const DLTensor *tensor;
+    double f;
+    int64_t i;
+    int b;
+  } u;
+} vo_value;
+
+/* Convenience constructors. */
+static inline vo_value vo_tensor_value(const DLTensor *t) {
+  vo_value v;
+  v.kind = t ? VO_VALUE_TENSOR : VO_VALUE_NONE;
+  v.u.tensor = t;
+  return v;
+}
+static inline vo_value vo_float_value(double f) {
+  vo_value v;
+  v.kind = VO_VALUE_FLOAT;
+  v.u.f = f;
+  return v;
+}
+static inline vo_value vo_int_value(int64_t i) {
+  vo_value v;
+  v.kind = VO_VALUE_INT;
+  v.u.i = i;
+  return v;
+}
+static inline vo_value vo_bool_value(int b) {
+  vo_value v;
+  v.kind = VO_VALUE_BOOL;
+  v.u.b = b;
+  return v;
+}
+
+/* Shape, dtype and device of an output the caller must allocate. */
+typedef struct vo_tensor_desc {
+  int32_t ndim;
+  int64_t shape[VO_MAX_DIMS];
+  DLDataType dtype;
+  DLDevice device;
+} vo_tensor_desc;
+
+/* Validates `args` against the op's schema and fills the descriptions of its
+ * `num_outputs` outputs. */
+VO_API vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
+                          int num_args, vo_tensor_desc *outputs, int num_outputs);
+/* Runs the op: validates, picks the kernel for the tensors' device and dtype,
+ * computes into the caller's outputs (which must match vo_infer's
+ * descriptions and be contiguous). On error no output has been written. */
+VO_API vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
+                         int num_args, DLTensor *const *outputs, int num_outputs);
+
+/* --------------------------------------------------- box operators (typed)
+ *
+ * Boxes are [N,4] rows (x1, y1, x2, y2) of float32, float64, float16 or
+ * bfloat16. Half types compute in float32.
+ */
+
+/* Greedy non-maximum suppression. Outputs: keep int64[N] (the first
+ * *num_kept entries are the kept indices, sorted by score descending, ties by
+ * index; the rest is filled with -1) and num_kept int64[] (a 0-d tensor on the
+ * same device, so a GPU call needs no host synchronisation). */
+VO_API vo_status vo_nms_shape(const vo_context *ctx, const DLTensor *boxes, const DLTensor *scores,
+                              double iou_threshold, vo_tensor_desc out[2]);
+VO_API vo_status vo_nms(const vo_context *ctx, const DLTensor *boxes, const DLTensor *scores,
+                        double iou_threshold, DLTensor *keep, DLTensor *num_kept);
+
+/* NMS within each category of idxs (int64[N]); boxes of different categories
+ * never suppress each other. Exact for any coordinates. Outputs as vo_nms. */
+VO_API vo_status vo_batched_nms_shape(const vo_context *ctx, const DLTensor *boxes,
+                                      const DLTensor *scores, const DLTensor *idxs,
+                                      double iou_threshold, vo_tensor_desc out[2]);
+VO_API vo_status vo_batched_nms(const vo_context *ctx, const DLTensor *boxes,
+                                const DLTensor *scores, const DLTensor *idxs,
+                                double iou_threshold, DLTensor *keep, DLTensor *num_kept);
+
+/* Pairwise overlap of a[N,4] and b[M,4] into out[N,M] (dtype of the boxes). */
+VO_API vo_status vo_box_iou_shape(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
+                                  vo_tensor_desc *out);
+VO_API vo_status vo_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
+                            DLTensor *out);
+VO_API vo_status vo_generalized_box_iou(const vo_context *ctx, const DLTensor *a,
+                                        const DLTensor *b, DLTensor *out);
+VO_API vo_status vo_distance_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
+                                     double eps, DLTensor *out);
+VO_API vo_status vo_complete_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
+                                     double eps, DLTensor *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VISIONOPS_VISIONOPS_H */

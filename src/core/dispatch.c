@@ -1,0 +1,305 @@
+/*
+ * The generic entry points vo_infer / vo_call: argument checks against the
+ * schema, DLTensor validation into views, the op's own check, output
+ * validation, then the kernel for the tensors' device. Kernels never repeat
+ * these checks.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static const char *vo_device_type_name(DLDeviceType t) {
+  switch (t) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda";
+    case kDLCUDAHost: return "cuda_host";
+    case kDLCUDAManaged: return "cuda_managed";
+    case kDLROCM: return "rocm";
+    case kDLOpenCL: return "opencl";
+    case kDLVulkan: return "vulkan";
+    case kDLMetal: return "metal";
+    default: return "device";
+  }
+}
+
+static const char *vo_device_str(DLDevice d, char *buf, size_t size) {
+  snprintf(buf, size, "%s:%d", vo_device_type_name(d.device_type), d.device_id);
+  return buf;
+}
+
+static const char *vo_value_kind_name(vo_value_kind k) {
+  switch (k) {
+    case VO_VALUE_NONE: return "None";
+    case VO_VALUE_TENSOR: return "tensor";
+    case VO_VALUE_FLOAT: return "float";
+    case VO_VALUE_INT: return "int";
+    case VO_VALUE_BOOL: return "bool";
+  }
+  return "unknown";
+}
+
+static const char *vo_arg_type_name(vo_arg_type t) {
+  switch (t) {
+    case VO_ARG_TENSOR: return "a tensor";
+    case VO_ARG_OPTIONAL_TENSOR: return "a tensor or None";
+    case VO_ARG_FLOAT: return "a float";
+    case VO_ARG_INT: return "an int";
+    case VO_ARG_BOOL: return "a bool";
+  }
+  return "?";
+}
+
+static const vo_op_entry *vo_entry_of(const vo_exec *ex) { return vo_registry_op(ex->op); }
+
+const char *vo_arg_name(const vo_exec *ex, int arg) { return vo_entry_of(ex)->args[arg].name; }
+
+/* Validates a DLTensor and normalises it into a view. `what` is e.g.
+ * "boxes" or "output keep". */
+static vo_status vo_make_view(const char *op, const char *what, const DLTensor *t, vo_view *v) {
+  char buf[160];
+  if (!t) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op, what);
+  if (t->ndim < 0 || t->ndim > VO_MAX_DIMS)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has %d dimensions, at most %d are supported",
+                   op, what, t->ndim, VO_MAX_DIMS);
+  if (t->ndim > 0 && !t->shape)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but a NULL shape", op, what,
+                   t->ndim);
+  if (t->dtype.lanes != 1)
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has %u lanes, only 1 is supported", op,
+                   what, (unsigned)t->dtype.lanes);
+  vo_dtype dt = vo_dtype_from_dl(t->dtype);
+  if (dt == VO_DTYPE_INVALID)
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has unsupported dtype (code %u, %u bits)",
+                   op, what, (unsigned)t->dtype.code, (unsigned)t->dtype.bits);
+  memset(v, 0, sizeof *v);
+  v->ndim = t->ndim;
+  v->dtype = dt;
+  v->device = t->device;
+  int64_t numel = 1;
+  const int64_t limit = INT64_MAX / 8;
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->shape[i] < 0)
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has a negative size in shape %s", op, what,
+                     vo_shape_str(t->shape, t->ndim, buf, sizeof buf));
+    v->shape[i] = t->shape[i];
+    if (t->shape[i] != 0 && numel > limit / t->shape[i])
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s of shape %s has too many elements", op,
+                     what, vo_shape_str(t->shape, t->ndim, buf, sizeof buf));
+    numel *= t->shape[i];
+  }
+  v->numel = numel;
+  int64_t expected = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    v->stride[i] = t->strides ? t->strides[i] : expected;
+    expected *= t->shape[i];
+  }
+  if (numel > 0 && !t->data)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has NULL data but %lld elements", op, what,
+                   (long long)numel);
+  v->data = t->data ? (char *)t->data + t->byte_offset : NULL;
+  return VO_OK;
+}
+
+int vo_view_is_contiguous(const vo_view *v) {
+  int64_t expected = 1;
+  for (int i = v->ndim - 1; i >= 0; i--) {
+    if (v->shape[i] != 1 && v->stride[i] != expected) return 0;
+    expected *= v->shape[i];
+  }
+  return 1;
+}
+
+/* Byte range [lo, hi) a view can touch (empty when it has no elements). */
+static void vo_view_extent(const vo_view *v, uintptr_t *lo, uintptr_t *hi) {
+  if (v->numel == 0) {
+    *lo = *hi = 0;
+    return;
+  }
+  int64_t min_off = 0, max_off = 0;
+  for (int i = 0; i < v->ndim; i++) {
+    int64_t span = (v->shape[i] - 1) * v->stride[i];
+    if (span < 0) min_off += span;
+    else max_off += span;
+  }
+  int64_t elem = (int64_t)vo_dtype_size(v->dtype);
+  *lo = (uintptr_t)((char *)v->data + min_off * elem);
+  *hi = (uintptr_t)((char *)v->data + (max_off + 1) * elem);
+}
+
+static int vo_views_overlap(const vo_view *a, const vo_view *b) {
+  if (a->device.device_type != b->device.device_type || a->device.device_id != b->device.device_id)
+    return 0;
+  uintptr_t alo, ahi, blo, bhi;
+  vo_view_extent(a, &alo, &ahi);
+  vo_view_extent(b, &blo, &bhi);
+  return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+static int vo_same_device(DLDevice a, DLDevice b) {
+  return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+vo_status vo_expect_shape(const vo_exec *ex, int arg, int ndim, const int64_t *dims,
+                          const char *what) {
+  const vo_view *v = &ex->inputs[arg];
+  int ok = v->ndim == ndim;
+  for (int i = 0; ok && i < ndim; i++) ok = dims[i] < 0 || dims[i] == v->shape[i];
+  if (ok) return VO_OK;
+  char buf[160];
+  return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must have shape [%s], got %s", ex->op_name,
+                 vo_arg_name(ex, arg), what, vo_shape_str(v->shape, v->ndim, buf, sizeof buf));
+}
+
+/* Schema check of the boxed arguments, tensor views, device agreement and
+ * the op's own check. Leaves ex ready for output validation. */
+static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info *op,
+                            const vo_value *args, int num_args) {
+  if (!op) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "visionops: op is NULL (unknown op name?)");
+  const vo_op_entry *e = vo_registry_op(op->index);
+  if (!e || &e->info != op)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "visionops: op does not come from vo_op_get / vo_op_find");
+  memset(ex, 0, sizeof *ex);
+  ex->ctx = ctx ? ctx : vo_default_context();
+  ex->op = (vo_op_id)op->index;
+  ex->op_name = op->name;
+  ex->num_args = op->num_args;
+  ex->num_outputs = op->num_outputs;
+  int required = 0;
+  while (required < op->num_args && !e->args[required].has_default) required++;
+  if (num_args < required || num_args > op->num_args || (num_args > 0 && !args)) {
+    char names[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < op->num_args && used < sizeof names; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                               e->args[i].name);
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: expected %d to %d arguments (%s), got %d%s",
+                   op->name, required, op->num_args, names, num_args,
+                   num_args > 0 && !args ? " with a NULL argument array" : "");
+  }
+
+  int have_device = 0;
+  int first_tensor = -1;
+  for (int i = 0; i < op->num_args; i++) {
+    const vo_arg_spec *s = &e->args[i];
+    vo_value v = i < num_args ? args[i] : s->default_value;
+    if (v.kind == VO_VALUE_TENSOR && !v.u.tensor) v.kind = VO_VALUE_NONE;
+    int ok = 0;
+    switch (s->type) {
+      case VO_ARG_TENSOR: ok = v.kind == VO_VALUE_TENSOR; break;
+      case VO_ARG_OPTIONAL_TENSOR: ok = v.kind == VO_VALUE_TENSOR || v.kind == VO_VALUE_NONE; break;
+      case VO_ARG_FLOAT:
+        if (v.kind == VO_VALUE_INT) v = vo_float_value((double)v.u.i);
+        ok = v.kind == VO_VALUE_FLOAT;
+        break;
+      case VO_ARG_INT: ok = v.kind == VO_VALUE_INT; break;
+      case VO_ARG_BOOL:
+        if (v.kind == VO_VALUE_INT && (v.u.i == 0 || v.u.i == 1)) v = vo_bool_value((int)v.u.i);
+        ok = v.kind == VO_VALUE_BOOL;
+        break;
+    }
+    if (!ok) {
+      if (s->type == VO_ARG_TENSOR && i < num_args && args[i].kind == VO_VALUE_TENSOR)
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op->name, s->name);
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: argument %d (%s) must be %s, got %s",
+                     op->name, i, s->name, vo_arg_type_name(s->type),
+                     vo_value_kind_name(v.kind));
+    }
+    ex->args[i] = v;
+    if (v.kind != VO_VALUE_TENSOR) continue;
+    vo_status st = vo_make_view(op->name, s->name, v.u.tensor, &ex->inputs[i]);
+    if (st != VO_OK) return st;
+    if (!have_device) {
+      ex->device = ex->inputs[i].device;
+      have_device = 1;
+      first_tensor = i;
+    } else if (!vo_same_device(ex->device, ex->inputs[i].device)) {
+      char a[48], b[48];
+      return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but %s is on %s", op->name,
+                     s->name, vo_device_str(ex->inputs[i].device, a, sizeof a),
+                     e->args[first_tensor].name, vo_device_str(ex->device, b, sizeof b));
+    }
+  }
+  if (!have_device) ex->device = (DLDevice){kDLCPU, 0};
+  return e->check(ex);
+}
+
+vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
+                   int num_args, vo_tensor_desc *outputs, int num_outputs) {
+  vo_exec ex;
+  vo_status st = vo_prepare(&ex, ctx, op, args, num_args);
+  if (st != VO_OK) return st;
+  if (!outputs || num_outputs != ex.num_outputs)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: expected room for %d output descriptions, got %d%s",
+                   ex.op_name, ex.num_outputs, num_outputs, outputs ? "" : " (NULL)");
+  memcpy(outputs, ex.out_desc, sizeof(vo_tensor_desc) * (size_t)ex.num_outputs);
+  return VO_OK;
+}
+
+static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num_outputs) {
+  const vo_op_entry *e = vo_entry_of(ex);
+  if (!outputs || num_outputs != ex->num_outputs)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: expected %d outputs, got %d%s", ex->op_name,
+                   ex->num_outputs, num_outputs, outputs ? "" : " (NULL)");
+  for (int k = 0; k < ex->num_outputs; k++) {
+    char what[48], got[160], want[160], a[48], b[48];
+    snprintf(what, sizeof what, "output %s", e->output_names[k]);
+    vo_view *v = &ex->outputs[k];
+    const vo_tensor_desc *d = &ex->out_desc[k];
+    vo_status st = vo_make_view(ex->op_name, what, outputs[k], v);
+    if (st != VO_OK) return st;
+    int shape_ok = v->ndim == d->ndim;
+    for (int i = 0; shape_ok && i < d->ndim; i++) shape_ok = v->shape[i] == d->shape[i];
+    if (!shape_ok)
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must have shape %s, got %s", ex->op_name,
+                     what, vo_shape_str(d->shape, d->ndim, want, sizeof want),
+                     vo_shape_str(v->shape, v->ndim, got, sizeof got));
+    vo_dtype want_dt = vo_dtype_from_dl(d->dtype);
+    if (v->dtype != want_dt)
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must be %s, got %s", ex->op_name, what,
+                     vo_dtype_name(want_dt), vo_dtype_name(v->dtype));
+    if (!vo_same_device(v->device, ex->device))
+      return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but the inputs are on %s",
+                     ex->op_name, what, vo_device_str(v->device, a, sizeof a),
+                     vo_device_str(ex->device, b, sizeof b));
+    if (!vo_view_is_contiguous(v))
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be contiguous", ex->op_name, what);
+    for (int i = 0; i < ex->num_args; i++)
+      if (ex->args[i].kind == VO_VALUE_TENSOR && vo_views_overlap(v, &ex->inputs[i]))
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of input %s",
+                       ex->op_name, what, e->args[i].name);
+    for (int j = 0; j < k; j++)
+      if (vo_views_overlap(v, &ex->outputs[j]))
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of output %s",
+                       ex->op_name, what, e->output_names[j]);
+  }
+  return VO_OK;
+}
+
+vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *args, int num_args,
+                  DLTensor *const *outputs, int num_outputs) {
+  vo_exec ex;
+  vo_status st = vo_prepare(&ex, ctx, op, args, num_args);
+  if (st != VO_OK) return st;
+  st = vo_check_outputs(&ex, outputs, num_outputs);
+  if (st != VO_OK) return st;
+
+  const vo_backend *b = vo_registry_backend(ex.device.device_type);
+  char dev[48];
+  vo_device_str(ex.device, dev, sizeof dev);
+  if (!b) {
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, dev,
+                   vo_registry_missing_backend(ex.device.device_type));
+  }
+  const char *detail = NULL;
+  if (!vo_registry_backend_available(b, &detail))
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: the %s backend is unavailable for %s: %s",
+                   ex.op_name, b->name, dev, detail);
+  vo_kernel_fn kernel = b->kernels[ex.op];
+  if (!kernel)
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: not implemented on the %s backend",
+                   ex.op_name, b->name);
+  return kernel(&ex);
+}

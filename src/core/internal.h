@@ -1,0 +1,238 @@
+/*
+ * Internal interfaces shared by the op layer, the dispatcher and the
+ * backends: tensor views, the context, the per-call execution record with
+ * each op's typed parameters, the kernel table and error helpers.
+ * Included from C and from CUDA C (.cu) files.
+ */
+#ifndef VISIONOPS_INTERNAL_H
+#define VISIONOPS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "visionops/visionops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Outputs and tensor arguments one op may have. */
+#define VO_MAX_ARGS 16
+#define VO_MAX_OUTPUTS 4
+
+/* Default bound on temporary memory per call. */
+#define VO_DEFAULT_WORKSPACE_LIMIT ((size_t)256 << 20)
+
+/* ------------------------------------------------------------- dtypes */
+
+typedef enum vo_dtype {
+  VO_DTYPE_INVALID = 0,
+  VO_F32,
+  VO_F64,
+  VO_F16,
+  VO_BF16,
+  VO_I64,
+  VO_I32,
+  VO_U8,
+  VO_BOOL
+} vo_dtype;
+
+vo_dtype vo_dtype_from_dl(DLDataType t);
+DLDataType vo_dtype_to_dl(vo_dtype d);
+const char *vo_dtype_name(vo_dtype d);
+size_t vo_dtype_size(vo_dtype d);
+static inline int vo_dtype_is_float(vo_dtype d) {
+  return d == VO_F32 || d == VO_F64 || d == VO_F16 || d == VO_BF16;
+}
+
+/* ------------------------------------------------------------- views */
+
+/* A validated, normalised DLTensor: byte_offset folded into `data`, strides
+ * always present and counted in elements. Kernels see only views. */
+typedef struct vo_view {
+  void *data;
+  int ndim;
+  int64_t shape[VO_MAX_DIMS];
+  int64_t stride[VO_MAX_DIMS];
+  int64_t numel;
+  vo_dtype dtype;
+  DLDevice device;
+} vo_view;
+
+/* 1 if the view is dense row-major (size-1 dimensions' strides ignored). */
+int vo_view_is_contiguous(const vo_view *v);
+
+/* ------------------------------------------------------------- context */
+
+struct vo_context {
+  int num_threads; /* 0: all */
+  void *cuda_stream; /* NULL: per-thread default stream */
+  vo_allocator allocator;
+  int has_allocator;
+  int deterministic;
+  vo_isa isa;
+  size_t workspace_limit;
+};
+
+/* cudaStreamPerThread's handle value, so C code can name it without CUDA
+ * headers: a context without a stream runs there, never on legacy stream 0. */
+#define VO_CUDA_STREAM_PER_THREAD ((void *)0x2)
+
+/* The defaults used when a caller passes a NULL context. */
+const vo_context *vo_default_context(void);
+
+/* Threads a CPU kernel may use: ctx's count, 1 inside an outer parallel
+ * region, never more than `work_items` (at least 1). */
+int vo_cpu_threads(const vo_context *ctx, int64_t work_items);
+
+/* ISA the CPU kernels should use under ctx: the lower of the override and
+ * what the CPU supports. */
+vo_isa vo_cpu_effective_isa(const vo_context *ctx);
+const char *vo_isa_name(vo_isa isa);
+
+/* Temporary memory on `device`, through the context's allocator or the
+ * device's default. vo_workspace_alloc sets the error message on failure. */
+void *vo_workspace_alloc(const vo_context *ctx, DLDevice device, size_t size, const char *op);
+void vo_workspace_free(const vo_context *ctx, DLDevice device, void *ptr);
+
+/* ------------------------------------------------------------- ops */
+
+typedef enum vo_op_id {
+#define VO_OP(name, schema, backward) VO_OP_##name,
+#include "ops/ops.def"
+#undef VO_OP
+  VO_NUM_OPS
+} vo_op_id;
+
+typedef enum vo_iou_kind { VO_IOU_PLAIN, VO_IOU_GENERALIZED, VO_IOU_DISTANCE, VO_IOU_COMPLETE } vo_iou_kind;
+
+/* nms and batched_nms. */
+typedef struct vo_nms_params {
+  const vo_view *boxes;    /* [N,4] float */
+  const vo_view *scores;   /* [N] same dtype */
+  const vo_view *idxs;     /* [N] int64, NULL for plain nms */
+  double iou_threshold;
+  const vo_view *keep;     /* out: int64 [N], contiguous */
+  const vo_view *num_kept; /* out: int64 [], contiguous */
+} vo_nms_params;
+
+/* box_iou and its generalized / distance / complete variants. */
+typedef struct vo_pairwise_iou_params {
+  const vo_view *a;   /* [N,4] */
+  const vo_view *b;   /* [M,4] same dtype */
+  const vo_view *out; /* out: [N,M] same dtype, contiguous */
+  vo_iou_kind kind;
+  double eps;         /* distance/complete only */
+} vo_pairwise_iou_params;
+
+/* Everything about one call, built by the dispatcher and the op's check
+ * function, read by the kernel. */
+typedef struct vo_exec {
+  const vo_context *ctx; /* never NULL */
+  vo_op_id op;
+  const char *op_name;
+  int num_args;
+  vo_value args[VO_MAX_ARGS];  /* defaults filled in, ints promoted for floats */
+  vo_view inputs[VO_MAX_ARGS]; /* views of tensor args (index as in args) */
+  int num_outputs;
+  vo_tensor_desc out_desc[VO_MAX_OUTPUTS]; /* set by the check function */
+  vo_view outputs[VO_MAX_OUTPUTS];         /* set by the dispatcher */
+  DLDevice device;                          /* of every tensor in the call */
+  vo_dtype dtype;                           /* compute dtype chosen by check */
+  union {
+    vo_nms_params nms;
+    vo_pairwise_iou_params iou;
+  } p;
+} vo_exec;
+
+/* Argument check + shape inference of one op: validates ex->args/inputs,
+ * fills ex->out_desc, ex->dtype and ex->p (pointing output views into
+ * ex->outputs, which the dispatcher fills afterwards). No data is touched. */
+typedef vo_status (*vo_check_fn)(vo_exec *ex);
+
+#define VO_OP(name, schema, backward) vo_status vo_check_##name(vo_exec *ex);
+#include "ops/ops.def"
+#undef VO_OP
+
+/* Kernel: computes ex->outputs. Validation already happened; a kernel fails
+ * only on resource errors (and then before writing any output). */
+typedef vo_status (*vo_kernel_fn)(const vo_exec *ex);
+
+/* ------------------------------------------------------------- registry */
+
+typedef enum vo_arg_type {
+  VO_ARG_TENSOR,
+  VO_ARG_OPTIONAL_TENSOR,
+  VO_ARG_FLOAT,
+  VO_ARG_INT,
+  VO_ARG_BOOL
+} vo_arg_type;
+
+typedef struct vo_arg_spec {
+  vo_arg_type type;
+  char name[32];
+  int has_default;
+  vo_value default_value;
+} vo_arg_spec;
+
+/* One registered op: public info plus its schema, parsed once at init. */
+typedef struct vo_op_entry {
+  vo_op_info info;
+  vo_arg_spec args[VO_MAX_ARGS];
+  char output_names[VO_MAX_OUTPUTS][32];
+  vo_check_fn check;
+} vo_op_entry;
+
+/* NULL before a successful init or for an out-of-range id. Initialises the
+ * registry (once, thread-safe) on first use. */
+const vo_op_entry *vo_registry_op(int index);
+/* Backend serving `device_type`, or NULL when none is compiled in. */
+const struct vo_backend *vo_registry_backend(DLDeviceType device_type);
+/* Why no backend serves `device_type` (not built in, or unknown). */
+const char *vo_registry_missing_backend(DLDeviceType device_type);
+/* Availability of a compiled-in backend, probed once. */
+int vo_registry_backend_available(const struct vo_backend *backend, const char **detail);
+
+/* ------------------------------------------------------------- backends */
+
+typedef struct vo_backend {
+  const char *name;
+  DLDeviceType device_type;
+  const vo_kernel_fn *kernels; /* [VO_NUM_OPS]; NULL entries: op not implemented here */
+  /* Once-only availability probe: returns nonzero when usable and writes
+   * the reason / device description to detail. */
+  int (*probe)(char *detail, size_t detail_size);
+  void *(*default_alloc)(DLDevice device, size_t size, void *stream);
+  void (*default_free)(DLDevice device, void *ptr, void *stream);
+} vo_backend;
+
+extern const vo_backend vo_cpu_backend;
+#ifdef VISIONOPS_HAVE_CUDA
+extern const vo_backend vo_cuda_backend;
+#endif
+
+/* ------------------------------------------------------------- errors */
+
+/* Sets this thread's error message (printf-style) and returns status. */
+vo_status vo_fail(vo_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void vo_clear_error(void);
+/* "[3, 4]" into buf. */
+const char *vo_shape_str(const int64_t *shape, int ndim, char *buf, size_t size);
+
+/* Shape check helpers for check functions: the view has rank ndim and each
+ * dims[i] >= 0 matches (-1 means any). Fails with
+ * "<op>: <arg> must have shape [<what>], got [..]". */
+vo_status vo_expect_shape(const vo_exec *ex, int arg, int ndim, const int64_t *dims,
+                          const char *what);
+/* Name of argument `arg` of ex's op in its schema. */
+const char *vo_arg_name(const vo_exec *ex, int arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VISIONOPS_INTERNAL_H */

@@ -1,0 +1,269 @@
+/*
+ * The operator registry and the backend list. Both are const tables built
+ * from src/ops/ops.def and referenced from one init-once function, so a
+ * static link keeps every op and backend (no constructors anywhere).
+ */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+typedef struct vo_op_source {
+  const char *name;
+  const char *schema;
+  const char *backward;
+  vo_check_fn check;
+} vo_op_source;
+
+static const vo_op_source vo_op_sources[VO_NUM_OPS] = {
+#define VO_OP(name, schema, backward) {#name, schema, backward, vo_check_##name},
+#include "ops/ops.def"
+#undef VO_OP
+};
+
+/* Filled once by vo_registry_init from the const sources above; read-only
+ * afterwards. */
+static vo_op_entry vo_ops[VO_NUM_OPS];
+static int vo_registry_ok;
+static pthread_once_t vo_registry_once = PTHREAD_ONCE_INIT;
+
+/* ------------------------------------------------------- schema parsing */
+
+typedef struct vo_cursor {
+  const char *s;
+} vo_cursor;
+
+static void vo_skip_space(vo_cursor *c) {
+  while (isspace((unsigned char)*c->s)) c->s++;
+}
+
+static int vo_accept(vo_cursor *c, const char *tok) {
+  vo_skip_space(c);
+  size_t n = strlen(tok);
+  if (strncmp(c->s, tok, n) != 0) return 0;
+  c->s += n;
+  return 1;
+}
+
+/* Reads an identifier into out (size 32). */
+static int vo_ident(vo_cursor *c, char *out) {
+  vo_skip_space(c);
+  size_t n = 0;
+  while (isalnum((unsigned char)c->s[n]) || c->s[n] == '_') n++;
+  if (n == 0 || n >= 32) return 0;
+  memcpy(out, c->s, n);
+  out[n] = '\0';
+  c->s += n;
+  return 1;
+}
+
+static int vo_parse_default(vo_cursor *c, vo_arg_spec *a) {
+  vo_skip_space(c);
+  char *end = NULL;
+  switch (a->type) {
+    case VO_ARG_FLOAT:
+      a->default_value = vo_float_value(strtod(c->s, &end));
+      break;
+    case VO_ARG_INT:
+      a->default_value = vo_int_value(strtoll(c->s, &end, 10));
+      break;
+    case VO_ARG_BOOL:
+      if (vo_accept(c, "True")) a->default_value = vo_bool_value(1);
+      else if (vo_accept(c, "False")) a->default_value = vo_bool_value(0);
+      else return 0;
+      end = (char *)c->s;
+      break;
+    case VO_ARG_OPTIONAL_TENSOR:
+      if (!vo_accept(c, "None")) return 0;
+      a->default_value = vo_tensor_value(NULL);
+      end = (char *)c->s;
+      break;
+    case VO_ARG_TENSOR:
+      return 0;
+  }
+  if (end == c->s) return 0;
+  c->s = end;
+  a->has_default = 1;
+  return 1;
+}
+
+/* "name(Type arg[=default], ...) -> Tensor" or "-> (Tensor a, Tensor b)". */
+static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
+  vo_cursor c = {src->schema};
+  char name[32];
+  if (!vo_ident(&c, name) || strcmp(name, src->name) != 0 || !vo_accept(&c, "(")) return 0;
+  int n = 0;
+  if (!vo_accept(&c, ")")) {
+    do {
+      if (n == VO_MAX_ARGS) return 0;
+      vo_arg_spec *a = &e->args[n];
+      char type[32];
+      if (!vo_ident(&c, type)) return 0;
+      if (strcmp(type, "Tensor") == 0) a->type = vo_accept(&c, "?") ? VO_ARG_OPTIONAL_TENSOR : VO_ARG_TENSOR;
+      else if (strcmp(type, "float") == 0) a->type = VO_ARG_FLOAT;
+      else if (strcmp(type, "int") == 0) a->type = VO_ARG_INT;
+      else if (strcmp(type, "bool") == 0) a->type = VO_ARG_BOOL;
+      else return 0;
+      if (!vo_ident(&c, a->name)) return 0;
+      if (vo_accept(&c, "=") && !vo_parse_default(&c, a)) return 0;
+      if (n > 0 && e->args[n - 1].has_default && !a->has_default) return 0;
+      n++;
+    } while (vo_accept(&c, ","));
+    if (!vo_accept(&c, ")")) return 0;
+  }
+  if (!vo_accept(&c, "->")) return 0;
+  int nout = 0;
+  if (vo_accept(&c, "(")) {
+    do {
+      char type[32];
+      if (nout == VO_MAX_OUTPUTS || !vo_ident(&c, type) || strcmp(type, "Tensor") != 0) return 0;
+      if (!vo_ident(&c, e->output_names[nout])) return 0;
+      nout++;
+    } while (vo_accept(&c, ","));
+    if (!vo_accept(&c, ")")) return 0;
+  } else {
+    char type[32];
+    if (!vo_ident(&c, type) || strcmp(type, "Tensor") != 0) return 0;
+    strcpy(e->output_names[0], "out");
+    nout = 1;
+  }
+  vo_skip_space(&c);
+  if (*c.s != '\0') return 0;
+  e->info.num_args = n;
+  e->info.num_outputs = nout;
+  return 1;
+}
+
+static void vo_registry_init(void) {
+  int ok = 1;
+  for (int i = 0; i < VO_NUM_OPS; i++) {
+    vo_op_entry *e = &vo_ops[i];
+    const vo_op_source *src = &vo_op_sources[i];
+    e->info.index = i;
+    e->info.name = src->name;
+    e->info.schema = src->schema;
+    e->info.backward = src->backward;
+    e->check = src->check;
+    if (!vo_parse_schema(e, src)) ok = 0;
+  }
+  vo_registry_ok = ok;
+}
+
+const vo_op_entry *vo_registry_op(int index) {
+  pthread_once(&vo_registry_once, vo_registry_init);
+  if (!vo_registry_ok || index < 0 || index >= VO_NUM_OPS) return NULL;
+  return &vo_ops[index];
+}
+
+int vo_op_count(void) {
+  pthread_once(&vo_registry_once, vo_registry_init);
+  return vo_registry_ok ? VO_NUM_OPS : 0;
+}
+
+const vo_op_info *vo_op_get(int index) {
+  const vo_op_entry *e = vo_registry_op(index);
+  return e ? &e->info : NULL;
+}
+
+const vo_op_info *vo_op_find(const char *name) {
+  if (!name) return NULL;
+  for (int i = 0; i < vo_op_count(); i++)
+    if (strcmp(vo_ops[i].info.name, name) == 0) return &vo_ops[i].info;
+  return NULL;
+}
+
+const char *vo_version(void) { return VISIONOPS_VERSION_STRING; }
+
+/* ------------------------------------------------------------- backends */
+
+/* Every backend the library knows, built or not, so `info` and errors can
+ * say what is missing and why. */
+typedef struct vo_backend_slot {
+  const char *name;
+  DLDeviceType device_type;
+  const vo_backend *backend; /* NULL: not compiled in */
+  const char *not_built_reason;
+} vo_backend_slot;
+
+#define VO_NUM_BACKEND_SLOTS 2
+static const vo_backend_slot vo_backend_slots[VO_NUM_BACKEND_SLOTS] = {
+    {"cpu", kDLCPU, &vo_cpu_backend, NULL},
+#ifdef VISIONOPS_HAVE_CUDA
+    {"cuda", kDLCUDA, &vo_cuda_backend, NULL},
+#else
+    {"cuda", kDLCUDA, NULL,
+     "visionops was built without the CUDA backend (configure with -DVISIONOPS_CUDA=ON)"},
+#endif
+};
+
+typedef struct vo_probe_result {
+  pthread_once_t once;
+  int available;
+  char detail[256];
+} vo_probe_result;
+
+static vo_probe_result vo_probes[VO_NUM_BACKEND_SLOTS] = {
+    {PTHREAD_ONCE_INIT, 0, ""},
+    {PTHREAD_ONCE_INIT, 0, ""},
+};
+
+/* pthread_once takes no argument, so each slot gets its own trampoline. */
+static void vo_probe_slot(int i) {
+  const vo_backend *b = vo_backend_slots[i].backend;
+  vo_probes[i].available = b->probe(vo_probes[i].detail, sizeof vo_probes[i].detail);
+}
+static void vo_probe_slot0(void) { vo_probe_slot(0); }
+static void vo_probe_slot1(void) { vo_probe_slot(1); }
+static void (*const vo_probe_fns[VO_NUM_BACKEND_SLOTS])(void) = {vo_probe_slot0, vo_probe_slot1};
+
+static int vo_slot_of(const vo_backend *backend) {
+  for (int i = 0; i < VO_NUM_BACKEND_SLOTS; i++)
+    if (vo_backend_slots[i].backend == backend) return i;
+  return -1;
+}
+
+int vo_registry_backend_available(const vo_backend *backend, const char **detail) {
+  int i = vo_slot_of(backend);
+  if (i < 0) {
+    *detail = "unknown backend";
+    return 0;
+  }
+  pthread_once(&vo_probes[i].once, vo_probe_fns[i]);
+  *detail = vo_probes[i].detail;
+  return vo_probes[i].available;
+}
+
+const vo_backend *vo_registry_backend(DLDeviceType device_type) {
+  for (int i = 0; i < VO_NUM_BACKEND_SLOTS; i++)
+    if (vo_backend_slots[i].device_type == device_type) return vo_backend_slots[i].backend;
+  return NULL;
+}
+
+/* Why no backend serves a device type (for error messages). */
+const char *vo_registry_missing_backend(DLDeviceType device_type) {
+  for (int i = 0; i < VO_NUM_BACKEND_SLOTS; i++)
+    if (vo_backend_slots[i].device_type == device_type) return vo_backend_slots[i].not_built_reason;
+  return "visionops has no backend for this device type";
+}
+
+int vo_backend_count(void) { return VO_NUM_BACKEND_SLOTS; }
+
+vo_status vo_backend_status(int index, vo_backend_info *out) {
+  if (!out) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "vo_backend_status: out is NULL");
+  if (index < 0 || index >= VO_NUM_BACKEND_SLOTS)
+    return vo_fail(VO_ERROR_NOT_FOUND, "vo_backend_status: no backend with index %d (there are %d)",
+                   index, VO_NUM_BACKEND_SLOTS);
+  const vo_backend_slot *s = &vo_backend_slots[index];
+  out->name = s->name;
+  out->device_type = s->device_type;
+  out->built = s->backend != NULL;
+  if (s->backend) {
+    out->available = vo_registry_backend_available(s->backend, &out->detail);
+  } else {
+    out->available = 0;
+    out->detail = s->not_built_reason;
+  }
+  return VO_OK;
+}

@@ -1,0 +1,39 @@
+/*
+ * Helpers for the CPU kernels: element loads/stores across the four float
+ * dtypes, and boxes gathered into structure-of-arrays form for SIMD loops.
+ */
+#ifndef VISIONOPS_CPU_COMMON_H
+#define VISIONOPS_CPU_COMMON_H
+
+#include "core/half.h"
+#include "core/internal.h"
+
+/* Element at `offset` (in elements) of a float view, as double. Exact for
+ * every supported dtype. */
+static inline double vo_cpu_load(const vo_view *v, int64_t offset) {
+  switch (v->dtype) {
+    case VO_F32: return ((const float *)v->data)[offset];
+    case VO_F64: return ((const double *)v->data)[offset];
+    case VO_F16: return vo_f16_to_f32(((const uint16_t *)v->data)[offset]);
+    case VO_BF16: return vo_bf16_to_f32(((const uint16_t *)v->data)[offset]);
+    default: return 0;
+  }
+}
+
+/* Boxes [N,4] in structure-of-arrays form, in the compute type (float for
+ * float32/16/bfloat16, double for float64). */
+typedef struct vo_cpu_boxes_f32 {
+  float *x1, *y1, *x2, *y2;
+} vo_cpu_boxes_f32;
+typedef struct vo_cpu_boxes_f64 {
+  double *x1, *y1, *x2, *y2;
+} vo_cpu_boxes_f64;
+
+/* Row `order[i]` (or row i when order is NULL) of `boxes` goes to slot i,
+ * for i in [0, n). */
+void vo_cpu_gather_boxes_f32(const vo_view *boxes, const int64_t *order, int64_t n,
+                             vo_cpu_boxes_f32 *out);
+void vo_cpu_gather_boxes_f64(const vo_view *boxes, const int64_t *order, int64_t n,
+                             vo_cpu_boxes_f64 *out);
+
+#endif /* VISIONOPS_CPU_COMMON_H */
