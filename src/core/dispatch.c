@@ -67,8 +67,8 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but a NULL shape", op, what,
                    t->ndim);
   if (t->dtype.lanes != 1)
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has %u lanes, only 1 is supported", op,
-                   what, (unsigned)t->dtype.lanes);
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has %u lanes, only 1 is supported", op, what,
+                   (unsigned)t->dtype.lanes);
   vo_dtype dt = vo_dtype_from_dl(t->dtype);
   if (dt == VO_DTYPE_INVALID)
     return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has unsupported dtype (code %u, %u bits)",
@@ -90,10 +90,16 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
     numel *= t->shape[i];
   }
   v->numel = numel;
-  int64_t expected = 1;
+  int64_t expected = 1, reach = 0;
   for (int i = t->ndim - 1; i >= 0; i--) {
     v->stride[i] = t->strides ? t->strides[i] : expected;
     expected *= t->shape[i];
+    /* Element offsets must fit in int64 for the kernels' index math. */
+    int64_t s = v->stride[i], magnitude = s == INT64_MIN ? INT64_MAX : (s < 0 ? -s : s), span;
+    if (numel > 0 && (__builtin_mul_overflow(t->shape[i] - 1, magnitude, &span) ||
+                      __builtin_add_overflow(reach, span, &reach) || reach > limit))
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has strides too large to address", op,
+                     what);
   }
   if (numel > 0 && !t->data)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has NULL data but %lld elements", op, what,
@@ -120,8 +126,10 @@ static void vo_view_extent(const vo_view *v, uintptr_t *lo, uintptr_t *hi) {
   int64_t min_off = 0, max_off = 0;
   for (int i = 0; i < v->ndim; i++) {
     int64_t span = (v->shape[i] - 1) * v->stride[i];
-    if (span < 0) min_off += span;
-    else max_off += span;
+    if (span < 0)
+      min_off += span;
+    else
+      max_off += span;
   }
   int64_t elem = (int64_t)vo_dtype_size(v->dtype);
   *lo = (uintptr_t)((char *)v->data + min_off * elem);
@@ -203,9 +211,8 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
     if (!ok) {
       if (s->type == VO_ARG_TENSOR && i < num_args && args[i].kind == VO_VALUE_TENSOR)
         return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op->name, s->name);
-      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: argument %d (%s) must be %s, got %s",
-                     op->name, i, s->name, vo_arg_type_name(s->type),
-                     vo_value_kind_name(v.kind));
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: argument %d (%s) must be %s, got %s", op->name,
+                     i, s->name, vo_arg_type_name(s->type), vo_value_kind_name(v.kind));
     }
     ex->args[i] = v;
     if (v.kind != VO_VALUE_TENSOR) continue;
@@ -217,23 +224,24 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
       first_tensor = i;
     } else if (!vo_same_device(ex->device, ex->inputs[i].device)) {
       char a[48], b[48];
-      return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but %s is on %s", op->name,
-                     s->name, vo_device_str(ex->inputs[i].device, a, sizeof a),
-                     e->args[first_tensor].name, vo_device_str(ex->device, b, sizeof b));
+      return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but %s is on %s", op->name, s->name,
+                     vo_device_str(ex->inputs[i].device, a, sizeof a), e->args[first_tensor].name,
+                     vo_device_str(ex->device, b, sizeof b));
     }
   }
   if (!have_device) ex->device = (DLDevice){kDLCPU, 0};
   return e->check(ex);
 }
 
-vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
-                   int num_args, vo_tensor_desc *outputs, int num_outputs) {
+vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args, int num_args,
+                   vo_tensor_desc *outputs, int num_outputs) {
   vo_exec ex;
   vo_status st = vo_prepare(&ex, ctx, op, args, num_args);
   if (st != VO_OK) return st;
   if (!outputs || num_outputs != ex.num_outputs)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: expected room for %d output descriptions, got %d%s",
-                   ex.op_name, ex.num_outputs, num_outputs, outputs ? "" : " (NULL)");
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: expected room for %d output descriptions, got %d%s", ex.op_name,
+                   ex.num_outputs, num_outputs, outputs ? "" : " (NULL)");
   memcpy(outputs, ex.out_desc, sizeof(vo_tensor_desc) * (size_t)ex.num_outputs);
   return VO_OK;
 }

@@ -1,0 +1,53 @@
+# Convenience wrapper around CMake/CTest. Variables:
+#   BUILD=dir  CUDA=AUTO|ON|OFF  SANITIZE=address,undefined  PREFIX=/usr/local
+CUDA ?= AUTO
+SANITIZE ?=
+PREFIX ?= /usr/local
+BUILD_TYPE ?= Release
+ifeq ($(SANITIZE),)
+BUILD ?= build
+else
+BUILD ?= build-sanitize
+endif
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+SOURCES := $(shell find include src tools tests bench -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
+
+.PHONY: all deps configure build run test install format lint clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -DVISIONOPS_CUDA=$(CUDA) -DVISIONOPS_SANITIZE=$(SANITIZE) \
+	  -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Runs every op on realistic inputs on each available backend and writes
+# $(BUILD)/nms.svg.
+run: build
+	$(BUILD)/visionops info
+	$(BUILD)/visionops demo --out $(BUILD)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD)
+
+format:
+	clang-format -i $(SOURCES)
+
+lint: configure
+	clang-format --dry-run --Werror $(SOURCES)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --std=c11 --inline-suppr -I include -I src src tools
+	run-clang-tidy -quiet -p $(BUILD) '$(CURDIR)/(src|tools|tests)/.*\.c$$' > $(BUILD)/clang-tidy.log 2>&1 \
+	  || (cat $(BUILD)/clang-tidy.log; exit 1)
+
+clean:
+	rm -rf build build-sanitize

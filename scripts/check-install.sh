@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs a built tree into a scratch prefix and builds the quick start
+# against it three ways: pkg-config (shared), pkg-config --static, and a CMake
+# project using find_package(visionops). Usage: check-install.sh BUILD_DIR [EXTRA_CFLAGS]
+set -euo pipefail
+build=$1
+extra=${2:-}
+src=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+pcdir=$(dirname "$(find "$work/prefix" -name visionops.pc | head -n1)")
+libdir=$(dirname "$pcdir")
+export PKG_CONFIG_PATH=$pcdir
+expect="kept 2 boxes: 0 2"
+
+# shellcheck disable=SC2046,SC2086
+cc -std=c99 $extra "$src/examples/quickstart.c" -o "$work/shared" $(pkg-config --cflags --libs visionops) \
+  -Wl,-rpath,"$libdir"
+"$work/shared" | grep -q "$expect"
+echo "pkg-config shared: ok"
+
+# shellcheck disable=SC2046,SC2086
+cc -std=c99 $extra "$src/examples/quickstart.c" -o "$work/static" $(pkg-config --cflags visionops) \
+  $(pkg-config --static --libs visionops | sed 's/-lvisionops/-l:libvisionops.a/')
+"$work/static" | grep -q "$expect"
+ldd "$work/static" | grep -q libvisionops && { echo "static binary links libvisionops.so" >&2; exit 1; }
+echo "pkg-config static: ok"
+
+mkdir -p "$work/consumer"
+cp "$src/examples/quickstart.c" "$work/consumer/"
+cat > "$work/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(consumer C)
+find_package(visionops REQUIRED)
+add_executable(quickstart_shared quickstart.c)
+target_link_libraries(quickstart_shared visionops::visionops)
+add_executable(quickstart_static quickstart.c)
+target_link_libraries(quickstart_static visionops::visionops_static)
+CMAKE
+cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_C_FLAGS="$extra" -DCMAKE_EXE_LINKER_FLAGS="$extra" >/dev/null
+cmake --build "$work/consumer/build" >/dev/null
+"$work/consumer/build/quickstart_shared" | grep -q "$expect"
+"$work/consumer/build/quickstart_static" | grep -q "$expect"
+echo "cmake find_package shared + static: ok"

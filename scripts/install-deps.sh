@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what building and testing visionops needs on Debian/Ubuntu, only
+# the packages that are missing. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libdlpack-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "visionops: installing ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=""
+elif command -v sudo >/dev/null 2>&1; then
+  sudo="sudo"
+else
+  echo "visionops: missing packages ${missing[*]}; install them as root" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

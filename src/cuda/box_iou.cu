@@ -1,0 +1,92 @@
+// CUDA box_iou, generalized_box_iou, distance_box_iou and complete_box_iou:
+// one thread per output element.
+#include "cuda/common.cuh"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float atan_t(float v) { return atanf(v); }
+__device__ __forceinline__ double atan_t(double v) { return atan(v); }
+
+// One entry of the [N, M] matrix. Every expression follows the operation
+// order of torchvision/ops/boxes.py (generalized_box_iou, _box_diou_iou,
+// complete_box_iou), each product rounded on its own, so results match it to
+// the last bit wherever the math library's atan does.
+template <typename T>
+__device__ __forceinline__ T pair_value(vo_iou_kind kind, const T *a, const T *b, T eps) {
+  T inter, uni;
+  vo_cuda_inter_union(a, b, &inter, &uni);
+  const T iou = inter / uni;
+  if (kind == VO_IOU_PLAIN) return iou;
+
+  // Smallest enclosing box.
+  const T cw = vo_cuda_clamp0(vo_cuda_max(a[2], b[2]) - vo_cuda_min(a[0], b[0]));
+  const T ch = vo_cuda_clamp0(vo_cuda_max(a[3], b[3]) - vo_cuda_min(a[1], b[1]));
+  if (kind == VO_IOU_GENERALIZED) {
+    const T area_c = vo_cuda_mul(cw, ch);
+    return iou - (area_c - uni) / area_c;
+  }
+
+  const T diag2 = (vo_cuda_mul(cw, cw) + vo_cuda_mul(ch, ch)) + eps;
+  const T dx = (a[0] + a[2]) / T(2) - (b[0] + b[2]) / T(2);
+  const T dy = (a[1] + a[3]) / T(2) - (b[1] + b[3]) / T(2);
+  const T rho2 = vo_cuda_mul(dx, dx) + vo_cuda_mul(dy, dy);
+  const T diou = iou - rho2 / diag2;
+  if (kind == VO_IOU_DISTANCE) return diou;
+
+  // torchvision's 4 / (torch.pi ** 2) is a Python double, rounded to the
+  // tensor's dtype when it meets the float tensor.
+  constexpr double kFourOverPi2 = 4.0 / (3.141592653589793 * 3.141592653589793);
+  const T d = atan_t((a[2] - a[0]) / (a[3] - a[1])) - atan_t((b[2] - b[0]) / (b[3] - b[1]));
+  const T v = vo_cuda_mul(T(kFourOverPi2), vo_cuda_mul(d, d));
+  const T alpha = v / (((T(1) - iou) + v) + eps);
+  return diou - vo_cuda_mul(alpha, v);
+}
+
+template <typename S>
+__global__ void pairwise_iou_kernel(vo_cuda_view a, vo_cuda_view b, int64_t n, int64_t m,
+                                    vo_iou_kind kind, typename vo_cuda_compute<S>::type eps,
+                                    S *out) {
+  typedef typename vo_cuda_compute<S>::type T;
+  VO_CUDA_GRID_STRIDE(e, n * m) {
+    const int64_t i = e / m;
+    const int64_t j = e - i * m;
+    T ba[4], bb[4];
+    for (int k = 0; k < 4; ++k) {
+      ba[k] = vo_cuda_load<S>(a.data, vo_cuda_offset(a, i, k));
+      bb[k] = vo_cuda_load<S>(b.data, vo_cuda_offset(b, j, k));
+    }
+    vo_cuda_store(out, e, pair_value<T>(kind, ba, bb, eps));
+  }
+}
+
+template <typename S>
+vo_status pairwise_run(const vo_exec *ex, cudaStream_t stream) {
+  typedef typename vo_cuda_compute<S>::type T;
+  const vo_pairwise_iou_params &p = ex->p.iou;
+  const int64_t n = p.a->shape[0];
+  const int64_t m = p.b->shape[0];
+  if (n == 0 || m == 0) return VO_OK;
+  pairwise_iou_kernel<S><<<vo_cuda_blocks(n * m, kThreads), kThreads, 0, stream>>>(
+      vo_cuda_view_of(p.a), vo_cuda_view_of(p.b), n, m, p.kind, (T)p.eps,
+      static_cast<S *>(p.out->data));
+  return vo_cuda_check_launch(ex);
+}
+
+}  // namespace
+
+extern "C" vo_status vo_cuda_pairwise_iou(const vo_exec *ex) {
+  vo_cuda_device_guard guard(ex->device.device_id);
+  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
+  const cudaStream_t stream = vo_cuda_stream(ex);
+  switch (ex->dtype) {
+    case VO_F32: return pairwise_run<float>(ex, stream);
+    case VO_F64: return pairwise_run<double>(ex, stream);
+    case VO_F16: return pairwise_run<__half>(ex, stream);
+    case VO_BF16: return pairwise_run<__nv_bfloat16>(ex, stream);
+    default:
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
+                     vo_dtype_name(ex->dtype));
+  }
+}

@@ -1,0 +1,243 @@
+// Shared plumbing of the CUDA backend: error reporting, device and stream
+// selection, workspace ownership, dtype-generic loads/stores and the "+0" IoU.
+#ifndef VISIONOPS_CUDA_COMMON_CUH
+#define VISIONOPS_CUDA_COMMON_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/internal.h"
+
+// Kernel entry points (vo_kernel_fn), referenced from backend.cu's table.
+extern "C" {
+// nms and batched_nms: ex->p.nms.idxs is NULL for plain nms.
+vo_status vo_cuda_nms(const vo_exec *ex);
+// box_iou and its variants: ex->p.iou.kind picks the formula.
+vo_status vo_cuda_pairwise_iou(const vo_exec *ex);
+}
+
+// ------------------------------------------------------------ host helpers
+
+// Clears the runtime's last-error slot too, so a failure reported here is not
+// reported a second time by the next launch check (ours or the caller's).
+inline vo_status vo_cuda_check(const vo_exec *ex, cudaError_t e) {
+  if (e == cudaSuccess) return VO_OK;
+  (void)cudaGetLastError();
+  return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: CUDA error: %s", ex->op_name,
+                 cudaGetErrorString(e));
+}
+
+// Launches report configuration errors only through the last-error slot.
+inline vo_status vo_cuda_check_launch(const vo_exec *ex) {
+  return vo_cuda_check(ex, cudaGetLastError());
+}
+
+// Never the legacy stream 0: it would serialise with every other stream.
+inline cudaStream_t vo_cuda_stream(const vo_exec *ex) {
+  return ex->ctx->cuda_stream ? (cudaStream_t)ex->ctx->cuda_stream : cudaStreamPerThread;
+}
+
+// Grid size for a grid-stride loop over `n` items; the cap keeps gridDim.x in
+// range and the loop covers the rest.
+inline unsigned int vo_cuda_blocks(int64_t n, int threads, int64_t cap = (int64_t)1 << 20) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b > cap) b = cap;
+  if (b < 1) b = 1;
+  return (unsigned int)b;
+}
+
+// Makes the tensors' device current for the op and restores the caller's
+// device afterwards, so the library never changes the thread's CUDA state.
+class vo_cuda_device_guard {
+ public:
+  explicit vo_cuda_device_guard(int device) : prev_(-1), err_(cudaSuccess) {
+    int cur = 0;
+    err_ = cudaGetDevice(&cur);
+    if (err_ == cudaSuccess && cur != device) {
+      err_ = cudaSetDevice(device);
+      if (err_ == cudaSuccess) prev_ = cur;
+    }
+  }
+  ~vo_cuda_device_guard() {
+    if (prev_ >= 0) (void)cudaSetDevice(prev_);
+  }
+  cudaError_t error() const { return err_; }
+  vo_cuda_device_guard(const vo_cuda_device_guard &) = delete;
+  vo_cuda_device_guard &operator=(const vo_cuda_device_guard &) = delete;
+
+ private:
+  int prev_;
+  cudaError_t err_;
+};
+
+// One workspace block, freed (stream-ordered) when it goes out of scope, so
+// every early return releases what was taken. Declare it after the device
+// guard: it must be freed while the op's device is still current.
+class vo_cuda_workspace {
+ public:
+  explicit vo_cuda_workspace(const vo_exec *ex) : ex_(ex), ptr_(nullptr) {}
+  ~vo_cuda_workspace() { release(); }
+  // NULL on failure; vo_workspace_alloc has already set the message.
+  void *alloc(size_t bytes) {
+    release();
+    ptr_ = vo_workspace_alloc(ex_->ctx, ex_->device, bytes ? bytes : 1, ex_->op_name);
+    return ptr_;
+  }
+  void release() {
+    if (ptr_) vo_workspace_free(ex_->ctx, ex_->device, ptr_);
+    ptr_ = nullptr;
+  }
+  void *get() const { return ptr_; }
+  vo_cuda_workspace(const vo_cuda_workspace &) = delete;
+  vo_cuda_workspace &operator=(const vo_cuda_workspace &) = delete;
+
+ private:
+  const vo_exec *ex_;
+  void *ptr_;
+};
+
+// Sub-buffers carved from one workspace block start on 256-byte boundaries,
+// which any element type and coalesced access are happy with.
+inline size_t vo_cuda_align(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+
+// ------------------------------------------------------------ tensor access
+
+// What a kernel needs of a vo_view, small enough to pass by value.
+struct vo_cuda_view {
+  void *data;
+  vo_dtype dtype;
+  int64_t stride[VO_MAX_DIMS];
+};
+
+inline vo_cuda_view vo_cuda_view_of(const vo_view *v) {
+  vo_cuda_view c;
+  c.data = v ? v->data : nullptr;
+  c.dtype = v ? v->dtype : VO_DTYPE_INVALID;
+  for (int d = 0; d < VO_MAX_DIMS; ++d) c.stride[d] = (v && d < v->ndim) ? v->stride[d] : 0;
+  return c;
+}
+
+__host__ __device__ __forceinline__ int64_t vo_cuda_offset(const vo_cuda_view &v, int64_t i) {
+  return i * v.stride[0];
+}
+__host__ __device__ __forceinline__ int64_t vo_cuda_offset(const vo_cuda_view &v, int64_t i,
+                                                           int64_t j) {
+  return i * v.stride[0] + j * v.stride[1];
+}
+__host__ __device__ __forceinline__ int64_t vo_cuda_offset(const vo_cuda_view &v, int64_t i,
+                                                           int64_t j, int64_t k, int64_t l) {
+  return i * v.stride[0] + j * v.stride[1] + k * v.stride[2] + l * v.stride[3];
+}
+
+// Half types are storage only: they compute in float (SPEC.md section 5).
+template <typename S>
+struct vo_cuda_compute {
+  typedef float type;
+};
+template <>
+struct vo_cuda_compute<double> {
+  typedef double type;
+};
+
+__device__ __forceinline__ float vo_cuda_to_compute(float v) { return v; }
+__device__ __forceinline__ double vo_cuda_to_compute(double v) { return v; }
+__device__ __forceinline__ float vo_cuda_to_compute(__half v) { return __half2float(v); }
+__device__ __forceinline__ float vo_cuda_to_compute(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// Element `offset` (in elements) of a tensor whose storage type S is known at
+// compile time; the fast path every kernel template uses.
+template <typename S>
+__device__ __forceinline__ typename vo_cuda_compute<S>::type vo_cuda_load(const void *data,
+                                                                          int64_t offset) {
+  return vo_cuda_to_compute(static_cast<const S *>(data)[offset]);
+}
+
+__device__ __forceinline__ void vo_cuda_store(float *p, int64_t offset, float v) { p[offset] = v; }
+__device__ __forceinline__ void vo_cuda_store(double *p, int64_t offset, double v) {
+  p[offset] = v;
+}
+__device__ __forceinline__ void vo_cuda_store(__half *p, int64_t offset, float v) {
+  p[offset] = __float2half_rn(v);
+}
+__device__ __forceinline__ void vo_cuda_store(__nv_bfloat16 *p, int64_t offset, float v) {
+  p[offset] = __float2bfloat16_rn(v);
+}
+
+// Runtime-dtype variants for code that is not templated on the storage type
+// (one branch per element; prefer the templates in hot loops).
+template <typename T>
+__device__ __forceinline__ T vo_cuda_load_as(const vo_cuda_view &v, int64_t offset) {
+  switch (v.dtype) {
+    case VO_F64: return static_cast<T>(static_cast<const double *>(v.data)[offset]);
+    case VO_F16: return static_cast<T>(__half2float(static_cast<const __half *>(v.data)[offset]));
+    case VO_BF16:
+      return static_cast<T>(__bfloat162float(static_cast<const __nv_bfloat16 *>(v.data)[offset]));
+    default: return static_cast<T>(static_cast<const float *>(v.data)[offset]);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void vo_cuda_store_as(const vo_cuda_view &v, int64_t offset, T x) {
+  switch (v.dtype) {
+    case VO_F64: static_cast<double *>(v.data)[offset] = (double)x; break;
+    case VO_F16: static_cast<__half *>(v.data)[offset] = __float2half_rn((float)x); break;
+    case VO_BF16:
+      static_cast<__nv_bfloat16 *>(v.data)[offset] = __float2bfloat16_rn((float)x);
+      break;
+    default: static_cast<float *>(v.data)[offset] = (float)x; break;
+  }
+}
+
+// 64-bit grid-stride loop: no index ever wraps, however large n is.
+#define VO_CUDA_GRID_STRIDE(i, n)                                                    \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(n); \
+       i += (int64_t)gridDim.x * blockDim.x)
+
+// ------------------------------------------------------------ box math
+
+// Products never fused into an FMA with a following add: torchvision rounds
+// every product (each is a separate tensor op), and the CPU backend does too.
+__device__ __forceinline__ float vo_cuda_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double vo_cuda_mul(double a, double b) { return __dmul_rn(a, b); }
+
+// std::max / std::min semantics (as torchvision's CPU NMS); NaN inputs end in
+// a NaN IoU through the areas either way.
+template <typename T>
+__device__ __forceinline__ T vo_cuda_max(T a, T b) {
+  return a < b ? b : a;
+}
+template <typename T>
+__device__ __forceinline__ T vo_cuda_min(T a, T b) {
+  return b < a ? b : a;
+}
+// clamp(min=0) keeping NaN, as torch.clamp does.
+template <typename T>
+__device__ __forceinline__ T vo_cuda_clamp0(T v) {
+  return v < T(0) ? T(0) : v;
+}
+
+// Intersection and union of boxes a and b (x1, y1, x2, y2), "+0" convention,
+// in the operation order of torchvision's _box_inter_union.
+template <typename T>
+__device__ __forceinline__ void vo_cuda_inter_union(const T *a, const T *b, T *inter, T *uni) {
+  const T area_a = vo_cuda_mul(a[2] - a[0], a[3] - a[1]);
+  const T area_b = vo_cuda_mul(b[2] - b[0], b[3] - b[1]);
+  const T w = vo_cuda_clamp0(vo_cuda_min(a[2], b[2]) - vo_cuda_max(a[0], b[0]));
+  const T h = vo_cuda_clamp0(vo_cuda_min(a[3], b[3]) - vo_cuda_max(a[1], b[1]));
+  *inter = vo_cuda_mul(w, h);
+  *uni = (area_a + area_b) - *inter;
+}
+
+// IoU with no epsilon: 0/0 gives NaN (which never suppresses in NMS).
+template <typename T>
+__device__ __forceinline__ T vo_cuda_iou(const T *a, const T *b) {
+  T inter, uni;
+  vo_cuda_inter_union(a, b, &inter, &uni);
+  return inter / uni;
+}
+
+#endif  // VISIONOPS_CUDA_COMMON_CUH

@@ -1,0 +1,110 @@
+/* Linked against the static library: every op must still be registered (a
+ * static archive drops self-registering objects) and callable by name. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static const char *const expected_ops[] = {
+    "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou"};
+#define NUM_EXPECTED (sizeof expected_ops / sizeof expected_ops[0])
+
+/* [0,0,2,2] and [1,1,3,3]: IoU 1/7, enclosing box 3x3, centre distance^2 2,
+ * equal aspect ratios (so CIoU == DIoU). */
+static const double boxes[] = {0, 0, 2, 2, 1, 1, 3, 3};
+static const double scores[] = {0.4, 0.6};
+
+static double expected_value(const char *name) {
+  if (strcmp(name, "box_iou") == 0) return 1.0 / 7;
+  if (strcmp(name, "generalized_box_iou") == 0) return 1.0 / 7 - 2.0 / 9;
+  return 1.0 / 7 - 2 / (18 + 1e-7);
+}
+
+/* Runs `op` by name on the two boxes and checks its documented value. */
+static void call_by_name(const vo_op_info *op) {
+  const int64_t s24[2] = {2, 4}, s14[2] = {1, 4}, s2[1] = {2};
+  vt_tensor *two = vt_tensor_new(vt_f64, 2, s24, boxes);
+  vt_tensor *first = vt_tensor_new(vt_f64, 2, s14, boxes);
+  vt_tensor *second = vt_tensor_new(vt_f64, 2, s14, boxes + 4);
+  vt_tensor *sc = vt_tensor_new(vt_f64, 1, s2, scores);
+  vt_tensor *idxs = vt_tensor_new(vt_i64, 1, s2, NULL);
+  vt_tensor *out[2] = {NULL, NULL};
+  DLTensor *outs[2] = {NULL, NULL};
+
+  vo_value args[4];
+  int nargs;
+  if (strcmp(op->name, "nms") == 0 || strcmp(op->name, "batched_nms") == 0) {
+    int batched = op->name[0] == 'b';
+    args[0] = vo_tensor_value(&two->dl);
+    args[1] = vo_tensor_value(&sc->dl);
+    args[2] = batched ? vo_tensor_value(&idxs->dl) : vo_float_value(0.1);
+    args[3] = vo_float_value(0.1);
+    nargs = batched ? 4 : 3;
+  } else {
+    args[0] = vo_tensor_value(&first->dl);
+    args[1] = vo_tensor_value(&second->dl);
+    nargs = 2; /* eps, where the op has one, left to its default */
+  }
+
+  vo_tensor_desc desc[2];
+  memset(desc, 0, sizeof desc);
+  if (!CHECK_MSG(op->num_outputs >= 1 && op->num_outputs <= 2, "%s: %d outputs", op->name,
+                 op->num_outputs) ||
+      !CHECK_STATUS(vo_infer(NULL, op, args, nargs, desc, op->num_outputs), VO_OK))
+    goto done;
+  for (int i = 0; i < op->num_outputs; i++) {
+    out[i] = vt_tensor_new(desc[i].dtype, desc[i].ndim, desc[i].shape, NULL);
+    outs[i] = &out[i]->dl;
+  }
+  if (!CHECK_STATUS(vo_call(NULL, op, args, nargs, outs, op->num_outputs), VO_OK)) goto done;
+
+  if (op->num_outputs == 2) {
+    /* IoU 1/7 > 0.1: the higher-scored box 1 suppresses box 0. */
+    CHECK_MSG(desc[0].ndim == 1 && desc[0].shape[0] == 2 && desc[1].ndim == 0, "%s: output shapes",
+              op->name);
+    CHECK_MSG(vt_get(outs[1], 0) == 1 && vt_get(outs[0], 0) == 1 && vt_get(outs[0], 1) == -1,
+              "%s: num_kept %g keep [%g, %g], expected 1 [1, -1]", op->name, vt_get(outs[1], 0),
+              vt_get(outs[0], 0), vt_get(outs[0], 1));
+  } else {
+    CHECK_MSG(desc[0].ndim == 2 && desc[0].shape[0] == 1 && desc[0].shape[1] == 1,
+              "%s: output shape", op->name);
+    double got = vt_get(outs[0], 0), want = expected_value(op->name);
+    CHECK_MSG(fabs(got - want) < 1e-12, "%s: got %.17g, expected %.17g", op->name, got, want);
+  }
+done:
+  vt_tensor_free(two);
+  vt_tensor_free(first);
+  vt_tensor_free(second);
+  vt_tensor_free(sc);
+  vt_tensor_free(idxs);
+  vt_tensor_free(out[0]);
+  vt_tensor_free(out[1]);
+}
+
+int main(void) {
+  int count = vo_op_count();
+  int found[NUM_EXPECTED] = {0};
+  CHECK_MSG(count >= (int)NUM_EXPECTED, "vo_op_count() = %d", count);
+  for (int i = 0; i < count; i++) {
+    const vo_op_info *op = vo_op_get(i);
+    if (!CHECK_MSG(op != NULL, "vo_op_get(%d) is NULL", i)) continue;
+    CHECK_MSG(op->index == i, "vo_op_get(%d)->index = %d", i, op->index);
+    for (size_t k = 0; k < NUM_EXPECTED; k++)
+      if (op->name && strcmp(op->name, expected_ops[k]) == 0) found[k]++;
+  }
+  for (size_t k = 0; k < NUM_EXPECTED; k++) {
+    const char *name = expected_ops[k];
+    CHECK_MSG(found[k] == 1, "op %s listed %d times by vo_op_get", name, found[k]);
+    const vo_op_info *op = vo_op_find(name);
+    if (!CHECK_MSG(op != NULL, "vo_op_find(\"%s\") is NULL", name)) continue;
+    size_t len = strlen(name);
+    CHECK_MSG(op->schema && strncmp(op->schema, name, len) == 0 && op->schema[len] == '(',
+              "%s: schema \"%s\" does not start with \"%s(\"", name,
+              op->schema ? op->schema : "(null)", name);
+    CHECK_MSG(op->schema && strstr(op->schema, "->") != NULL, "%s: schema has no outputs", name);
+    CHECK(op == vo_op_get(op->index));
+    call_by_name(op);
+  }
+  return vt_finish("test_static_link");
+}

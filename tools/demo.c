@@ -1,0 +1,903 @@
+/* `visionops demo`: synthesises one detector's output for an image, runs every
+ * registered op on it on each usable backend, times it and draws nms.svg. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "demo.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "svg.h"
+#include "visionops/visionops.h"
+
+#ifdef VISIONOPS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define IMAGE_W 1333.0
+#define IMAGE_H 800.0
+#define MAX_OBJECTS 150
+#define BOXES_PER_OBJECT 33 /* 150 objects for the default 5,000 boxes */
+#define BACKGROUND_FRACTION 0.15
+#define IOU_THRESHOLD 0.5
+#define SCORE_CUTOFF 0.05
+#define IOU_ROWS 1000 /* IoU ops compare this many detections with the objects */
+#define MATCH_IOU 0.5
+#define COORD_EPS 1e-7
+#define TIMED_RUNS 7
+#define DEMO_PI 3.14159265358979323846
+
+#define MAX_INPUTS 4
+#define MAX_ARGS 8
+#define MAX_OUTPUTS 4
+
+/* ------------------------------------------------------------------ RNG */
+
+/* splitmix64: tiny, seedable with any value, and identical on every platform,
+ * unlike rand(). */
+typedef struct rng {
+  uint64_t state;
+} rng;
+
+static uint64_t rng_next(rng *r) {
+  uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double rng_uniform(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+static double rng_range(rng *r, double lo, double hi) { return lo + (hi - lo) * rng_uniform(r); }
+
+static int64_t rng_below(rng *r, int64_t n) {
+  int64_t k = (int64_t)(rng_uniform(r) * (double)n);
+  return k < n ? k : n - 1;
+}
+
+static double rng_normal(rng *r) {
+  double u1 = 1.0 - rng_uniform(r); /* (0, 1]: log stays finite */
+  double u2 = rng_uniform(r);
+  return sqrt(-2.0 * log(u1)) * cos(2.0 * DEMO_PI * u2);
+}
+
+/* ---------------------------------------------------------------- scene */
+
+typedef struct scene {
+  int64_t n;
+  int num_classes;
+  float *boxes;     /* [n,4] detections */
+  float *scores;    /* [n] */
+  int64_t *classes; /* [n] */
+  int64_t num_objects;
+  float *objects; /* [num_objects,4] ground truth */
+} scene;
+
+static void scene_free(scene *s) {
+  free(s->boxes);
+  free(s->scores);
+  free(s->classes);
+  free(s->objects);
+  memset(s, 0, sizeof *s);
+}
+
+static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Ordered, inside the image, at least a pixel wide: what a detector's
+ * post-processing hands to NMS. */
+static void clip_box(double b[4]) {
+  double t;
+  if (b[2] < b[0]) t = b[0], b[0] = b[2], b[2] = t;
+  if (b[3] < b[1]) t = b[1], b[1] = b[3], b[3] = t;
+  b[0] = clampd(b[0], 0.0, IMAGE_W - 1.0);
+  b[1] = clampd(b[1], 0.0, IMAGE_H - 1.0);
+  b[2] = clampd(b[2], b[0] + 1.0, IMAGE_W);
+  b[3] = clampd(b[3], b[1] + 1.0, IMAGE_H);
+}
+
+static double iou(const double a[4], const double b[4]) {
+  double w = fmin(a[2], b[2]) - fmax(a[0], b[0]);
+  double h = fmin(a[3], b[3]) - fmax(a[1], b[1]);
+  if (w <= 0 || h <= 0) return 0.0;
+  double inter = w * h;
+  double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+  return inter / (area_a + area_b - inter);
+}
+
+/* Sizes and aspect ratios log-normal: many small objects, a few big ones. */
+static void random_box(rng *r, double median_side, double min_side, double max_side, double b[4]) {
+  double w = clampd(median_side * exp(0.75 * rng_normal(r)), min_side, max_side);
+  double h = clampd(w * exp(0.4 * rng_normal(r)), min_side, 0.95 * IMAGE_H);
+  double x = rng_range(r, 0.0, IMAGE_W - w), y = rng_range(r, 0.0, IMAGE_H - h);
+  b[0] = x, b[1] = y, b[2] = x + w, b[3] = y + h;
+  clip_box(b);
+}
+
+/* Zipf-like class frequencies, as in COCO where "person" dominates. */
+static int64_t sample_class(rng *r, const double *cdf, int num_classes) {
+  double u = rng_uniform(r) * cdf[num_classes - 1];
+  int lo = 0, hi = num_classes - 1;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (cdf[mid] > u)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+static void store_box(float *dst, const double b[4]) {
+  for (int k = 0; k < 4; ++k) dst[k] = (float)b[k];
+}
+
+/* Objects with a cluster of jittered proposals each (score falling with the
+ * jitter, now and then the wrong class), some crowded together so NMS has
+ * real decisions to make, plus low-score background boxes; shuffled, as a
+ * detector's flattened per-class output is in no useful order. */
+static int generate_scene(const demo_options *opt, scene *s) {
+  memset(s, 0, sizeof *s);
+  int64_t n = opt->num_boxes;
+  int nc = opt->num_classes;
+  if (n < 1 || nc < 1) return -1;
+  int64_t num_objects = n / BOXES_PER_OBJECT;
+  if (num_objects > MAX_OBJECTS) num_objects = MAX_OBJECTS;
+  if (num_objects < 1) num_objects = 1;
+  s->n = n;
+  s->num_classes = nc;
+  s->num_objects = num_objects;
+  s->boxes = malloc((size_t)n * 4 * sizeof(float));
+  s->scores = malloc((size_t)n * sizeof(float));
+  s->classes = malloc((size_t)n * sizeof(int64_t));
+  s->objects = malloc((size_t)num_objects * 4 * sizeof(float));
+  double *cdf = malloc((size_t)nc * sizeof(double));
+  int64_t *object_class = malloc((size_t)num_objects * sizeof(int64_t));
+  double *confidence = malloc((size_t)num_objects * sizeof(double));
+  double *weight = malloc((size_t)num_objects * sizeof(double));
+  int64_t *count = malloc((size_t)num_objects * sizeof(int64_t));
+  if (!s->boxes || !s->scores || !s->classes || !s->objects || !cdf || !object_class ||
+      !confidence || !weight || !count) {
+    free(cdf), free(object_class), free(confidence), free(weight), free(count);
+    scene_free(s);
+    return -1;
+  }
+
+  rng r = {opt->seed};
+  double total = 0.0;
+  for (int c = 0; c < nc; ++c) cdf[c] = (total += pow(c + 1.0, -0.9));
+
+  double wsum = 0.0;
+  for (int64_t g = 0; g < num_objects; ++g) {
+    double b[4];
+    if (g > 0 && rng_uniform(&r) < 0.25) {
+      /* a crowd: next to an earlier object of the same class, overlapping it */
+      int64_t p = rng_below(&r, g);
+      const float *pb = s->objects + 4 * p;
+      double w = (pb[2] - pb[0]) * exp(0.2 * rng_normal(&r));
+      double h = (pb[3] - pb[1]) * exp(0.2 * rng_normal(&r));
+      double cx = 0.5 * (pb[0] + pb[2]) + 0.6 * w * rng_normal(&r);
+      double cy = 0.5 * (pb[1] + pb[3]) + 0.25 * h * rng_normal(&r);
+      b[0] = cx - 0.5 * w, b[1] = cy - 0.5 * h, b[2] = cx + 0.5 * w, b[3] = cy + 0.5 * h;
+      clip_box(b);
+      object_class[g] = object_class[p];
+    } else {
+      random_box(&r, 64.0, 10.0, 0.6 * IMAGE_W, b);
+      object_class[g] = sample_class(&r, cdf, nc);
+    }
+    store_box(s->objects + 4 * g, b);
+    confidence[g] = 0.4 + 0.59 * sqrt(rng_uniform(&r));
+    /* bigger objects overlap more anchors, so they collect more proposals */
+    weight[g] = pow((b[2] - b[0]) * (b[3] - b[1]), 0.25) * (0.5 + rng_uniform(&r));
+    wsum += weight[g];
+  }
+
+  int64_t background = (int64_t)((double)n * BACKGROUND_FRACTION);
+  int64_t clustered = n - background, assigned = 0;
+  for (int64_t g = 0; g < num_objects; ++g) {
+    count[g] = (int64_t)((double)clustered * weight[g] / wsum);
+    assigned += count[g];
+  }
+  for (int64_t g = 0; assigned < clustered; g = (g + 1) % num_objects) ++count[g], ++assigned;
+
+  int64_t i = 0;
+  for (int64_t g = 0; g < num_objects; ++g) {
+    const float *ob = s->objects + 4 * g;
+    double gt[4] = {ob[0], ob[1], ob[2], ob[3]};
+    double w = gt[2] - gt[0], h = gt[3] - gt[1];
+    for (int64_t k = 0; k < count[g]; ++k, ++i) {
+      double jitter = 0.02 + 0.10 * fabs(rng_normal(&r));
+      double b[4] = {gt[0] + jitter * w * rng_normal(&r), gt[1] + jitter * h * rng_normal(&r),
+                     gt[2] + jitter * w * rng_normal(&r), gt[3] + jitter * h * rng_normal(&r)};
+      clip_box(b);
+      /* a classifier head is sharp: confidence drops fast once the box is off */
+      double miss = (1.0 - iou(b, gt)) / 0.15;
+      double score = confidence[g] * exp(-miss * miss) * (0.8 + 0.2 * rng_uniform(&r));
+      int64_t cls = object_class[g];
+      if (rng_uniform(&r) < 0.05) { /* mistaken for a look-alike class, less sure */
+        cls = (cls + 1) % nc;
+        score *= 0.4;
+      }
+      store_box(s->boxes + 4 * i, b);
+      s->scores[i] = (float)clampd(score, 1e-4, 1.0);
+      s->classes[i] = cls;
+    }
+  }
+  for (; i < n; ++i) {
+    double b[4];
+    random_box(&r, 48.0, 8.0, 0.4 * IMAGE_W, b);
+    double u = rng_uniform(&r);
+    store_box(s->boxes + 4 * i, b);
+    s->scores[i] = (float)(0.001 + 0.12 * pow(u, 6.0));
+    s->classes[i] = sample_class(&r, cdf, nc);
+  }
+
+  for (int64_t a = n - 1; a > 0; --a) { /* Fisher-Yates */
+    int64_t b = rng_below(&r, a + 1);
+    float tb[4], ts = s->scores[a];
+    int64_t tc = s->classes[a];
+    memcpy(tb, s->boxes + 4 * a, sizeof tb);
+    memcpy(s->boxes + 4 * a, s->boxes + 4 * b, sizeof tb);
+    memcpy(s->boxes + 4 * b, tb, sizeof tb);
+    s->scores[a] = s->scores[b], s->scores[b] = ts;
+    s->classes[a] = s->classes[b], s->classes[b] = tc;
+  }
+
+  free(cdf), free(object_class), free(confidence), free(weight), free(count);
+  return 0;
+}
+
+/* ------------------------------------------------------- device memory */
+
+/* Where the demo can put tensors: the CPU, and a CUDA GPU when this command
+ * was built against the CUDA runtime. */
+typedef struct target {
+  const char *name;
+  DLDevice device;
+} target;
+
+#ifdef VISIONOPS_HAVE_CUDA
+static int cuda_check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return 0;
+  fprintf(stderr, "visionops demo: %s failed: %s (%s)\n", what, cudaGetErrorString(e),
+          cudaGetErrorName(e));
+  return -1;
+}
+#endif
+
+static void *mem_alloc(DLDevice d, size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  if (d.device_type == kDLCPU) {
+    void *p = malloc(bytes);
+    if (!p) fprintf(stderr, "visionops demo: out of host memory (%zu bytes)\n", bytes);
+    return p;
+  }
+#ifdef VISIONOPS_HAVE_CUDA
+  if (d.device_type == kDLCUDA) {
+    void *p = NULL;
+    if (cuda_check(cudaSetDevice(d.device_id), "cudaSetDevice") ||
+        cuda_check(cudaMalloc(&p, bytes), "cudaMalloc"))
+      return NULL;
+    return p;
+  }
+#endif
+  fprintf(stderr, "visionops demo: cannot allocate on device type %d\n", (int)d.device_type);
+  return NULL;
+}
+
+static void mem_free(DLDevice d, void *p) {
+  if (!p) return;
+  if (d.device_type == kDLCPU) free(p);
+#ifdef VISIONOPS_HAVE_CUDA
+  else if (d.device_type == kDLCUDA)
+    cudaFree(p);
+#endif
+}
+
+/* to_device: host `src` -> `dst` on d; otherwise `src` on d -> host `dst`. */
+static int mem_copy(DLDevice d, void *dst, const void *src, size_t bytes, int to_device) {
+  if (d.device_type == kDLCPU) {
+    memcpy(dst, src, bytes);
+    return 0;
+  }
+#ifdef VISIONOPS_HAVE_CUDA
+  if (d.device_type == kDLCUDA)
+    return cuda_check(
+        cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
+        "cudaMemcpy");
+#else
+  (void)to_device;
+#endif
+  return -1;
+}
+
+/* GPU ops return once queued; a timing must include the work itself. */
+static int mem_sync(DLDevice d) {
+#ifdef VISIONOPS_HAVE_CUDA
+  if (d.device_type == kDLCUDA) return cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+#else
+  (void)d;
+#endif
+  return 0;
+}
+
+/* ------------------------------------------------------------ op cases */
+
+typedef struct tensor {
+  DLTensor t;
+  int64_t shape[VO_MAX_DIMS];
+} tensor;
+
+static const DLDataType F32 = {kDLFloat, 32, 1};
+static const DLDataType I64 = {kDLInt, 64, 1};
+static const DLDevice CPU = {kDLCPU, 0};
+
+static void tensor_init(tensor *x, void *data, DLDataType dtype, DLDevice device, int ndim,
+                        const int64_t *shape) {
+  memset(x, 0, sizeof *x);
+  for (int k = 0; k < ndim; ++k) x->shape[k] = shape[k];
+  x->t.data = data;
+  x->t.device = device;
+  x->t.ndim = ndim;
+  x->t.dtype = dtype;
+  x->t.shape = x->shape;
+  x->t.strides = NULL; /* contiguous */
+  x->t.byte_offset = 0;
+}
+
+static int64_t numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int k = 0; k < ndim; ++k) n *= shape[k];
+  return n;
+}
+
+static size_t tensor_bytes(const DLTensor *t) {
+  return (size_t)numel(t->ndim, t->shape) * (((size_t)t->dtype.bits * t->dtype.lanes + 7) / 8);
+}
+
+/* One op's argument list over host tensors; copied per backend, which moves
+ * the tensors and re-points the arguments at the copies. */
+typedef struct op_case {
+  int num_args;
+  vo_value args[MAX_ARGS];
+  int input_of_arg[MAX_ARGS]; /* index into inputs, -1 for a scalar */
+  int num_inputs;
+  tensor inputs[MAX_INPUTS];
+} op_case;
+
+static void case_tensor(op_case *c, void *data, DLDataType dtype, int ndim, int64_t d0,
+                        int64_t d1) {
+  int64_t shape[2] = {d0, d1};
+  tensor_init(&c->inputs[c->num_inputs], data, dtype, CPU, ndim, shape);
+  c->input_of_arg[c->num_args++] = c->num_inputs++;
+}
+
+static void case_scalar(op_case *c, vo_value v) {
+  c->input_of_arg[c->num_args] = -1;
+  c->args[c->num_args++] = v;
+}
+
+static void case_bind(op_case *c) {
+  for (int a = 0; a < c->num_args; ++a)
+    if (c->input_of_arg[a] >= 0) c->args[a] = vo_tensor_value(&c->inputs[c->input_of_arg[a]].t);
+}
+
+static void build_nms(op_case *c, const scene *s) {
+  case_tensor(c, s->boxes, F32, 2, s->n, 4);
+  case_tensor(c, s->scores, F32, 1, s->n, 0);
+  case_scalar(c, vo_float_value(IOU_THRESHOLD));
+}
+
+static void build_batched_nms(op_case *c, const scene *s) {
+  case_tensor(c, s->boxes, F32, 2, s->n, 4);
+  case_tensor(c, s->scores, F32, 1, s->n, 0);
+  case_tensor(c, s->classes, I64, 1, s->n, 0);
+  case_scalar(c, vo_float_value(IOU_THRESHOLD));
+}
+
+static void build_pairwise(op_case *c, const scene *s) {
+  case_tensor(c, s->boxes, F32, 2, s->n < IOU_ROWS ? s->n : IOU_ROWS, 4);
+  case_tensor(c, s->objects, F32, 2, s->num_objects, 4);
+}
+
+static void build_pairwise_eps(op_case *c, const scene *s) {
+  build_pairwise(c, s);
+  case_scalar(c, vo_float_value(COORD_EPS));
+}
+
+typedef enum result_kind { RESULT_KEEP, RESULT_MATRIX } result_kind;
+
+typedef struct known_op {
+  const char *name;
+  void (*build)(op_case *c, const scene *s);
+  result_kind kind;
+} known_op;
+
+static const known_op KNOWN_OPS[] = {
+    {"nms", build_nms, RESULT_KEEP},
+    {"batched_nms", build_batched_nms, RESULT_KEEP},
+    {"box_iou", build_pairwise, RESULT_MATRIX},
+    {"generalized_box_iou", build_pairwise, RESULT_MATRIX},
+    {"distance_box_iou", build_pairwise_eps, RESULT_MATRIX},
+    {"complete_box_iou", build_pairwise_eps, RESULT_MATRIX},
+};
+
+static const known_op *find_known(const char *name) {
+  for (size_t k = 0; k < sizeof KNOWN_OPS / sizeof KNOWN_OPS[0]; ++k)
+    if (strcmp(KNOWN_OPS[k].name, name) == 0) return &KNOWN_OPS[k];
+  return NULL;
+}
+
+/* ------------------------------------------------------------- running */
+
+typedef struct result {
+  int num_outputs;
+  vo_tensor_desc desc[MAX_OUTPUTS];
+  void *host[MAX_OUTPUTS]; /* outputs copied back to the host */
+  double ms;               /* median of TIMED_RUNS */
+} result;
+
+static void result_free(result *r) {
+  for (int k = 0; k < r->num_outputs; ++k) free(r->host[k]);
+  memset(r, 0, sizeof *r);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  return (a > b) - (a < b);
+}
+
+static void report_library_error(const char *what, const vo_op_info *op, const target *tg,
+                                 vo_status st) {
+  fprintf(stderr, "visionops demo: %s(%s) on %s failed: %s: %s\n", what, op->name, tg->name,
+          vo_status_string(st), vo_last_error());
+}
+
+/* Moves the inputs to the target, asks for the output shapes, allocates the
+ * outputs there, times the op and copies the outputs back. On failure the
+ * reason has been printed to stderr and `err` says it in a few words. */
+static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_case *host_case,
+                         const target *tg, result *r, char *err, size_t err_size) {
+  op_case c = *host_case;
+  void *dev_in[MAX_INPUTS] = {0};
+  tensor out[MAX_OUTPUTS];
+  DLTensor *out_ptr[MAX_OUTPUTS] = {0};
+  void *dev_out[MAX_OUTPUTS] = {0};
+  double times[TIMED_RUNS];
+  int rc = -1;
+  vo_status st;
+  memset(r, 0, sizeof *r);
+
+  if (op->num_outputs > MAX_OUTPUTS) {
+    snprintf(err, err_size, "error: %d outputs, demo handles %d", op->num_outputs, MAX_OUTPUTS);
+    return -1;
+  }
+  if (tg->device.device_type != kDLCPU) {
+    for (int k = 0; k < c.num_inputs; ++k) {
+      size_t bytes = tensor_bytes(&c.inputs[k].t);
+      if (!(dev_in[k] = mem_alloc(tg->device, bytes)) ||
+          mem_copy(tg->device, dev_in[k], c.inputs[k].t.data, bytes, 1)) {
+        snprintf(err, err_size, "error: copying inputs to %s", tg->name);
+        goto done;
+      }
+      c.inputs[k].t.data = dev_in[k];
+      c.inputs[k].t.device = tg->device;
+    }
+  }
+  case_bind(&c);
+
+  r->num_outputs = op->num_outputs;
+  st = vo_infer(ctx, op, c.args, c.num_args, r->desc, op->num_outputs);
+  if (st != VO_OK) {
+    report_library_error("vo_infer", op, tg, st);
+    snprintf(err, err_size, "error: %s", vo_status_string(st));
+    goto done;
+  }
+  for (int k = 0; k < op->num_outputs; ++k) {
+    const vo_tensor_desc *d = &r->desc[k];
+    tensor_init(&out[k], NULL, d->dtype, d->device, d->ndim, d->shape);
+    size_t bytes = tensor_bytes(&out[k].t);
+    r->host[k] = malloc(bytes ? bytes : 1);
+    dev_out[k] = out[k].t.data = mem_alloc(d->device, bytes);
+    if (!r->host[k] || !dev_out[k]) {
+      snprintf(err, err_size, "error: allocating outputs");
+      goto done;
+    }
+    out_ptr[k] = &out[k].t;
+  }
+
+  /* one untimed call first: lazy initialisation and first-touch page faults
+   * are not what the table is about */
+  for (int run = -1; run < TIMED_RUNS; ++run) {
+    double t0 = now_ms();
+    st = vo_call(ctx, op, c.args, c.num_args, out_ptr, op->num_outputs);
+    if (st != VO_OK) {
+      report_library_error("vo_call", op, tg, st);
+      snprintf(err, err_size, "error: %s", vo_status_string(st));
+      goto done;
+    }
+    if (mem_sync(tg->device)) {
+      snprintf(err, err_size, "error: synchronising %s", tg->name);
+      goto done;
+    }
+    if (run >= 0) times[run] = now_ms() - t0;
+  }
+  qsort(times, TIMED_RUNS, sizeof times[0], cmp_double);
+  r->ms = times[TIMED_RUNS / 2];
+
+  for (int k = 0; k < op->num_outputs; ++k)
+    if (mem_copy(r->desc[k].device, r->host[k], dev_out[k], tensor_bytes(&out[k].t), 0)) {
+      snprintf(err, err_size, "error: copying outputs from %s", tg->name);
+      goto done;
+    }
+  rc = 0;
+
+done:
+  for (int k = 0; k < MAX_OUTPUTS; ++k)
+    if (dev_out[k]) mem_free(out[k].t.device, dev_out[k]);
+  for (int k = 0; k < MAX_INPUTS; ++k) mem_free(tg->device, dev_in[k]);
+  if (rc != 0) result_free(r);
+  return rc;
+}
+
+/* --------------------------------------------------------- summaries */
+
+static int is_dtype(DLDataType t, DLDataType want) {
+  return t.code == want.code && t.bits == want.bits && t.lanes == want.lanes;
+}
+
+/* "kept K of N"; a malformed keep list is a library bug and fails the demo. */
+static int summarise_keep(const result *r, const result *ref, char *out, size_t size) {
+  if (r->num_outputs != 2 || !is_dtype(r->desc[0].dtype, I64) || r->desc[0].ndim != 1 ||
+      !is_dtype(r->desc[1].dtype, I64) || r->desc[1].ndim != 0) {
+    snprintf(out, size, "INVALID: outputs are not keep int64[N], num_kept int64[]");
+    return -1;
+  }
+  const int64_t *keep = r->host[0];
+  int64_t n = r->desc[0].shape[0], kept = *(const int64_t *)r->host[1];
+  int bad = kept < 0 || kept > n;
+  for (int64_t i = 0; !bad && i < n; ++i)
+    bad = i < kept ? (keep[i] < 0 || keep[i] >= n) : keep[i] != -1;
+  if (bad) {
+    snprintf(out, size, "INVALID keep list (num_kept %lld of %lld)", (long long)kept, (long long)n);
+    return -1;
+  }
+  int len = snprintf(out, size, "kept %lld of %lld", (long long)kept, (long long)n);
+  if (ref && len > 0 && (size_t)len < size) {
+    int64_t ref_kept = *(const int64_t *)ref->host[1];
+    int same = ref_kept == kept && memcmp(ref->host[0], keep, (size_t)kept * sizeof(int64_t)) == 0;
+    snprintf(out + len, size - (size_t)len, same ? ", same as cpu" : ", DIFFERS from cpu");
+    if (!same) return -1;
+  }
+  return 0;
+}
+
+/* Mean and max of the matrix, and how many rows (detections) have a best
+ * match at IoU-like value >= MATCH_IOU. */
+static int summarise_matrix(const result *r, const result *ref, char *out, size_t size) {
+  if (r->num_outputs != 1 || !is_dtype(r->desc[0].dtype, F32) || r->desc[0].ndim != 2) {
+    snprintf(out, size, "INVALID: output is not float32[N,M]");
+    return -1;
+  }
+  const float *m = r->host[0];
+  int64_t rows = r->desc[0].shape[0], cols = r->desc[0].shape[1];
+  double sum = 0.0, mx = -INFINITY;
+  int64_t matched = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    double best = -INFINITY;
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = m[i * cols + j];
+      sum += v;
+      best = v > best ? v : best;
+    }
+    matched += best >= MATCH_IOU;
+    mx = best > mx ? best : mx;
+  }
+  double mean = rows > 0 && cols > 0 ? sum / (double)(rows * cols) : 0.0;
+  int len = snprintf(out, size, "mean %.4f  max %.4f  best >= %.1f: %lld of %lld", mean, mx,
+                     MATCH_IOU, (long long)matched, (long long)rows);
+  if (ref && len > 0 && (size_t)len < size) {
+    const float *mr = ref->host[0];
+    double diff = 0.0;
+    for (int64_t i = 0; i < rows * cols; ++i) diff = fmax(diff, fabs((double)m[i] - mr[i]));
+    snprintf(out + len, size - (size_t)len, ", max |diff| vs cpu %.1e", diff);
+    if (!(diff <= 1e-4)) return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- table */
+
+typedef struct table {
+  int op_width;
+} table;
+
+static void shapes_string(const op_case *c, char *out, size_t size) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (int k = 0; k < c->num_inputs && len < size; ++k) {
+    const DLTensor *t = &c->inputs[k].t;
+    len += (size_t)snprintf(out + len, size - len, "%s[", k ? " " : "");
+    for (int d = 0; d < t->ndim && len < size; ++d)
+      len +=
+          (size_t)snprintf(out + len, size - len, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    if (len < size) len += (size_t)snprintf(out + len, size - len, "]");
+  }
+}
+
+static void print_row(const table *tb, const char *op, const char *backend, const char *shapes,
+                      const char *ms, const char *summary) {
+  printf("  %-*s  %-7s  %-28s  %10s  %s\n", tb->op_width, op, backend, shapes, ms, summary);
+  fflush(stdout);
+}
+
+/* --------------------------------------------------------------- SVG */
+
+static const char *out_dir(const demo_options *opt) {
+  return opt->out_dir && opt->out_dir[0] ? opt->out_dir : ".";
+}
+
+/* `mkdir -p`: --out may name a directory that does not exist yet. */
+static int make_dirs(const char *dir) {
+  size_t len = strlen(dir);
+  char *p = malloc(len + 1);
+  if (!p) return -1;
+  memcpy(p, dir, len + 1);
+  int rc = 0;
+  for (size_t i = 1; i <= len && rc == 0; ++i) {
+    if (p[i] != '/' && p[i] != '\0') continue;
+    char c = p[i];
+    p[i] = '\0';
+    struct stat st;
+    if (mkdir(p, 0777) == 0) {
+      /* created */
+    } else if (errno != EEXIST || stat(p, &st) != 0) {
+      rc = -1;
+    } else if (!S_ISDIR(st.st_mode)) {
+      errno = ENOTDIR;
+      rc = -1;
+    }
+    p[i] = c;
+  }
+  free(p);
+  return rc;
+}
+
+static int write_svg(const vo_context *ctx, const demo_options *opt, const scene *s) {
+  tensor boxes, scores, idxs, keep, num_kept;
+  int64_t bshape[2] = {s->n, 4}, nshape[1] = {s->n};
+  tensor_init(&boxes, s->boxes, F32, CPU, 2, bshape);
+  tensor_init(&scores, s->scores, F32, CPU, 1, nshape);
+  tensor_init(&idxs, s->classes, I64, CPU, 1, nshape);
+
+  /* the typed wrappers, as a C program embedding the library would call them */
+  vo_tensor_desc desc[2];
+  vo_status st = vo_batched_nms_shape(ctx, &boxes.t, &scores.t, &idxs.t, IOU_THRESHOLD, desc);
+  if (st != VO_OK) {
+    fprintf(stderr, "visionops demo: vo_batched_nms_shape failed: %s: %s\n", vo_status_string(st),
+            vo_last_error());
+    return -1;
+  }
+  if (!is_dtype(desc[0].dtype, I64) || !is_dtype(desc[1].dtype, I64) || desc[0].ndim != 1 ||
+      desc[1].ndim != 0) {
+    fprintf(stderr, "visionops demo: vo_batched_nms_shape: outputs are not int64[N], int64[]\n");
+    return -1;
+  }
+  int64_t *keep_data = malloc((size_t)(desc[0].shape[0] + 1) * sizeof(int64_t));
+  int64_t kept = 0;
+  if (!keep_data) {
+    fprintf(stderr, "visionops demo: out of memory\n");
+    return -1;
+  }
+  tensor_init(&keep, keep_data, desc[0].dtype, desc[0].device, desc[0].ndim, desc[0].shape);
+  tensor_init(&num_kept, &kept, desc[1].dtype, desc[1].device, desc[1].ndim, desc[1].shape);
+  st = vo_batched_nms(ctx, &boxes.t, &scores.t, &idxs.t, IOU_THRESHOLD, &keep.t, &num_kept.t);
+  if (st != VO_OK) {
+    fprintf(stderr, "visionops demo: vo_batched_nms failed: %s: %s\n", vo_status_string(st),
+            vo_last_error());
+    free(keep_data);
+    return -1;
+  }
+
+  const char *dir = out_dir(opt);
+  size_t len = strlen(dir);
+  char *path = malloc(len + sizeof "/nms.svg");
+  if (!path) {
+    free(keep_data);
+    return -1;
+  }
+  snprintf(path, len + sizeof "/nms.svg", "%s%snms.svg", dir,
+           len && dir[len - 1] == '/' ? "" : "/");
+  svg_nms_scene sc = {
+      .image_width = IMAGE_W,
+      .image_height = IMAGE_H,
+      .num_boxes = s->n,
+      .boxes = s->boxes,
+      .scores = s->scores,
+      .classes = s->classes,
+      .num_classes = s->num_classes,
+      .keep = keep_data,
+      .num_kept = kept,
+      .iou_threshold = IOU_THRESHOLD,
+      .score_cutoff = SCORE_CUTOFF,
+  };
+  int rc = svg_write_nms(path, &sc);
+  if (rc != 0)
+    fprintf(stderr, "visionops demo: cannot write %s: %s\n", path, strerror(errno));
+  else
+    printf("wrote %s\n", path);
+  free(path);
+  free(keep_data);
+  return rc;
+}
+
+/* -------------------------------------------------------------- main */
+
+/* Lists the backends, and returns those the demo can put tensors on. */
+static int collect_targets(const vo_context *ctx, target *targets, int max_targets) {
+  int count = 0;
+  for (int b = 0; b < vo_backend_count(); ++b) {
+    vo_backend_info info;
+    vo_status st = vo_backend_status(b, &info);
+    if (st != VO_OK) {
+      fprintf(stderr, "visionops demo: vo_backend_status(%d) failed: %s: %s\n", b,
+              vo_status_string(st), vo_last_error());
+      return -1;
+    }
+    if (!info.built || !info.available) {
+      printf("  %-5s skipped: %s\n", info.name, info.detail);
+      continue;
+    }
+#ifndef VISIONOPS_HAVE_CUDA
+    if (info.device_type == kDLCUDA) {
+      printf(
+          "  %-5s skipped: available (%s), but this visionops command was built without the "
+          "CUDA runtime, so it cannot put inputs on the GPU\n",
+          info.name, info.detail);
+      continue;
+    }
+#endif
+    if (info.device_type != kDLCPU && info.device_type != kDLCUDA) {
+      printf("  %-5s skipped: the demo cannot put inputs on this device (%s)\n", info.name,
+             info.detail);
+      continue;
+    }
+    if (info.device_type == kDLCPU) {
+      /* the detail describes the defaults; --threads may have changed them */
+      int threads = vo_context_num_threads(ctx);
+      char tbuf[32];
+      snprintf(tbuf, sizeof tbuf, "%d thread%s", threads, threads == 1 ? "" : "s");
+      printf("  %-5s %s; this run: %s, ISA %s\n", info.name, info.detail,
+             threads ? tbuf : "all cores", vo_cpu_isa(ctx));
+    } else {
+      printf("  %-5s %s\n", info.name, info.detail);
+    }
+    if (count < max_targets) {
+      targets[count].name = info.name;
+      targets[count].device.device_type = info.device_type;
+      targets[count].device.device_id = 0;
+      ++count;
+    }
+  }
+  return count;
+}
+
+int demo_run(const demo_options *opt) {
+  vo_context *ctx = NULL;
+  scene s;
+  int failures = 0;
+  vo_status st = vo_context_create(&ctx);
+  if (st == VO_OK) st = vo_context_set_num_threads(ctx, opt->num_threads);
+  if (st != VO_OK) {
+    fprintf(stderr, "visionops demo: setting up the context failed: %s: %s\n", vo_status_string(st),
+            vo_last_error());
+    vo_context_destroy(ctx);
+    return 1;
+  }
+  /* a bad --out should fail before the benchmark, not after it */
+  const char *dir = out_dir(opt);
+  if (make_dirs(dir) != 0) {
+    fprintf(stderr, "visionops demo: cannot create directory %s: %s\n", dir, strerror(errno));
+    vo_context_destroy(ctx);
+    return 1;
+  }
+  if (generate_scene(opt, &s) != 0) {
+    fprintf(stderr, "visionops demo: out of memory generating %lld boxes\n",
+            (long long)opt->num_boxes);
+    vo_context_destroy(ctx);
+    return 1;
+  }
+
+  printf(
+      "visionops %s demo: %lld detections of %lld objects, %d classes, %.0fx%.0f image, "
+      "seed %llu\n",
+      vo_version(), (long long)s.n, (long long)s.num_objects, s.num_classes, IMAGE_W, IMAGE_H,
+      (unsigned long long)opt->seed);
+  printf(
+      "float32; NMS IoU threshold %g; IoU ops: first %lld detections x %lld objects; "
+      "time: median of %d runs\n",
+      IOU_THRESHOLD, (long long)(s.n < IOU_ROWS ? s.n : IOU_ROWS), (long long)s.num_objects,
+      TIMED_RUNS);
+  printf("backends:\n");
+  target targets[8];
+  int num_targets = collect_targets(ctx, targets, 8);
+  if (num_targets < 0) {
+    scene_free(&s);
+    vo_context_destroy(ctx);
+    return 1;
+  }
+
+  table tb = {(int)strlen("op")};
+  for (int i = 0; i < vo_op_count(); ++i) {
+    const vo_op_info *op = vo_op_get(i);
+    if (op && (int)strlen(op->name) > tb.op_width) tb.op_width = (int)strlen(op->name);
+  }
+  printf("\n");
+  print_row(&tb, "op", "backend", "inputs", "ms", "result");
+
+  for (int i = 0; i < vo_op_count(); ++i) {
+    const vo_op_info *op = vo_op_get(i);
+    if (!op) {
+      fprintf(stderr, "visionops demo: vo_op_get(%d) returned NULL: %s\n", i, vo_last_error());
+      ++failures;
+      continue;
+    }
+    const known_op *k = find_known(op->name);
+    if (!k) {
+      print_row(&tb, op->name, "-", "-", "-", "not in demo yet");
+      continue;
+    }
+    op_case c;
+    memset(&c, 0, sizeof c);
+    k->build(&c, &s);
+    char shapes[96];
+    shapes_string(&c, shapes, sizeof shapes);
+
+    result cpu_ref;
+    int have_ref = 0;
+    for (int t = 0; t < num_targets; ++t) {
+      result r;
+      char summary[160], ms[32];
+      if (run_on_target(ctx, op, &c, &targets[t], &r, summary, sizeof summary) != 0) {
+        print_row(&tb, op->name, targets[t].name, shapes, "-", summary);
+        ++failures;
+        continue;
+      }
+      const result *ref = (have_ref && targets[t].device.device_type != kDLCPU) ? &cpu_ref : NULL;
+      int bad = k->kind == RESULT_KEEP ? summarise_keep(&r, ref, summary, sizeof summary)
+                                       : summarise_matrix(&r, ref, summary, sizeof summary);
+      failures += bad != 0;
+      snprintf(ms, sizeof ms, "%.3f", r.ms);
+      print_row(&tb, op->name, targets[t].name, shapes, ms, summary);
+      if (!have_ref && targets[t].device.device_type == kDLCPU && !bad) {
+        cpu_ref = r;
+        have_ref = 1;
+      } else {
+        result_free(&r);
+      }
+    }
+    if (have_ref) result_free(&cpu_ref);
+  }
+  printf("\n");
+
+  if (write_svg(ctx, opt, &s) != 0) ++failures;
+
+  scene_free(&s);
+  vo_context_destroy(ctx);
+  if (failures) {
+    fprintf(stderr, "visionops demo: %d failure%s (see messages above)\n", failures,
+            failures == 1 ? "" : "s");
+    return 1;
+  }
+  return 0;
+}
