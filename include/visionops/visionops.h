@@ -46,8 +46,8 @@ typedef enum vo_status {
   VO_ERROR_DEVICE_MISMATCH = 3,     /* tensors of one call on different devices */
   VO_ERROR_BACKEND_UNAVAILABLE = 4, /* device's backend not built, no driver, no device */
   VO_ERROR_OUT_OF_MEMORY = 5,
-  VO_ERROR_NOT_FOUND = 6,           /* no operator or backend with that name/index */
-  VO_ERROR_BACKEND_FAILURE = 7      /* the backend's runtime reported an error */
+  VO_ERROR_NOT_FOUND = 6,      /* no operator or backend with that name/index */
+  VO_ERROR_BACKEND_FAILURE = 7 /* the backend's runtime reported an error */
 } vo_status;
 
 /* Message for the last failed call on this thread ("" if none). The pointer
@@ -101,12 +101,12 @@ VO_API vo_status vo_context_set_workspace_limit(vo_context *ctx, size_t bytes);
 /* ------------------------------------------------------------- backends */
 
 typedef struct vo_backend_info {
-  const char *name;           /* "cpu", "cuda" */
-  DLDeviceType device_type;   /* kDLCPU, kDLCUDA */
-  int built;                  /* compiled into this library */
-  int available;              /* usable now */
-  const char *detail;         /* why not available, or what it runs on
-                                 (CPU ISA, GPU name); never NULL */
+  const char *name;         /* "cpu", "cuda" */
+  DLDeviceType device_type; /* kDLCPU, kDLCUDA */
+  int built;                /* compiled into this library */
+  int available;            /* usable now */
+  const char *detail;       /* why not available, or what it runs on
+                               (CPU ISA, GPU name); never NULL */
 } vo_backend_info;
 
 VO_API int vo_backend_count(void);
@@ -128,7 +128,7 @@ typedef struct vo_op_info {
 } vo_op_info;
 
 VO_API int vo_op_count(void);
-VO_API const vo_op_info *vo_op_get(int index);      /* NULL if out of range */
+VO_API const vo_op_info *vo_op_get(int index);         /* NULL if out of range */
 VO_API const vo_op_info *vo_op_find(const char *name); /* NULL if unknown */
 
 /* A boxed argument for the generic entry point. */
@@ -215,16 +215,16 @@ VO_API vo_status vo_batched_nms_shape(const vo_context *ctx, const DLTensor *box
                                       const DLTensor *scores, const DLTensor *idxs,
                                       double iou_threshold, vo_tensor_desc out[2]);
 VO_API vo_status vo_batched_nms(const vo_context *ctx, const DLTensor *boxes,
-                                const DLTensor *scores, const DLTensor *idxs,
-                                double iou_threshold, DLTensor *keep, DLTensor *num_kept);
+                                const DLTensor *scores, const DLTensor *idxs, double iou_threshold,
+                                DLTensor *keep, DLTensor *num_kept);
 
 /* Pairwise overlap of a[N,4] and b[M,4] into out[N,M] (dtype of the boxes). */
 VO_API vo_status vo_box_iou_shape(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                                   vo_tensor_desc *out);
 VO_API vo_status vo_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                             DLTensor *out);
-VO_API vo_status vo_generalized_box_iou(const vo_context *ctx, const DLTensor *a,
-                                        const DLTensor *b, DLTensor *out);
+VO_API vo_status vo_generalized_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
+                                        DLTensor *out);
 VO_API vo_status vo_distance_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                                      double eps, DLTensor *out);
 VO_API vo_status vo_complete_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,

@@ -35,7 +35,7 @@ vo_status vo_context_create(vo_context **out) {
 
 void vo_context_destroy(vo_context *ctx) { free(ctx); }
 
-#define VO_REQUIRE_CTX(fn)                                                   \
+#define VO_REQUIRE_CTX(fn) \
   if (!ctx) return vo_fail(VO_ERROR_INVALID_ARGUMENT, fn ": ctx is NULL")
 
 vo_status vo_context_set_num_threads(vo_context *ctx, int num_threads) {

@@ -164,12 +164,12 @@ vo_status vo_expect_shape(const vo_exec *ex, int arg, int ndim, const int64_t *d
  * the op's own check. Leaves ex ready for output validation. */
 static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info *op,
                             const vo_value *args, int num_args) {
+  memset(ex, 0, sizeof *ex);
   if (!op) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "visionops: op is NULL (unknown op name?)");
   const vo_op_entry *e = vo_registry_op(op->index);
   if (!e || &e->info != op)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "visionops: op does not come from vo_op_get / vo_op_find");
-  memset(ex, 0, sizeof *ex);
   ex->ctx = ctx ? ctx : vo_default_context();
   ex->op = (vo_op_id)op->index;
   ex->op_name = op->name;

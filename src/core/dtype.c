@@ -33,11 +33,26 @@ DLDataType vo_dtype_to_dl(vo_dtype d) {
     case VO_F32: break;
     case VO_F64: t.bits = 64; break;
     case VO_F16: t.bits = 16; break;
-    case VO_BF16: t.code = kDLBfloat; t.bits = 16; break;
-    case VO_I64: t.code = kDLInt; t.bits = 64; break;
-    case VO_I32: t.code = kDLInt; t.bits = 32; break;
-    case VO_U8: t.code = kDLUInt; t.bits = 8; break;
-    case VO_BOOL: t.code = kDLUInt; t.bits = 1; break;
+    case VO_BF16:
+      t.code = kDLBfloat;
+      t.bits = 16;
+      break;
+    case VO_I64:
+      t.code = kDLInt;
+      t.bits = 64;
+      break;
+    case VO_I32:
+      t.code = kDLInt;
+      t.bits = 32;
+      break;
+    case VO_U8:
+      t.code = kDLUInt;
+      t.bits = 8;
+      break;
+    case VO_BOOL:
+      t.code = kDLUInt;
+      t.bits = 1;
+      break;
     case VO_DTYPE_INVALID: t.bits = 0; break;
   }
   return t;
@@ -60,10 +75,14 @@ const char *vo_dtype_name(vo_dtype d) {
 
 size_t vo_dtype_size(vo_dtype d) {
   switch (d) {
-    case VO_F64: case VO_I64: return 8;
-    case VO_F32: case VO_I32: return 4;
-    case VO_F16: case VO_BF16: return 2;
-    case VO_U8: case VO_BOOL: return 1;
+    case VO_F64:
+    case VO_I64: return 8;
+    case VO_F32:
+    case VO_I32: return 4;
+    case VO_F16:
+    case VO_BF16: return 2;
+    case VO_U8:
+    case VO_BOOL: return 1;
     case VO_DTYPE_INVALID: break;
   }
   return 0;

@@ -49,7 +49,7 @@ static inline uint16_t vo_f32_to_f16(float f) {
   uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
   uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
-  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                       /* rounds to inf */
   if (a < 0x38800000u) {
     /* result is subnormal or zero: round a * 2^24 to an integer, ties even */
     float mag = vo_bits_f32(a) * 16777216.0f; /* exact: power-of-two scale */

@@ -65,7 +65,7 @@ int vo_view_is_contiguous(const vo_view *v);
 /* ------------------------------------------------------------- context */
 
 struct vo_context {
-  int num_threads; /* 0: all */
+  int num_threads;   /* 0: all */
   void *cuda_stream; /* NULL: per-thread default stream */
   vo_allocator allocator;
   int has_allocator;
@@ -104,13 +104,18 @@ typedef enum vo_op_id {
   VO_NUM_OPS
 } vo_op_id;
 
-typedef enum vo_iou_kind { VO_IOU_PLAIN, VO_IOU_GENERALIZED, VO_IOU_DISTANCE, VO_IOU_COMPLETE } vo_iou_kind;
+typedef enum vo_iou_kind {
+  VO_IOU_PLAIN,
+  VO_IOU_GENERALIZED,
+  VO_IOU_DISTANCE,
+  VO_IOU_COMPLETE
+} vo_iou_kind;
 
 /* nms and batched_nms. */
 typedef struct vo_nms_params {
-  const vo_view *boxes;    /* [N,4] float */
-  const vo_view *scores;   /* [N] same dtype */
-  const vo_view *idxs;     /* [N] int64, NULL for plain nms */
+  const vo_view *boxes;  /* [N,4] float */
+  const vo_view *scores; /* [N] same dtype */
+  const vo_view *idxs;   /* [N] int64, NULL for plain nms */
   double iou_threshold;
   const vo_view *keep;     /* out: int64 [N], contiguous */
   const vo_view *num_kept; /* out: int64 [], contiguous */
@@ -122,7 +127,7 @@ typedef struct vo_pairwise_iou_params {
   const vo_view *b;   /* [M,4] same dtype */
   const vo_view *out; /* out: [N,M] same dtype, contiguous */
   vo_iou_kind kind;
-  double eps;         /* distance/complete only */
+  double eps; /* distance/complete only */
 } vo_pairwise_iou_params;
 
 /* Everything about one call, built by the dispatcher and the op's check
@@ -137,8 +142,8 @@ typedef struct vo_exec {
   int num_outputs;
   vo_tensor_desc out_desc[VO_MAX_OUTPUTS]; /* set by the check function */
   vo_view outputs[VO_MAX_OUTPUTS];         /* set by the dispatcher */
-  DLDevice device;                          /* of every tensor in the call */
-  vo_dtype dtype;                           /* compute dtype chosen by check */
+  DLDevice device;                         /* of every tensor in the call */
+  vo_dtype dtype;                          /* compute dtype chosen by check */
   union {
     vo_nms_params nms;
     vo_pairwise_iou_params iou;

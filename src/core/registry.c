@@ -63,16 +63,15 @@ static int vo_parse_default(vo_cursor *c, vo_arg_spec *a) {
   vo_skip_space(c);
   char *end = NULL;
   switch (a->type) {
-    case VO_ARG_FLOAT:
-      a->default_value = vo_float_value(strtod(c->s, &end));
-      break;
-    case VO_ARG_INT:
-      a->default_value = vo_int_value(strtoll(c->s, &end, 10));
-      break;
+    case VO_ARG_FLOAT: a->default_value = vo_float_value(strtod(c->s, &end)); break;
+    case VO_ARG_INT: a->default_value = vo_int_value(strtoll(c->s, &end, 10)); break;
     case VO_ARG_BOOL:
-      if (vo_accept(c, "True")) a->default_value = vo_bool_value(1);
-      else if (vo_accept(c, "False")) a->default_value = vo_bool_value(0);
-      else return 0;
+      if (vo_accept(c, "True"))
+        a->default_value = vo_bool_value(1);
+      else if (vo_accept(c, "False"))
+        a->default_value = vo_bool_value(0);
+      else
+        return 0;
       end = (char *)c->s;
       break;
     case VO_ARG_OPTIONAL_TENSOR:
@@ -80,8 +79,7 @@ static int vo_parse_default(vo_cursor *c, vo_arg_spec *a) {
       a->default_value = vo_tensor_value(NULL);
       end = (char *)c->s;
       break;
-    case VO_ARG_TENSOR:
-      return 0;
+    case VO_ARG_TENSOR: return 0;
   }
   if (end == c->s) return 0;
   c->s = end;
@@ -101,11 +99,16 @@ static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
       vo_arg_spec *a = &e->args[n];
       char type[32];
       if (!vo_ident(&c, type)) return 0;
-      if (strcmp(type, "Tensor") == 0) a->type = vo_accept(&c, "?") ? VO_ARG_OPTIONAL_TENSOR : VO_ARG_TENSOR;
-      else if (strcmp(type, "float") == 0) a->type = VO_ARG_FLOAT;
-      else if (strcmp(type, "int") == 0) a->type = VO_ARG_INT;
-      else if (strcmp(type, "bool") == 0) a->type = VO_ARG_BOOL;
-      else return 0;
+      if (strcmp(type, "Tensor") == 0)
+        a->type = vo_accept(&c, "?") ? VO_ARG_OPTIONAL_TENSOR : VO_ARG_TENSOR;
+      else if (strcmp(type, "float") == 0)
+        a->type = VO_ARG_FLOAT;
+      else if (strcmp(type, "int") == 0)
+        a->type = VO_ARG_INT;
+      else if (strcmp(type, "bool") == 0)
+        a->type = VO_ARG_BOOL;
+      else
+        return 0;
       if (!vo_ident(&c, a->name)) return 0;
       if (vo_accept(&c, "=") && !vo_parse_default(&c, a)) return 0;
       if (n > 0 && e->args[n - 1].has_default && !a->has_default) return 0;

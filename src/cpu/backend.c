@@ -25,8 +25,7 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
 
 static int vo_cpu_probe(char *detail, size_t size) {
 #ifdef VISIONOPS_HAVE_OPENMP
-  snprintf(detail, size, "%d threads (OpenMP), ISA %s", omp_get_max_threads(),
-           vo_cpu_isa(NULL));
+  snprintf(detail, size, "%d threads (OpenMP), ISA %s", omp_get_max_threads(), vo_cpu_isa(NULL));
 #else
   snprintf(detail, size, "1 thread (built without OpenMP), ISA %s", vo_cpu_isa(NULL));
 #endif
@@ -57,17 +56,17 @@ const vo_backend vo_cpu_backend = {
     .default_free = vo_cpu_free,
 };
 
-#define VO_DEFINE_GATHER(T, SUFFIX)                                                  \
-  void vo_cpu_gather_boxes_##SUFFIX(const vo_view *boxes, const int64_t *order,       \
-                                    int64_t n, vo_cpu_boxes_##SUFFIX *out) {          \
-    const int64_t s0 = boxes->stride[0], s1 = boxes->stride[1];                      \
-    for (int64_t i = 0; i < n; i++) {                                                 \
-      int64_t row = (order ? order[i] : i) * s0;                                      \
-      out->x1[i] = (T)vo_cpu_load(boxes, row);                                        \
-      out->y1[i] = (T)vo_cpu_load(boxes, row + s1);                                   \
-      out->x2[i] = (T)vo_cpu_load(boxes, row + 2 * s1);                               \
-      out->y2[i] = (T)vo_cpu_load(boxes, row + 3 * s1);                               \
-    }                                                                                 \
+#define VO_DEFINE_GATHER(T, SUFFIX)                                                        \
+  void vo_cpu_gather_boxes_##SUFFIX(const vo_view *boxes, const int64_t *order, int64_t n, \
+                                    vo_cpu_boxes_##SUFFIX *out) {                          \
+    const int64_t s0 = boxes->stride[0], s1 = boxes->stride[1];                            \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+      int64_t row = (order ? order[i] : i) * s0;                                           \
+      out->x1[i] = (T)vo_cpu_load(boxes, row);                                             \
+      out->y1[i] = (T)vo_cpu_load(boxes, row + s1);                                        \
+      out->x2[i] = (T)vo_cpu_load(boxes, row + 2 * s1);                                    \
+      out->y2[i] = (T)vo_cpu_load(boxes, row + 3 * s1);                                    \
+    }                                                                                      \
   }
 VO_DEFINE_GATHER(float, f32)
 VO_DEFINE_GATHER(double, f64)

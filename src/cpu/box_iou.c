@@ -27,45 +27,45 @@ typedef struct vo_side_f64 {
 } vo_side_f64;
 
 /* One output row: out[j] = overlap(a_i, b_j) for j in [0, m). */
-#define VO_DEFINE_ROW(T, SIDE, SUFFIX, ATTR)                                                   \
-  ATTR static void vo_iou_row_##SUFFIX(vo_iou_kind kind, T eps, const SIDE *a, int64_t i,     \
-                                       const SIDE *b, int64_t m, T *out) {                    \
-    const T ax1 = a->x1[i], ay1 = a->y1[i], ax2 = a->x2[i], ay2 = a->y2[i];                  \
-    const T aarea = a->area[i], acx = a->cx[i], acy = a->cy[i], aatan = a->atan_wh[i];       \
-    const T four_over_pi2 = (T)(4.0 / (3.14159265358979323846 * 3.14159265358979323846));    \
-    for (int64_t j = 0; j < m; j++) {                                                         \
-      T w = VO_MINN(ax2, b->x2[j]) - VO_MAXN(ax1, b->x1[j]);                                 \
-      T h = VO_MINN(ay2, b->y2[j]) - VO_MAXN(ay1, b->y1[j]);                                 \
-      w = VO_CLAMP0(w);                                                                       \
-      h = VO_CLAMP0(h);                                                                       \
-      T inter = w * h;                                                                        \
-      T uni = aarea + b->area[j] - inter;                                                     \
-      T iou = inter / uni;                                                                    \
-      if (kind == VO_IOU_PLAIN) {                                                             \
-        out[j] = iou;                                                                         \
-        continue;                                                                             \
-      }                                                                                       \
-      T ew = VO_MAXN(ax2, b->x2[j]) - VO_MINN(ax1, b->x1[j]);                                \
-      T eh = VO_MAXN(ay2, b->y2[j]) - VO_MINN(ay1, b->y1[j]);                                \
-      ew = VO_CLAMP0(ew);                                                                     \
-      eh = VO_CLAMP0(eh);                                                                     \
-      if (kind == VO_IOU_GENERALIZED) {                                                       \
-        T enclosing = ew * eh;                                                                \
-        out[j] = iou - (enclosing - uni) / enclosing;                                         \
-        continue;                                                                             \
-      }                                                                                       \
-      T diag = ew * ew + eh * eh + eps;                                                       \
-      T dx = acx - b->cx[j], dy = acy - b->cy[j];                                             \
-      T diou = iou - (dx * dx + dy * dy) / diag;                                              \
-      if (kind == VO_IOU_DISTANCE) {                                                          \
-        out[j] = diou;                                                                        \
-        continue;                                                                             \
-      }                                                                                       \
-      T d = aatan - b->atan_wh[j];                                                            \
-      T v = four_over_pi2 * (d * d);                                                          \
-      T alpha = v / ((T)1 - iou + v + eps);                                                   \
-      out[j] = diou - alpha * v;                                                              \
-    }                                                                                         \
+#define VO_DEFINE_ROW(T, SIDE, SUFFIX, ATTR)                                              \
+  ATTR static void vo_iou_row_##SUFFIX(vo_iou_kind kind, T eps, const SIDE *a, int64_t i, \
+                                       const SIDE *b, int64_t m, T *out) {                \
+    const T ax1 = a->x1[i], ay1 = a->y1[i], ax2 = a->x2[i], ay2 = a->y2[i];               \
+    const T aarea = a->area[i], acx = a->cx[i], acy = a->cy[i], aatan = a->atan_wh[i];    \
+    const T four_over_pi2 = (T)(4.0 / (3.14159265358979323846 * 3.14159265358979323846)); \
+    for (int64_t j = 0; j < m; j++) {                                                     \
+      T w = VO_MINN(ax2, b->x2[j]) - VO_MAXN(ax1, b->x1[j]);                              \
+      T h = VO_MINN(ay2, b->y2[j]) - VO_MAXN(ay1, b->y1[j]);                              \
+      w = VO_CLAMP0(w);                                                                   \
+      h = VO_CLAMP0(h);                                                                   \
+      T inter = w * h;                                                                    \
+      T uni = aarea + b->area[j] - inter;                                                 \
+      T iou = inter / uni;                                                                \
+      if (kind == VO_IOU_PLAIN) {                                                         \
+        out[j] = iou;                                                                     \
+        continue;                                                                         \
+      }                                                                                   \
+      T ew = VO_MAXN(ax2, b->x2[j]) - VO_MINN(ax1, b->x1[j]);                             \
+      T eh = VO_MAXN(ay2, b->y2[j]) - VO_MINN(ay1, b->y1[j]);                             \
+      ew = VO_CLAMP0(ew);                                                                 \
+      eh = VO_CLAMP0(eh);                                                                 \
+      if (kind == VO_IOU_GENERALIZED) {                                                   \
+        T enclosing = ew * eh;                                                            \
+        out[j] = iou - (enclosing - uni) / enclosing;                                     \
+        continue;                                                                         \
+      }                                                                                   \
+      T diag = ew * ew + eh * eh + eps;                                                   \
+      T dx = acx - b->cx[j], dy = acy - b->cy[j];                                         \
+      T diou = iou - (dx * dx + dy * dy) / diag;                                          \
+      if (kind == VO_IOU_DISTANCE) {                                                      \
+        out[j] = diou;                                                                    \
+        continue;                                                                         \
+      }                                                                                   \
+      T d = aatan - b->atan_wh[j];                                                        \
+      T v = four_over_pi2 * (d * d);                                                      \
+      T alpha = v / ((T)1 - iou + v + eps);                                               \
+      out[j] = diou - alpha * v;                                                          \
+    }                                                                                     \
   }
 
 VO_DEFINE_ROW(float, vo_side_f32, f32_scalar, )
@@ -77,21 +77,21 @@ VO_DEFINE_ROW(double, vo_side_f64, f64_avx2, __attribute__((target("avx2,fma")))
 #endif
 
 /* Fills one side's per-box terms (arrays of n, laid out in `mem`). */
-#define VO_DEFINE_PREPARE(T, SUFFIX, ATAN)                                                   \
-  static void vo_iou_prepare_##SUFFIX(const vo_view *boxes, T *mem, int64_t n,              \
-                                      vo_side_##SUFFIX *s) {                         \
-    T *x1 = mem, *y1 = mem + n, *x2 = mem + 2 * n, *y2 = mem + 3 * n;                         \
-    T *area = mem + 4 * n, *cx = mem + 5 * n, *cy = mem + 6 * n, *at = mem + 7 * n;           \
-    vo_cpu_boxes_##SUFFIX bx = {x1, y1, x2, y2};                                             \
-    vo_cpu_gather_boxes_##SUFFIX(boxes, NULL, n, &bx);                                        \
-    for (int64_t i = 0; i < n; i++) {                                                         \
-      area[i] = (x2[i] - x1[i]) * (y2[i] - y1[i]);                                            \
-      cx[i] = (x1[i] + x2[i]) / 2;                                                            \
-      cy[i] = (y1[i] + y2[i]) / 2;                                                            \
-      at[i] = ATAN((x2[i] - x1[i]) / (y2[i] - y1[i]));                                        \
-    }                                                                                         \
-    s->x1 = x1, s->y1 = y1, s->x2 = x2, s->y2 = y2;                                           \
-    s->area = area, s->cx = cx, s->cy = cy, s->atan_wh = at;                                  \
+#define VO_DEFINE_PREPARE(T, SUFFIX, ATAN)                                          \
+  static void vo_iou_prepare_##SUFFIX(const vo_view *boxes, T *mem, int64_t n,      \
+                                      vo_side_##SUFFIX *s) {                        \
+    T *x1 = mem, *y1 = mem + n, *x2 = mem + 2 * n, *y2 = mem + 3 * n;               \
+    T *area = mem + 4 * n, *cx = mem + 5 * n, *cy = mem + 6 * n, *at = mem + 7 * n; \
+    vo_cpu_boxes_##SUFFIX bx = {x1, y1, x2, y2};                                    \
+    vo_cpu_gather_boxes_##SUFFIX(boxes, NULL, n, &bx);                              \
+    for (int64_t i = 0; i < n; i++) {                                               \
+      area[i] = (x2[i] - x1[i]) * (y2[i] - y1[i]);                                  \
+      cx[i] = (x1[i] + x2[i]) / 2;                                                  \
+      cy[i] = (y1[i] + y2[i]) / 2;                                                  \
+      at[i] = ATAN((x2[i] - x1[i]) / (y2[i] - y1[i]));                              \
+    }                                                                               \
+    s->x1 = x1, s->y1 = y1, s->x2 = x2, s->y2 = y2;                                 \
+    s->area = area, s->cx = cx, s->cy = cy, s->atan_wh = at;                        \
   }
 VO_DEFINE_PREPARE(float, f32, atanf)
 VO_DEFINE_PREPARE(double, f64, atan)
@@ -107,7 +107,7 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
   /* 8 per-box arrays per side, plus a float row per thread for half output. */
   const size_t side_bytes = 8 * (size_t)(n + m) * elem;
   const size_t row_bytes = half_out ? (size_t)threads * (size_t)m * sizeof(float) : 0;
-  char *mem = vo_workspace_alloc(ex->ctx, ex->device, side_bytes + row_bytes, ex->op_name);
+  void *mem = vo_workspace_alloc(ex->ctx, ex->device, side_bytes + row_bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
   const int avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
   const vo_iou_kind kind = p->kind;
@@ -124,8 +124,7 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
     for (int64_t i = 0; i < n; i++) {
 #ifdef VO_HAVE_AVX2_KERNELS
       if (avx2) {
-        vo_iou_row_f64_avx2(kind, p->eps, &a, i,
-                            &b, m, out + i * m);
+        vo_iou_row_f64_avx2(kind, p->eps, &a, i, &b, m, out + i * m);
         continue;
       }
 #endif
@@ -136,7 +135,7 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
     vo_iou_prepare_f32(p->a, (float *)mem, n, &a);
     vo_iou_prepare_f32(p->b, (float *)mem + 8 * n, m, &b);
     const float eps = (float)p->eps;
-    float *rows = (float *)(mem + side_bytes);
+    float *rows = (void *)((char *)mem + side_bytes);
     void *out = p->out->data;
     const vo_dtype dt = ex->dtype;
 #ifdef VISIONOPS_HAVE_OPENMP
@@ -151,8 +150,7 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
       float *row = half_out ? rows + (size_t)t * (size_t)m : (float *)out + i * m;
 #ifdef VO_HAVE_AVX2_KERNELS
       if (avx2)
-        vo_iou_row_f32_avx2(kind, eps, &a, i,
-                            &b, m, row);
+        vo_iou_row_f32_avx2(kind, eps, &a, i, &b, m, row);
       else
 #endif
         vo_iou_row_f32_scalar(kind, eps, &a, i, &b, m, row);

@@ -58,31 +58,31 @@ static float vo_threshold_f32(double t) {
  * torchvision's arithmetic exactly (max/min operand order included) so the
  * same boxes are suppressed.
  */
-#define VO_DEFINE_GREEDY(T, SUFFIX, ATTR)                                                   \
-  ATTR static void vo_greedy_##SUFFIX(const T *x1, const T *y1, const T *x2, const T *y2,   \
-                                      const T *area, int64_t m, T thr, uint8_t *sup,         \
-                                      uint8_t *kept, int threads) {                          \
-    (void)threads;                                                                           \
-    VO_GREEDY_PARALLEL_PRAGMA                                                                \
-    for (int64_t i = 0; i < m; i++) {                                                        \
-      if (sup[i]) continue;                                                                  \
-      VO_GREEDY_MASTER_PRAGMA                                                                \
-      kept[i] = 1;                                                                           \
-      const T ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];             \
-      VO_GREEDY_FOR_PRAGMA                                                                   \
-      for (int64_t j = i + 1; j < m; j++) {                                                  \
-        T xx1 = ix1 < x1[j] ? x1[j] : ix1;                                                   \
-        T yy1 = iy1 < y1[j] ? y1[j] : iy1;                                                   \
-        T xx2 = x2[j] < ix2 ? x2[j] : ix2;                                                   \
-        T yy2 = y2[j] < iy2 ? y2[j] : iy2;                                                   \
-        T w = xx2 - xx1, h = yy2 - yy1;                                                      \
-        w = (T)0 < w ? w : (T)0;                                                             \
-        h = (T)0 < h ? h : (T)0;                                                             \
-        T inter = w * h;                                                                     \
-        T ovr = inter / (ia + area[j] - inter);                                              \
-        sup[j] |= (uint8_t)(ovr > thr);                                                      \
-      }                                                                                      \
-    }                                                                                        \
+#define VO_DEFINE_GREEDY(T, SUFFIX, ATTR)                                                 \
+  ATTR static void vo_greedy_##SUFFIX(const T *x1, const T *y1, const T *x2, const T *y2, \
+                                      const T *area, int64_t m, T thr, uint8_t *sup,      \
+                                      uint8_t *kept, int threads) {                       \
+    (void)threads;                                                                        \
+    VO_GREEDY_PARALLEL_PRAGMA                                                             \
+    for (int64_t i = 0; i < m; i++) {                                                     \
+      if (sup[i]) continue;                                                               \
+      VO_GREEDY_MASTER_PRAGMA                                                             \
+      kept[i] = 1;                                                                        \
+      const T ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];           \
+      VO_GREEDY_FOR_PRAGMA                                                                \
+      for (int64_t j = i + 1; j < m; j++) {                                               \
+        T xx1 = ix1 < x1[j] ? x1[j] : ix1;                                                \
+        T yy1 = iy1 < y1[j] ? y1[j] : iy1;                                                \
+        T xx2 = x2[j] < ix2 ? x2[j] : ix2;                                                \
+        T yy2 = y2[j] < iy2 ? y2[j] : iy2;                                                \
+        T w = xx2 - xx1, h = yy2 - yy1;                                                   \
+        w = (T)0 < w ? w : (T)0;                                                          \
+        h = (T)0 < h ? h : (T)0;                                                          \
+        T inter = w * h;                                                                  \
+        T ovr = inter / (ia + area[j] - inter);                                           \
+        sup[j] |= (uint8_t)(ovr > thr);                                                   \
+      }                                                                                   \
+    }                                                                                     \
   }
 
 #ifdef VISIONOPS_HAVE_OPENMP
@@ -108,18 +108,17 @@ typedef struct vo_nms_work {
   const vo_exec *ex;
   int use_f64;
   int avx2;
-  vo_rank *ranks;        /* [n] score order */
-  int64_t *slot_rank;    /* [n] slot -> rank (category-grouped order) */
-  int64_t *slot_index;   /* [n] slot -> original index */
-  void *soa;             /* 5 arrays of n compute-type values: x1 y1 x2 y2 area */
-  uint8_t *sup;          /* [n] by slot */
-  uint8_t *kept;         /* [n] by slot */
+  vo_rank *ranks;          /* [n] score order */
+  int64_t *slot_rank;      /* [n] slot -> rank (category-grouped order) */
+  int64_t *slot_index;     /* [n] slot -> original index */
+  void *soa;               /* 5 arrays of n compute-type values: x1 y1 x2 y2 area */
+  uint8_t *sup;            /* [n] by slot */
+  uint8_t *kept;           /* [n] by slot */
   int64_t *segment_starts; /* [n + 1] first slot of each category, then n */
 } vo_nms_work;
 
 /* Greedy NMS over slots [start, start + m). */
-static void vo_nms_segment(const vo_nms_work *w, int64_t n, int64_t start, int64_t m,
-                           int threads) {
+static void vo_nms_segment(const vo_nms_work *w, int64_t n, int64_t start, int64_t m, int threads) {
   const vo_nms_params *p = &w->ex->p.nms;
   if (w->use_f64) {
     double *base = w->soa;

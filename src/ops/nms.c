@@ -62,9 +62,8 @@ vo_status vo_nms(const vo_context *ctx, const DLTensor *boxes, const DLTensor *s
   return vo_call(ctx, vo_nms_op(0), args, 3, outs, 2);
 }
 
-vo_status vo_batched_nms_shape(const vo_context *ctx, const DLTensor *boxes,
-                               const DLTensor *scores, const DLTensor *idxs, double iou_threshold,
-                               vo_tensor_desc out[2]) {
+vo_status vo_batched_nms_shape(const vo_context *ctx, const DLTensor *boxes, const DLTensor *scores,
+                               const DLTensor *idxs, double iou_threshold, vo_tensor_desc out[2]) {
   const vo_value args[] = {vo_tensor_value(boxes), vo_tensor_value(scores), vo_tensor_value(idxs),
                            vo_float_value(iou_threshold)};
   return vo_infer(ctx, vo_nms_op(1), args, 4, out, 2);
