@@ -13,9 +13,12 @@
 #include <omp.h>
 #endif
 
-/* torch.max / torch.min / clamp propagate NaN; std::max-style ternaries would not. */
-#define VO_MAXN(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
-#define VO_MINN(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
+/* torch.max / torch.min propagate NaN and these do not, but it makes no
+ * difference: a NaN coordinate makes that box's area, hence the union and
+ * every variant's result, NaN either way. Plain selects vectorise. */
+#define VO_MAXN(a, b) ((a) > (b) ? (a) : (b))
+#define VO_MINN(a, b) ((a) < (b) ? (a) : (b))
+/* clamp(min=0) keeps NaN, as torch's does. */
 #define VO_CLAMP0(x) ((x) < 0 ? 0 : (x))
 
 /* Per-box terms for one side: coordinates, area, centre, atan(w/h). */
@@ -26,27 +29,33 @@ typedef struct vo_side_f64 {
   const double *x1, *y1, *x2, *y2, *area, *cx, *cy, *atan_wh;
 } vo_side_f64;
 
-/* One output row: out[j] = overlap(a_i, b_j) for j in [0, m). */
+/* One output row: out[j] = overlap(a_i, b_j) for j in [0, m). Always
+ * inlined into one function per kind (below), where `kind` is a constant:
+ * the branches fold away and the loop vectorises. */
 #define VO_DEFINE_ROW(T, SIDE, SUFFIX, ATTR)                                              \
-  ATTR static void vo_iou_row_##SUFFIX(vo_iou_kind kind, T eps, const SIDE *a, int64_t i, \
-                                       const SIDE *b, int64_t m, T *out) {                \
+  ATTR static inline __attribute__((always_inline)) void vo_iou_row_##SUFFIX(             \
+      vo_iou_kind kind, T eps, const SIDE *a, int64_t i, const SIDE *b, int64_t m,        \
+      T *restrict out) {                                                                  \
     const T ax1 = a->x1[i], ay1 = a->y1[i], ax2 = a->x2[i], ay2 = a->y2[i];               \
     const T aarea = a->area[i], acx = a->cx[i], acy = a->cy[i], aatan = a->atan_wh[i];    \
     const T four_over_pi2 = (T)(4.0 / (3.14159265358979323846 * 3.14159265358979323846)); \
+    const T *restrict bx1 = b->x1, *restrict by1 = b->y1, *restrict bx2 = b->x2;          \
+    const T *restrict by2 = b->y2, *restrict barea = b->area, *restrict bcx = b->cx;      \
+    const T *restrict bcy = b->cy, *restrict batan = b->atan_wh;                          \
     for (int64_t j = 0; j < m; j++) {                                                     \
-      T w = VO_MINN(ax2, b->x2[j]) - VO_MAXN(ax1, b->x1[j]);                              \
-      T h = VO_MINN(ay2, b->y2[j]) - VO_MAXN(ay1, b->y1[j]);                              \
+      T w = VO_MINN(ax2, bx2[j]) - VO_MAXN(ax1, bx1[j]);                                  \
+      T h = VO_MINN(ay2, by2[j]) - VO_MAXN(ay1, by1[j]);                                  \
       w = VO_CLAMP0(w);                                                                   \
       h = VO_CLAMP0(h);                                                                   \
       T inter = w * h;                                                                    \
-      T uni = aarea + b->area[j] - inter;                                                 \
+      T uni = aarea + barea[j] - inter;                                                   \
       T iou = inter / uni;                                                                \
       if (kind == VO_IOU_PLAIN) {                                                         \
         out[j] = iou;                                                                     \
         continue;                                                                         \
       }                                                                                   \
-      T ew = VO_MAXN(ax2, b->x2[j]) - VO_MINN(ax1, b->x1[j]);                             \
-      T eh = VO_MAXN(ay2, b->y2[j]) - VO_MINN(ay1, b->y1[j]);                             \
+      T ew = VO_MAXN(ax2, bx2[j]) - VO_MINN(ax1, bx1[j]);                                 \
+      T eh = VO_MAXN(ay2, by2[j]) - VO_MINN(ay1, by1[j]);                                 \
       ew = VO_CLAMP0(ew);                                                                 \
       eh = VO_CLAMP0(eh);                                                                 \
       if (kind == VO_IOU_GENERALIZED) {                                                   \
@@ -55,25 +64,46 @@ typedef struct vo_side_f64 {
         continue;                                                                         \
       }                                                                                   \
       T diag = ew * ew + eh * eh + eps;                                                   \
-      T dx = acx - b->cx[j], dy = acy - b->cy[j];                                         \
+      T dx = acx - bcx[j], dy = acy - bcy[j];                                             \
       T diou = iou - (dx * dx + dy * dy) / diag;                                          \
       if (kind == VO_IOU_DISTANCE) {                                                      \
         out[j] = diou;                                                                    \
         continue;                                                                         \
       }                                                                                   \
-      T d = aatan - b->atan_wh[j];                                                        \
+      T d = aatan - batan[j];                                                             \
       T v = four_over_pi2 * (d * d);                                                      \
       T alpha = v / ((T)1 - iou + v + eps);                                               \
       out[j] = diou - alpha * v;                                                          \
     }                                                                                     \
   }
 
-VO_DEFINE_ROW(float, vo_side_f32, f32_scalar, )
-VO_DEFINE_ROW(double, vo_side_f64, f64_scalar, )
+typedef void (*vo_row_f32_fn)(float eps, const vo_side_f32 *a, int64_t i, const vo_side_f32 *b,
+                              int64_t m, float *restrict out);
+typedef void (*vo_row_f64_fn)(double eps, const vo_side_f64 *a, int64_t i, const vo_side_f64 *b,
+                              int64_t m, double *restrict out);
+
+#define VO_DEFINE_KIND_ROW(T, SIDE, SUFFIX, ATTR, KIND, NAME)                               \
+  ATTR static void vo_iou_##NAME##_##SUFFIX(T eps, const SIDE *a, int64_t i, const SIDE *b, \
+                                            int64_t m, T *restrict out) {                   \
+    vo_iou_row_##SUFFIX(KIND, eps, a, i, b, m, out);                                        \
+  }
+/* Row functions for every kind, indexed by vo_iou_kind. */
+#define VO_DEFINE_ROWS(T, SIDE, SUFFIX, BITS, ATTR)                                 \
+  VO_DEFINE_ROW(T, SIDE, SUFFIX, ATTR)                                              \
+  VO_DEFINE_KIND_ROW(T, SIDE, SUFFIX, ATTR, VO_IOU_PLAIN, plain)                    \
+  VO_DEFINE_KIND_ROW(T, SIDE, SUFFIX, ATTR, VO_IOU_GENERALIZED, generalized)        \
+  VO_DEFINE_KIND_ROW(T, SIDE, SUFFIX, ATTR, VO_IOU_DISTANCE, distance)              \
+  VO_DEFINE_KIND_ROW(T, SIDE, SUFFIX, ATTR, VO_IOU_COMPLETE, complete)              \
+  static const vo_row_##BITS##_fn vo_iou_rows_##SUFFIX[4] = {                       \
+      vo_iou_plain_##SUFFIX, vo_iou_generalized_##SUFFIX, vo_iou_distance_##SUFFIX, \
+      vo_iou_complete_##SUFFIX};
+
+VO_DEFINE_ROWS(float, vo_side_f32, f32_scalar, f32, )
+VO_DEFINE_ROWS(double, vo_side_f64, f64_scalar, f64, )
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define VO_HAVE_AVX2_KERNELS 1
-VO_DEFINE_ROW(float, vo_side_f32, f32_avx2, __attribute__((target("avx2,fma"))))
-VO_DEFINE_ROW(double, vo_side_f64, f64_avx2, __attribute__((target("avx2,fma"))))
+VO_DEFINE_ROWS(float, vo_side_f32, f32_avx2, f32, __attribute__((target("avx2,fma"))))
+VO_DEFINE_ROWS(double, vo_side_f64, f64_avx2, f64, __attribute__((target("avx2,fma"))))
 #endif
 
 /* Fills one side's per-box terms (arrays of n, laid out in `mem`). */
@@ -110,7 +140,6 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
   void *mem = vo_workspace_alloc(ex->ctx, ex->device, side_bytes + row_bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
   const int avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
-  const vo_iou_kind kind = p->kind;
   (void)avx2;
 
   if (use_f64) {
@@ -118,18 +147,14 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
     vo_iou_prepare_f64(p->a, (double *)mem, n, &a);
     vo_iou_prepare_f64(p->b, (double *)mem + 8 * n, m, &b);
     double *out = p->out->data;
+    vo_row_f64_fn row = vo_iou_rows_f64_scalar[p->kind];
+#ifdef VO_HAVE_AVX2_KERNELS
+    if (avx2) row = vo_iou_rows_f64_avx2[p->kind];
+#endif
 #ifdef VISIONOPS_HAVE_OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
 #endif
-    for (int64_t i = 0; i < n; i++) {
-#ifdef VO_HAVE_AVX2_KERNELS
-      if (avx2) {
-        vo_iou_row_f64_avx2(kind, p->eps, &a, i, &b, m, out + i * m);
-        continue;
-      }
-#endif
-      vo_iou_row_f64_scalar(kind, p->eps, &a, i, &b, m, out + i * m);
-    }
+    for (int64_t i = 0; i < n; i++) row(p->eps, &a, i, &b, m, out + i * m);
   } else {
     vo_side_f32 a, b;
     vo_iou_prepare_f32(p->a, (float *)mem, n, &a);
@@ -138,6 +163,10 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
     float *rows = (void *)((char *)mem + side_bytes);
     void *out = p->out->data;
     const vo_dtype dt = ex->dtype;
+    vo_row_f32_fn row_fn = vo_iou_rows_f32_scalar[p->kind];
+#ifdef VO_HAVE_AVX2_KERNELS
+    if (avx2) row_fn = vo_iou_rows_f32_avx2[p->kind];
+#endif
 #ifdef VISIONOPS_HAVE_OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
 #endif
@@ -148,12 +177,7 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
       const int t = 0;
 #endif
       float *row = half_out ? rows + (size_t)t * (size_t)m : (float *)out + i * m;
-#ifdef VO_HAVE_AVX2_KERNELS
-      if (avx2)
-        vo_iou_row_f32_avx2(kind, eps, &a, i, &b, m, row);
-      else
-#endif
-        vo_iou_row_f32_scalar(kind, eps, &a, i, &b, m, row);
+      row_fn(eps, &a, i, &b, m, row);
       if (dt == VO_F16) {
         uint16_t *o = (uint16_t *)out + i * m;
         for (int64_t j = 0; j < m; j++) o[j] = vo_f32_to_f16(row[j]);
