@@ -12,7 +12,7 @@ endif
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SOURCES := $(shell find include src tools tests bench -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
 
-.PHONY: all deps configure build run test install format lint clean
+.PHONY: all deps configure build run test bench install format lint clean
 
 all: build
 
@@ -35,6 +35,11 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Medians at model-sized inputs, 1 thread and all threads (see bench/RESULTS.md).
+bench: configure
+	cmake --build $(BUILD) -j $(JOBS) --target visionops_bench
+	$(BUILD)/visionops_bench
 
 install: build
 	cmake --install $(BUILD)

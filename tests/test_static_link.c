@@ -6,8 +6,14 @@
 
 #include "test_util.h"
 
-static const char *const expected_ops[] = {
-    "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou"};
+static const char *const expected_ops[] = {"nms",
+                                           "batched_nms",
+                                           "box_iou",
+                                           "generalized_box_iou",
+                                           "distance_box_iou",
+                                           "complete_box_iou",
+                                           "roi_align",
+                                           "roi_align_backward"};
 #define NUM_EXPECTED (sizeof expected_ops / sizeof expected_ops[0])
 
 /* [0,0,2,2] and [1,1,3,3]: IoU 1/7, enclosing box 3x3, centre distance^2 2,
@@ -21,8 +27,41 @@ static double expected_value(const char *name) {
   return 1.0 / 7 - 2 / (18 + 1e-7);
 }
 
+/* roi_align on a 2x2 ramp {0, 1, 2, 3} with one RoI over it, 1x1 output and
+ * one sample at its centre: (0 + 1 + 2 + 3) / 4. Its backward spreads a unit
+ * gradient as 1/4 to each of the four pixels. */
+static void call_roi_align_by_name(const vo_op_info *op) {
+  const int64_t s_map[4] = {1, 1, 2, 2}, s_rois[2] = {1, 5}, s_out[4] = {1, 1, 1, 1};
+  const double ramp[4] = {0, 1, 2, 3}, roi[5] = {0, 0, 0, 1, 1}, one[1] = {1};
+  int backward = strcmp(op->name, "roi_align_backward") == 0;
+  vt_tensor *in = vt_tensor_new(vt_f64, 4, backward ? s_out : s_map, backward ? one : ramp);
+  vt_tensor *rois = vt_tensor_new(vt_f64, 2, s_rois, roi);
+  vt_tensor *out = vt_tensor_new(vt_f64, 4, backward ? s_map : s_out, NULL);
+  vo_value args[11] = {vo_tensor_value(&in->dl), vo_tensor_value(&rois->dl), vo_float_value(1),
+                       vo_int_value(1), vo_int_value(1)};
+  int nargs = 5;
+  if (backward) {
+    for (int i = 0; i < 4; i++) args[nargs++] = vo_int_value(s_map[i]);
+  }
+  args[nargs++] = vo_int_value(1);  /* sampling_ratio */
+  args[nargs++] = vo_bool_value(0); /* aligned */
+  DLTensor *outs[1] = {&out->dl};
+  if (CHECK_STATUS(vo_call(NULL, op, args, nargs, outs, 1), VO_OK)) {
+    for (int i = 0; i < (backward ? 4 : 1); i++)
+      CHECK_MSG(vt_get(&out->dl, i) == (backward ? 0.25 : 1.5), "%s: element %d = %g", op->name, i,
+                vt_get(&out->dl, i));
+  }
+  vt_tensor_free(in);
+  vt_tensor_free(rois);
+  vt_tensor_free(out);
+}
+
 /* Runs `op` by name on the two boxes and checks its documented value. */
 static void call_by_name(const vo_op_info *op) {
+  if (strncmp(op->name, "roi_align", 9) == 0) {
+    call_roi_align_by_name(op);
+    return;
+  }
   const int64_t s24[2] = {2, 4}, s14[2] = {1, 4}, s2[1] = {2};
   vt_tensor *two = vt_tensor_new(vt_f64, 2, s24, boxes);
   vt_tensor *first = vt_tensor_new(vt_f64, 2, s14, boxes);

@@ -230,6 +230,41 @@ VO_API vo_status vo_distance_box_iou(const vo_context *ctx, const DLTensor *a, c
 VO_API vo_status vo_complete_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                                      double eps, DLTensor *out);
 
+/* --------------------------------------------------- RoI operators (typed)
+ *
+ * input is [N,C,H,W] of float32, float64, float16 or bfloat16 (any strides);
+ * rois is [K,5] of the same dtype, rows (batch_index, x1, y1, x2, y2) in input
+ * coordinates before spatial_scale. Every batch index must be an integer in
+ * [0, N) and every coordinate finite (an error otherwise, checked before any
+ * output is written). Half types compute in float32.
+ */
+
+/* RoIAlign as torchvision.ops.roi_align: out[K,C,pooled_height,pooled_width]
+ * (input dtype) is the mean of bilinear samples on a grid of sampling_ratio x
+ * sampling_ratio points per bin (sampling_ratio <= 0: ceil(roi size / pooled
+ * size) points, per RoI). aligned != 0 shifts coordinates by -0.5 pixel
+ * (pixel centres); otherwise RoIs are at least 1x1. spatial_scale must be
+ * finite and > 0; pooled sizes >= 1. */
+VO_API vo_status vo_roi_align_shape(const vo_context *ctx, const DLTensor *input,
+                                    const DLTensor *rois, double spatial_scale,
+                                    int64_t pooled_height, int64_t pooled_width,
+                                    int64_t sampling_ratio, int aligned, vo_tensor_desc *out);
+VO_API vo_status vo_roi_align(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                              double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                              int64_t sampling_ratio, int aligned, DLTensor *out);
+
+/* Gradient of vo_roi_align with respect to its input: grad is
+ * [K,C,pooled_height,pooled_width], grad_input [batch_size,channels,height,
+ * width] (grad's dtype) is fully overwritten. No gradient for rois. The CPU
+ * result is bit-identical for any thread count. It is linear in grad, so its
+ * own gradient is a vo_roi_align of the incoming gradient. */
+VO_API vo_status vo_roi_align_backward(const vo_context *ctx, const DLTensor *grad,
+                                       const DLTensor *rois, double spatial_scale,
+                                       int64_t pooled_height, int64_t pooled_width,
+                                       int64_t batch_size, int64_t channels, int64_t height,
+                                       int64_t width, int64_t sampling_ratio, int aligned,
+                                       DLTensor *grad_input);
+
 #ifdef __cplusplus
 }
 #endif

@@ -130,6 +130,19 @@ typedef struct vo_pairwise_iou_params {
   double eps; /* distance/complete only */
 } vo_pairwise_iou_params;
 
+/* roi_align and roi_align_backward: one geometry, two directions. */
+typedef struct vo_roi_align_params {
+  const vo_view *input;                /* forward: [N,C,H,W] float; NULL for the backward */
+  const vo_view *grad;                 /* backward: [K,C,PH,PW] float; NULL for the forward */
+  const vo_view *rois;                 /* [K,5] same dtype: (batch_index, x1, y1, x2, y2) */
+  double spatial_scale;                /* finite, > 0 */
+  int64_t pooled_height, pooled_width; /* >= 1 */
+  int64_t sampling_ratio;              /* <= 0: adaptive, ceil(roi size / pooled size) */
+  int aligned;
+  int64_t batch_size, channels, height, width; /* N, C, H, W of the input */
+  const vo_view *out; /* out, contiguous: forward [K,C,PH,PW], backward [N,C,H,W] */
+} vo_roi_align_params;
+
 /* Everything about one call, built by the dispatcher and the op's check
  * function, read by the kernel. */
 typedef struct vo_exec {
@@ -147,6 +160,7 @@ typedef struct vo_exec {
   union {
     vo_nms_params nms;
     vo_pairwise_iou_params iou;
+    vo_roi_align_params roi_align;
   } p;
 } vo_exec;
 

@@ -13,6 +13,8 @@
 
 vo_status vo_cpu_nms(const vo_exec *ex);
 vo_status vo_cpu_pairwise_iou(const vo_exec *ex);
+vo_status vo_cpu_roi_align(const vo_exec *ex);
+vo_status vo_cpu_roi_align_backward(const vo_exec *ex);
 
 static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_nms] = vo_cpu_nms,
@@ -21,6 +23,8 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_generalized_box_iou] = vo_cpu_pairwise_iou,
     [VO_OP_distance_box_iou] = vo_cpu_pairwise_iou,
     [VO_OP_complete_box_iou] = vo_cpu_pairwise_iou,
+    [VO_OP_roi_align] = vo_cpu_roi_align,
+    [VO_OP_roi_align_backward] = vo_cpu_roi_align_backward,
 };
 
 static int vo_cpu_probe(char *detail, size_t size) {
@@ -62,10 +66,10 @@ const vo_backend vo_cpu_backend = {
     const int64_t s0 = boxes->stride[0], s1 = boxes->stride[1];                            \
     for (int64_t i = 0; i < n; i++) {                                                      \
       int64_t row = (order ? order[i] : i) * s0;                                           \
-      out->x1[i] = (T)vo_cpu_load(boxes, row);                                             \
-      out->y1[i] = (T)vo_cpu_load(boxes, row + s1);                                        \
-      out->x2[i] = (T)vo_cpu_load(boxes, row + 2 * s1);                                    \
-      out->y2[i] = (T)vo_cpu_load(boxes, row + 3 * s1);                                    \
+      out->x1[i] = (T)vo_load_host(boxes, row);                                            \
+      out->y1[i] = (T)vo_load_host(boxes, row + s1);                                       \
+      out->x2[i] = (T)vo_load_host(boxes, row + 2 * s1);                                   \
+      out->y2[i] = (T)vo_load_host(boxes, row + 3 * s1);                                   \
     }                                                                                      \
   }
 VO_DEFINE_GATHER(float, f32)

@@ -7,18 +7,7 @@
 
 #include "core/half.h"
 #include "core/internal.h"
-
-/* Element at `offset` (in elements) of a float view, as double. Exact for
- * every supported dtype. */
-static inline double vo_cpu_load(const vo_view *v, int64_t offset) {
-  switch (v->dtype) {
-    case VO_F32: return ((const float *)v->data)[offset];
-    case VO_F64: return ((const double *)v->data)[offset];
-    case VO_F16: return vo_f16_to_f32(((const uint16_t *)v->data)[offset]);
-    case VO_BF16: return vo_bf16_to_f32(((const uint16_t *)v->data)[offset]);
-    default: return 0;
-  }
-}
+#include "core/load.h"
 
 /* Boxes [N,4] in structure-of-arrays form, in the compute type (float for
  * float32/16/bfloat16, double for float64). */

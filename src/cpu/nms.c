@@ -188,7 +188,7 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
 
   const vo_view *scores = p->scores;
   for (int64_t i = 0; i < n; i++) {
-    w.ranks[i].score = vo_cpu_load(scores, i * scores->stride[0]);
+    w.ranks[i].score = vo_load_host(scores, i * scores->stride[0]);
     w.ranks[i].index = i;
   }
   qsort(w.ranks, un, sizeof *w.ranks, vo_rank_cmp);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/load.h"
 #include "ops/common.h"
 
 vo_status vo_expect_float(const vo_exec *ex, int arg) {
@@ -51,4 +52,62 @@ void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *sha
   for (int i = 0; i < ndim; i++) d->shape[i] = shape[i];
   d->dtype = vo_dtype_to_dl(dt);
   d->device = ex->device;
+}
+
+vo_status vo_expect_int_at_least(const vo_exec *ex, int arg, int64_t min) {
+  int64_t v = ex->args[arg].u.i;
+  if (v >= min) return VO_OK;
+  return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be >= %lld, got %lld", ex->op_name,
+                 vo_arg_name(ex, arg), (long long)min, (long long)v);
+}
+
+/* a*b*c*d without int64 overflow (all >= 0); -1 if it would overflow. */
+int64_t vo_product4(int64_t a, int64_t b, int64_t c, int64_t d) {
+  const int64_t f[4] = {a, b, c, d};
+  int64_t r = 1;
+  for (int i = 0; i < 4; i++) {
+    if (f[i] == 0) return 0;
+    if (r > INT64_MAX / f[i]) return -1;
+    r *= f[i];
+  }
+  return r;
+}
+
+/* The kernels index with these values, and torchvision reads out of bounds
+ * (or crashes) on bad ones, so every batch index must name an image of the
+ * input and every coordinate must be finite. Only host memory is read here:
+ * rois on a device must be validated by that device's backend, on the device,
+ * before it writes any output (a later issue; no GPU kernel exists yet). */
+vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n) {
+  const vo_view *r = &ex->inputs[rois_arg];
+  if (r->device.device_type != kDLCPU && r->device.device_type != kDLCUDAHost) return VO_OK;
+  const int64_t k = r->shape[0];
+  for (int64_t i = 0; i < k; i++) {
+    for (int64_t j = 0; j < 5; j++) {
+      double v = vo_load_host(r, i * r->stride[0] + j * r->stride[1]);
+      if (!isfinite(v))
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s[%lld, %lld] = %g is not finite",
+                       ex->op_name, vo_arg_name(ex, rois_arg), (long long)i, (long long)j, v);
+      if (j == 0 && !(v >= 0 && v < (double)n && v == floor(v)))
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                       "%s: %s[%lld, 0] = %g is not a batch index of input with N = %lld",
+                       ex->op_name, vo_arg_name(ex, rois_arg), (long long)i, v, (long long)n);
+    }
+  }
+  return VO_OK;
+}
+
+vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
+                            int pw_arg) {
+  vo_status st;
+  const int64_t roi_dims[2] = {-1, 5};
+  if ((st = vo_expect_shape(ex, rois_arg, 2, roi_dims, "K, 5")) != VO_OK) return st;
+  if ((st = vo_expect_same_dtype(ex, rois_arg, like)) != VO_OK) return st;
+  const double scale = ex->args[scale_arg].u.f;
+  if (!(isfinite(scale) && scale > 0))
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be finite and > 0, got %g", ex->op_name,
+                   vo_arg_name(ex, scale_arg), scale);
+  if ((st = vo_expect_int_at_least(ex, ph_arg, 1)) != VO_OK) return st;
+  if ((st = vo_expect_int_at_least(ex, pw_arg, 1)) != VO_OK) return st;
+  return VO_OK;
 }

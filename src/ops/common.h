@@ -15,6 +15,18 @@ vo_status vo_expect_dtype(const vo_exec *ex, int arg, vo_dtype dt);
 /* Argument `arg` (a float) is not NaN / not infinite. */
 vo_status vo_expect_not_nan(const vo_exec *ex, int arg);
 vo_status vo_expect_finite(const vo_exec *ex, int arg);
+/* Int argument `arg` is >= min. */
+vo_status vo_expect_int_at_least(const vo_exec *ex, int arg, int64_t min);
+/* a*b*c*d for sizes >= 0, or -1 when it overflows int64. */
+int64_t vo_product4(int64_t a, int64_t b, int64_t c, int64_t d);
+/* RoIs [K,5] in host memory: every batch index an integer in [0, n), every
+ * coordinate finite (kernels index with them). Rois on a device are left to
+ * that device's backend, which must validate on the device before writing. */
+vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n);
+/* The arguments every RoI op shares: rois [K,5] with the dtype of argument
+ * `like`, spatial_scale finite and > 0, pooled height and width >= 1. */
+vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
+                            int pw_arg);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);
 

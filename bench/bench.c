@@ -1,0 +1,267 @@
+/*
+ * visionops_bench: times each op at model-sized inputs on the CPU, at one
+ * thread and at all threads, and prints medians (a Markdown table with
+ * --markdown). Benchmarks are never tests: nothing here fails on speed.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "visionops/visionops.h"
+
+#define MAX_TENSORS 8
+#define MAX_ARGS 12
+
+/* ------------------------------------------------------------ inputs */
+
+static uint64_t rng_state = 0x5eed;
+static double uniform(void) {
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+typedef struct tensor {
+  DLTensor t;
+  int64_t shape[4];
+} tensor;
+
+static tensor *tensor_new(DLDataType dtype, int ndim, const int64_t *shape) {
+  tensor *x = calloc(1, sizeof *x);
+  if (!x) return NULL;
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)(x->shape[i] = shape[i]);
+  x->t.data = calloc(n ? n : 1, dtype.bits / 8);
+  if (!x->t.data) {
+    free(x);
+    return NULL;
+  }
+  x->t.device = (DLDevice){kDLCPU, 0};
+  x->t.ndim = ndim;
+  x->t.dtype = dtype;
+  x->t.shape = x->shape;
+  return x;
+}
+
+static void tensor_free(tensor *x) {
+  if (x) free(x->t.data);
+  free(x);
+}
+
+static const DLDataType F32 = {kDLFloat, 32, 1};
+static const DLDataType I64 = {kDLInt, 64, 1};
+
+/* n detector-like boxes: clusters of jittered boxes around objects in a
+ * 1333x800 image, so NMS suppresses as it does on real detections. */
+static tensor *detections(int64_t n) {
+  int64_t shape[2] = {n, 4};
+  tensor *x = tensor_new(F32, 2, shape);
+  if (!x) return NULL;
+  float *b = x->t.data;
+  int64_t objects = n / 30 + 1;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t saved = rng_state;
+    rng_state = 0xb0c5 + (uint64_t)(i % objects) * 7919u;
+    double cx = uniform() * 1333, cy = uniform() * 800;
+    double w = 16 + uniform() * 300, h = 16 + uniform() * 300;
+    rng_state = saved + 1;
+    cx += (uniform() - 0.5) * 0.2 * w;
+    cy += (uniform() - 0.5) * 0.2 * h;
+    w *= 0.8 + 0.4 * uniform();
+    h *= 0.8 + 0.4 * uniform();
+    b[4 * i + 0] = (float)(cx - w / 2);
+    b[4 * i + 1] = (float)(cy - h / 2);
+    b[4 * i + 2] = (float)(cx + w / 2);
+    b[4 * i + 3] = (float)(cy + h / 2);
+  }
+  return x;
+}
+
+static tensor *uniform_tensor(int ndim, const int64_t *shape, double lo, double hi) {
+  tensor *x = tensor_new(F32, ndim, shape);
+  if (!x) return NULL;
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  float *p = x->t.data;
+  for (size_t i = 0; i < n; i++) p[i] = (float)(lo + (hi - lo) * uniform());
+  return x;
+}
+
+static tensor *categories(int64_t n, int64_t classes) {
+  tensor *x = tensor_new(I64, 1, &n);
+  if (!x) return NULL;
+  int64_t *c = x->t.data;
+  for (int64_t i = 0; i < n; i++) c[i] = (int64_t)(uniform() * (double)classes);
+  return x;
+}
+
+/* ------------------------------------------------------------- cases */
+
+typedef struct bench_case {
+  const char *op;
+  const char *label;
+  vo_value args[MAX_ARGS];
+  int num_args;
+  tensor *owned[MAX_TENSORS];
+  int num_owned;
+} bench_case;
+
+static void add_tensor(bench_case *c, tensor *x) {
+  c->owned[c->num_owned++] = x;
+  c->args[c->num_args++] = vo_tensor_value(x ? &x->t : NULL);
+}
+
+static void add_value(bench_case *c, vo_value v) { c->args[c->num_args++] = v; }
+
+static void build_case(bench_case *c, const char *op, const char *label) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->label = label;
+}
+
+/* The cases: sizes from the detection models the ops serve. */
+static int make_cases(bench_case *cases, int max) {
+  int n = 0;
+  static const int64_t nms_sizes[] = {1000, 5000, 20000};
+  static const char *nms_labels[] = {"1,000 boxes", "5,000 boxes", "20,000 boxes"};
+  for (int i = 0; i < 3 && n < max; i++, n++) {
+    build_case(&cases[n], "nms", nms_labels[i]);
+    add_tensor(&cases[n], detections(nms_sizes[i]));
+    add_tensor(&cases[n], uniform_tensor(1, &nms_sizes[i], 0, 1));
+    add_value(&cases[n], vo_float_value(0.5));
+  }
+  if (n < max) {
+    int64_t k = 20000;
+    build_case(&cases[n], "batched_nms", "20,000 boxes, 80 classes");
+    add_tensor(&cases[n], detections(k));
+    add_tensor(&cases[n], uniform_tensor(1, &k, 0, 1));
+    add_tensor(&cases[n], categories(k, 80));
+    add_value(&cases[n], vo_float_value(0.5));
+    n++;
+  }
+  static const char *pairwise[] = {"box_iou", "generalized_box_iou", "distance_box_iou",
+                                   "complete_box_iou"};
+  for (int i = 0; i < 4 && n < max; i++, n++) {
+    build_case(&cases[n], pairwise[i], i == 0 ? "5,000 x 5,000" : "1,000 x 1,000");
+    int64_t rows = i == 0 ? 5000 : 1000;
+    add_tensor(&cases[n], detections(rows));
+    add_tensor(&cases[n], detections(rows));
+  }
+  return n;
+}
+
+static void free_case(bench_case *c) {
+  for (int i = 0; i < c->num_owned; i++) tensor_free(c->owned[i]);
+}
+
+/* ------------------------------------------------------------ timing */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median milliseconds of `reps` runs after one warm-up; < 0 on error. */
+static double time_case(const bench_case *c, const vo_context *ctx, int reps) {
+  const vo_op_info *op = vo_op_find(c->op);
+  if (!op) {
+    fprintf(stderr, "bench: no op %s in this build\n", c->op);
+    return -1;
+  }
+  vo_tensor_desc desc[4];
+  if (vo_infer(ctx, op, c->args, c->num_args, desc, op->num_outputs) != VO_OK) {
+    fprintf(stderr, "bench: %s\n", vo_last_error());
+    return -1;
+  }
+  tensor *outs[4] = {0};
+  DLTensor *out_ptrs[4];
+  double result = -1;
+  for (int k = 0; k < op->num_outputs; k++) {
+    outs[k] = tensor_new(desc[k].dtype, desc[k].ndim, desc[k].shape);
+    if (!outs[k]) goto done;
+    out_ptrs[k] = &outs[k]->t;
+  }
+  double *times = malloc(sizeof(double) * (size_t)reps);
+  if (!times) goto done;
+  for (int r = -1; r < reps; r++) {
+    double t0 = now_ms();
+    if (vo_call(ctx, op, c->args, c->num_args, out_ptrs, op->num_outputs) != VO_OK) {
+      fprintf(stderr, "bench: %s\n", vo_last_error());
+      free(times);
+      goto done;
+    }
+    if (r >= 0) times[r] = now_ms() - t0;
+  }
+  qsort(times, (size_t)reps, sizeof *times, cmp_double);
+  result = times[reps / 2];
+  free(times);
+done:
+  for (int k = 0; k < op->num_outputs; k++) tensor_free(outs[k]);
+  return result;
+}
+
+int main(int argc, char **argv) {
+  int reps = 11, markdown = 0;
+  const char *filter = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (strcmp(argv[i], "--markdown") == 0) {
+      markdown = 1;
+    } else {
+      fprintf(stderr, "usage: %s [--reps N] [--filter OP_SUBSTRING] [--markdown]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 1) reps = 1;
+
+  vo_context *one = NULL, *all = NULL;
+  if (vo_context_create(&one) != VO_OK || vo_context_create(&all) != VO_OK) return 1;
+  vo_context_set_num_threads(one, 1);
+  const int threads = vo_context_num_threads(all);
+
+  bench_case cases[32];
+  int n = make_cases(cases, 32);
+  char all_title[32];
+  snprintf(all_title, sizeof all_title, "%d threads (ms)", threads);
+  if (markdown)
+    printf("| op | case | 1 thread (ms) | %s | speed-up |\n|---|---|---|---|---|\n", all_title);
+  else
+    printf("%-22s %-28s %14s %16s %9s\n", "op", "case", "1 thread (ms)", all_title, "speed-up");
+  int status = 0;
+  for (int i = 0; i < n; i++) {
+    const bench_case *c = &cases[i];
+    if (filter && !strstr(c->op, filter)) continue;
+    int ok = 1;
+    for (int k = 0; k < c->num_owned; k++) ok &= c->owned[k] != NULL;
+    if (!ok) {
+      fprintf(stderr, "bench: out of memory building %s\n", c->op);
+      status = 1;
+      continue;
+    }
+    double t1 = time_case(c, one, reps), tn = time_case(c, all, reps);
+    if (t1 < 0 || tn < 0) {
+      status = 1;
+      continue;
+    }
+    printf(markdown ? "| %s | %s | %.3f | %.3f | %.2fx |\n" : "%-22s %-28s %14.3f %16.3f %8.2fx\n",
+           c->op, c->label, t1, tn, t1 / tn);
+  }
+  for (int i = 0; i < n; i++) free_case(&cases[i]);
+  vo_context_destroy(one);
+  vo_context_destroy(all);
+  return status;
+}

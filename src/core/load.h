@@ -1,0 +1,22 @@
+/*
+ * Reading one element of a float view in host memory as double (exact for
+ * every float dtype): used by CPU kernels and by op-layer checks that look
+ * at CPU data (e.g. RoI batch indices).
+ */
+#ifndef VISIONOPS_LOAD_H
+#define VISIONOPS_LOAD_H
+
+#include "core/half.h"
+#include "core/internal.h"
+
+static inline double vo_load_host(const vo_view *v, int64_t offset) {
+  switch (v->dtype) {
+    case VO_F32: return ((const float *)v->data)[offset];
+    case VO_F64: return ((const double *)v->data)[offset];
+    case VO_F16: return vo_f16_to_f32(((const uint16_t *)v->data)[offset]);
+    case VO_BF16: return vo_bf16_to_f32(((const uint16_t *)v->data)[offset]);
+    default: return 0;
+  }
+}
+
+#endif /* VISIONOPS_LOAD_H */

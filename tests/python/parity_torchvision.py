@@ -1,0 +1,170 @@
+"""Parity of the C library's box operators with torchvision.ops, through
+ctypes on the built shared library (the Python package will replace this
+harness). Usage: parity_torchvision.py path/to/libvisionops.so
+Exits 77 (ctest's skip) when torch/torchvision are not importable."""
+import ctypes
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import torchvision
+except ImportError as e:  # pragma: no cover - depends on the machine
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+CODES = {np.dtype(np.float32): (2, 32), np.dtype(np.float64): (2, 64),
+         np.dtype(np.int64): (0, 64)}
+lib = ctypes.CDLL(sys.argv[1])
+lib.vo_last_error.restype = ctypes.c_char_p
+failures = 0
+checks = 0
+
+
+def dl(a, keep):
+    shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+    keep.append(shape)
+    code, bits = CODES[a.dtype]
+    t = DLTensor(a.ctypes.data, DLDevice(1, 0), a.ndim, DLDataType(code, bits, 1),
+                 shape if a.ndim else None, None, 0)
+    keep.append(t)
+    return ctypes.byref(t)
+
+
+def call(fn, inputs, scalars, outputs):
+    keep = []
+    args = [dl(a, keep) for a in inputs] + [ctypes.c_double(s) for s in scalars]
+    args += [dl(o, keep) for o in outputs]
+    status = getattr(lib, fn)(None, *args)
+    if status != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+
+
+def vo_nms(boxes, scores, thr, idxs=None):
+    keep = np.empty(len(boxes), np.int64)
+    num_kept = np.zeros((), np.int64)
+    if idxs is None:
+        call("vo_nms", [boxes, scores], [thr], [keep, num_kept])
+    else:
+        call("vo_batched_nms", [boxes, scores, idxs], [thr], [keep, num_kept])
+    return keep[: int(num_kept)]
+
+
+def check(ok, what):
+    global failures, checks
+    checks += 1
+    if not ok:
+        failures += 1
+        print("FAIL:", what)
+
+
+rng = np.random.default_rng(0)
+
+
+def detections(n):
+    """Clusters of jittered boxes around objects, as a detector emits them."""
+    m = n // 20 + 1
+    centres, sizes = rng.uniform(0, 800, (m, 2)), rng.uniform(10, 200, (m, 2))
+    k = rng.integers(0, m, n)
+    c = centres[k] + rng.normal(0, 8, (n, 2))
+    wh = sizes[k] * rng.uniform(0.8, 1.2, (n, 2))
+    return np.concatenate([c - wh / 2, c + wh / 2], 1)
+
+
+for dtype in (np.float32, np.float64):
+    for n in (0, 1, 64, 65, 1000, 5000):
+        boxes = detections(n).astype(dtype)
+        # Distinct scores: torchvision's sort is not stable, so with ties
+        # only the kept set is comparable (checked separately below).
+        scores = rng.permutation(n).astype(dtype) / max(n, 1)
+        idxs = rng.integers(0, 80, n)
+        tb, ts, ti = torch.from_numpy(boxes), torch.from_numpy(scores), torch.from_numpy(idxs)
+        for thr in (0.3, 0.5, 0.7):
+            want = torchvision.ops.nms(tb, ts, thr).numpy()
+            check(np.array_equal(vo_nms(boxes, scores, thr), want), f"nms {dtype} {n} {thr}")
+            want = torchvision.ops.batched_nms(tb, ts, ti, thr).numpy()
+            got = vo_nms(boxes, scores, thr, idxs)
+            check(np.array_equal(got, want), f"batched_nms {dtype} {n} {thr}")
+        tied = np.round(scores * 10) / 10
+        want = set(torchvision.ops.nms(tb, torch.from_numpy(tied), 0.5).numpy())
+        check(set(vo_nms(boxes, tied, 0.5)) == want, f"nms with ties {dtype} {n}")
+
+pairs = [("vo_box_iou", torchvision.ops.box_iou, ()),
+         ("vo_generalized_box_iou", torchvision.ops.generalized_box_iou, ()),
+         ("vo_distance_box_iou", torchvision.ops.distance_box_iou, (1e-7,)),
+         ("vo_complete_box_iou", torchvision.ops.complete_box_iou, (1e-7,))]
+for dtype, rtol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+    a, b = detections(300).astype(dtype), detections(200).astype(dtype)
+    for fn, ref, eps in pairs:
+        out = np.empty((len(a), len(b)), dtype)
+        call(fn, [a, b], eps, [out])
+        want = ref(torch.from_numpy(a), torch.from_numpy(b), *eps).numpy()
+        check(np.allclose(out, want, rtol=rtol, atol=rtol), f"{fn} {dtype}: max diff "
+              f"{np.abs(out - want).max()}")
+
+
+
+def vo_roi_align(x, rois, scale, ph, pw, sampling, aligned):
+    out = np.empty((len(rois), x.shape[1], ph, pw), x.dtype)
+    keep = []
+    args = [dl(x, keep), dl(rois, keep), ctypes.c_double(scale), ctypes.c_int64(ph),
+            ctypes.c_int64(pw), ctypes.c_int64(sampling), ctypes.c_int(aligned), dl(out, keep)]
+    if lib.vo_roi_align(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out
+
+
+def vo_roi_align_backward(g, rois, scale, ph, pw, shape, sampling, aligned):
+    out = np.empty(shape, g.dtype)
+    keep = []
+    args = [dl(g, keep), dl(rois, keep), ctypes.c_double(scale), ctypes.c_int64(ph),
+            ctypes.c_int64(pw)] + [ctypes.c_int64(d) for d in shape] + [
+            ctypes.c_int64(sampling), ctypes.c_int(aligned), dl(out, keep)]
+    if lib.vo_roi_align_backward(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out
+
+
+for dtype, rtol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+    x = rng.normal(size=(2, 5, 23, 31)).astype(dtype)
+    k = 40
+    xy = rng.uniform(-10, 140, (k, 2))
+    wh = rng.uniform(0.5, 80, (k, 2))
+    rois = np.concatenate([rng.integers(0, 2, (k, 1)), xy, xy + wh], 1).astype(dtype)
+    for aligned in (False, True):
+        for sampling in (-1, 0, 1, 2):
+            for ph, pw in ((7, 7), (3, 5)):
+                want = torchvision.ops.roi_align(torch.from_numpy(x), torch.from_numpy(rois),
+                                                  (ph, pw), 0.25, sampling, aligned)
+                got = vo_roi_align(x, rois, 0.25, ph, pw, sampling, aligned)
+                check(np.allclose(got, want.numpy(), rtol=rtol, atol=rtol),
+                      f"roi_align {dtype} aligned={aligned} sampling={sampling} {ph}x{pw}: "
+                      f"max diff {np.abs(got - want.numpy()).max()}")
+                tx = torch.from_numpy(x).requires_grad_()
+                out = torchvision.ops.roi_align(tx, torch.from_numpy(rois), (ph, pw), 0.25,
+                                                sampling, aligned)
+                g = rng.normal(size=out.shape).astype(dtype)
+                out.backward(torch.from_numpy(g))
+                got = vo_roi_align_backward(g, rois, 0.25, ph, pw, x.shape, sampling, aligned)
+                want = tx.grad.numpy()
+                check(np.allclose(got, want, rtol=rtol * 10, atol=rtol * 10),
+                      f"roi_align_backward {dtype} aligned={aligned} sampling={sampling}: "
+                      f"max diff {np.abs(got - want).max()}")
+
+print(f"{checks - failures} passed, {failures} failed")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,618 @@
+/* roi_align and roi_align_backward on the CPU: against a double-precision
+ * reference written from SPEC.md, hand-checked values, finite differences,
+ * thread-count determinism, and every validation error. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#define NUM_DTYPES 4
+static const DLDataType *const dtypes[NUM_DTYPES] = {&vt_f32, &vt_f64, &vt_f16, &vt_bf16};
+
+/* One roi_align problem, all values logical row-major doubles (already
+ * representable in the dtype under test). */
+typedef struct problem {
+  int64_t n, c, h, w, k, ph, pw, sr;
+  int aligned;
+  double scale;
+  double *input; /* [n,c,h,w] */
+  double *rois;  /* [k,5] */
+  double *grad;  /* [k,c,ph,pw] */
+} problem;
+
+/* ------------------------------------------------------------ reference */
+
+/* RoI geometry straight from SPEC section 2. */
+typedef struct ref_roi {
+  int64_t b, gh, gw;
+  double sy, sx, bh, bw, count;
+} ref_roi;
+
+static ref_roi ref_geometry(const problem *pb, const double *r) {
+  ref_roi g;
+  double off = pb->aligned ? 0.5 : 0;
+  g.b = (int64_t)r[0];
+  g.sx = r[1] * pb->scale - off;
+  g.sy = r[2] * pb->scale - off;
+  double ex = r[3] * pb->scale - off, ey = r[4] * pb->scale - off;
+  double rw = ex - g.sx, rh = ey - g.sy;
+  if (!pb->aligned) {
+    rw = fmax(rw, 1);
+    rh = fmax(rh, 1);
+  }
+  g.bh = rh / (double)pb->ph;
+  g.bw = rw / (double)pb->pw;
+  g.gh = pb->sr > 0 ? pb->sr : (int64_t)ceil(rh / (double)pb->ph);
+  g.gw = pb->sr > 0 ? pb->sr : (int64_t)ceil(rw / (double)pb->pw);
+  int64_t n = g.gh * g.gw;
+  g.count = n > 1 ? (double)n : 1;
+  return g;
+}
+
+/* Sample position (y, x) of sample (iy, ix) in bin (ph, pw). */
+static void ref_pos(const ref_roi *g, int64_t ph, int64_t pw, int64_t iy, int64_t ix, double *y,
+                    double *x) {
+  *y = g->sy + (double)ph * g->bh + ((double)iy + 0.5) * g->bh / (double)g->gh;
+  *x = g->sx + (double)pw * g->bw + ((double)ix + 0.5) * g->bw / (double)g->gw;
+}
+
+/* Bilinear corners and weights; returns 0 for a sample outside the map. */
+static int ref_corners(int64_t h, int64_t w, double y, double x, int64_t pos[4], double wt[4]) {
+  if (y < -1 || y > (double)h || x < -1 || x > (double)w) return 0;
+  if (y <= 0) y = 0;
+  if (x <= 0) x = 0;
+  int64_t yl = (int64_t)y, xl = (int64_t)x, yh, xh;
+  if (yl >= h - 1) {
+    yl = yh = h - 1;
+    y = (double)yl;
+  } else {
+    yh = yl + 1;
+  }
+  if (xl >= w - 1) {
+    xl = xh = w - 1;
+    x = (double)xl;
+  } else {
+    xh = xl + 1;
+  }
+  double ly = y - (double)yl, lx = x - (double)xl;
+  wt[0] = (1 - ly) * (1 - lx);
+  wt[1] = (1 - ly) * lx;
+  wt[2] = ly * (1 - lx);
+  wt[3] = ly * lx;
+  pos[0] = yl * w + xl;
+  pos[1] = yl * w + xh;
+  pos[2] = yh * w + xl;
+  pos[3] = yh * w + xh;
+  return 1;
+}
+
+static void ref_forward(const problem *pb, double *out) {
+  for (int64_t k = 0; k < pb->k; k++) {
+    ref_roi g = ref_geometry(pb, pb->rois + 5 * k);
+    for (int64_t c = 0; c < pb->c; c++) {
+      const double *plane = pb->input + (g.b * pb->c + c) * pb->h * pb->w;
+      for (int64_t ph = 0; ph < pb->ph; ph++)
+        for (int64_t pw = 0; pw < pb->pw; pw++) {
+          double sum = 0;
+          for (int64_t iy = 0; iy < g.gh; iy++)
+            for (int64_t ix = 0; ix < g.gw; ix++) {
+              double y, x, wt[4];
+              int64_t pos[4];
+              ref_pos(&g, ph, pw, iy, ix, &y, &x);
+              if (!ref_corners(pb->h, pb->w, y, x, pos, wt)) continue;
+              for (int j = 0; j < 4; j++) sum += wt[j] * plane[pos[j]];
+            }
+          out[((k * pb->c + c) * pb->ph + ph) * pb->pw + pw] = sum / g.count;
+        }
+    }
+  }
+}
+
+static void ref_backward(const problem *pb, double *gin) {
+  memset(gin, 0, sizeof(double) * (size_t)(pb->n * pb->c * pb->h * pb->w));
+  for (int64_t k = 0; k < pb->k; k++) {
+    ref_roi g = ref_geometry(pb, pb->rois + 5 * k);
+    for (int64_t c = 0; c < pb->c; c++) {
+      double *plane = gin + (g.b * pb->c + c) * pb->h * pb->w;
+      for (int64_t ph = 0; ph < pb->ph; ph++)
+        for (int64_t pw = 0; pw < pb->pw; pw++) {
+          double gv = pb->grad[((k * pb->c + c) * pb->ph + ph) * pb->pw + pw];
+          for (int64_t iy = 0; iy < g.gh; iy++)
+            for (int64_t ix = 0; ix < g.gw; ix++) {
+              double y, x, wt[4];
+              int64_t pos[4];
+              ref_pos(&g, ph, pw, iy, ix, &y, &x);
+              if (!ref_corners(pb->h, pb->w, y, x, pos, wt)) continue;
+              for (int j = 0; j < 4; j++) plane[pos[j]] += gv * wt[j] / g.count;
+            }
+        }
+    }
+  }
+}
+
+/* A RoI whose result jumps under float32 rounding of its geometry: a sample
+ * within 1e-3 of the -1 / H / W cut-offs, or an adaptive grid size
+ * ceil(size / pooled) within 1e-3 of an integer. The random tests redraw
+ * such RoIs, since a float32 kernel may legitimately land on either side. */
+static int ref_fragile(const problem *pb, const double *r) {
+  ref_roi g = ref_geometry(pb, r);
+  if (pb->sr <= 0) {
+    double off = pb->aligned ? 0.5 : 0;
+    double rw = (r[3] * pb->scale - off) - (r[1] * pb->scale - off);
+    double rh = (r[4] * pb->scale - off) - (r[2] * pb->scale - off);
+    if (!pb->aligned) {
+      rw = fmax(rw, 1);
+      rh = fmax(rh, 1);
+    }
+    double qh = rh / (double)pb->ph, qw = rw / (double)pb->pw;
+    if (fabs(qh - round(qh)) < 1e-3 || fabs(qw - round(qw)) < 1e-3) return 1;
+  }
+  const double eps = 1e-3;
+  for (int64_t ph = 0; ph < pb->ph; ph++)
+    for (int64_t pw = 0; pw < pb->pw; pw++)
+      for (int64_t iy = 0; iy < g.gh; iy++)
+        for (int64_t ix = 0; ix < g.gw; ix++) {
+          double y, x;
+          ref_pos(&g, ph, pw, iy, ix, &y, &x);
+          if (fabs(y + 1) < eps || fabs(y - (double)pb->h) < eps || fabs(x + 1) < eps ||
+              fabs(x - (double)pb->w) < eps)
+            return 1;
+        }
+  return 0;
+}
+
+/* ------------------------------------------------------------ running */
+
+/* Input layouts the kernels must honour. */
+enum { LAYOUT_CONTIGUOUS, LAYOUT_CHANNELS_LAST, NUM_LAYOUTS };
+
+static vt_tensor *make_nchw(DLDataType dt, const int64_t shape[4], int layout,
+                            const double *values) {
+  if (layout == LAYOUT_CONTIGUOUS) return vt_tensor_new(dt, 4, shape, values);
+  const int64_t c = shape[1], h = shape[2], w = shape[3];
+  const int64_t strides[4] = {h * w * c, 1, w * c, c};
+  return vt_tensor_strided(dt, 4, shape, strides, 0, values);
+}
+
+/* Runs the forward; out gets K*C*PH*PW decoded values, raw (if not NULL) the
+ * output's bytes. */
+static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
+                             double *out, void *raw) {
+  const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
+  const int64_t roi_shape[2] = {pb->k, 5};
+  const int64_t out_shape[4] = {pb->k, pb->c, pb->ph, pb->pw};
+  vt_tensor *in = make_nchw(dt, in_shape, layout, pb->input);
+  /* rois in a strided layout too: a [K,5] view of every other row */
+  const int64_t roi_strides[2] = {10, 1};
+  vt_tensor *rois = layout == LAYOUT_CONTIGUOUS
+                        ? vt_tensor_new(dt, 2, roi_shape, pb->rois)
+                        : vt_tensor_strided(dt, 2, roi_shape, roi_strides, 0, pb->rois);
+  vt_tensor *o = vt_tensor_new(dt, 4, out_shape, NULL);
+  vt_fill(&o->dl, -77);
+  vo_tensor_desc desc;
+  vo_status st = vo_roi_align_shape(ctx, &in->dl, &rois->dl, pb->scale, pb->ph, pb->pw, pb->sr,
+                                    pb->aligned, &desc);
+  if (CHECK_STATUS(st, VO_OK)) {
+    CHECK(desc.ndim == 4 && desc.shape[0] == pb->k && desc.shape[1] == pb->c &&
+          desc.shape[2] == pb->ph && desc.shape[3] == pb->pw);
+    CHECK(desc.dtype.code == dt.code && desc.dtype.bits == dt.bits && desc.dtype.lanes == 1);
+    CHECK(desc.device.device_type == kDLCPU);
+  }
+  st =
+      vo_roi_align(ctx, &in->dl, &rois->dl, pb->scale, pb->ph, pb->pw, pb->sr, pb->aligned, &o->dl);
+  vt_read_all(&o->dl, out);
+  if (raw) memcpy(raw, o->dl.data, (size_t)vt_numel(&o->dl) * vt_dtype_bytes(dt));
+  vt_tensor_free(in);
+  vt_tensor_free(rois);
+  vt_tensor_free(o);
+  return st;
+}
+
+static vo_status run_backward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
+                              double *gin, void *raw) {
+  const int64_t g_shape[4] = {pb->k, pb->c, pb->ph, pb->pw};
+  const int64_t roi_shape[2] = {pb->k, 5};
+  const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
+  vt_tensor *g = make_nchw(dt, g_shape, layout, pb->grad);
+  vt_tensor *rois = vt_tensor_new(dt, 2, roi_shape, pb->rois);
+  vt_tensor *o = vt_tensor_new(dt, 4, in_shape, NULL);
+  vt_fill(&o->dl, -77); /* must be overwritten everywhere */
+  vo_status st = vo_roi_align_backward(ctx, &g->dl, &rois->dl, pb->scale, pb->ph, pb->pw, pb->n,
+                                       pb->c, pb->h, pb->w, pb->sr, pb->aligned, &o->dl);
+  vt_read_all(&o->dl, gin);
+  if (raw) memcpy(raw, o->dl.data, (size_t)vt_numel(&o->dl) * vt_dtype_bytes(dt));
+  vt_tensor_free(g);
+  vt_tensor_free(rois);
+  vt_tensor_free(o);
+  return st;
+}
+
+/* Absolute tolerance per unit of magnitude: float64 computes in double,
+ * float32 and the half types in float32 (half types also round the result). */
+static double tolerance(DLDataType dt) {
+  if (dt.bits == 64) return 1e-11;
+  if (dt.code == kDLFloat && dt.bits == 32) return 2e-5;
+  if (dt.code == kDLBfloat) return 1e-2;
+  return 2e-3;
+}
+
+static int compare(const char *what, DLDataType dt, const double *got, const double *want,
+                   int64_t n, const char *ctx_desc) {
+  const double tol = tolerance(dt);
+  for (int64_t i = 0; i < n; i++) {
+    double lim = tol * fmax(1, fabs(want[i]));
+    if (!(fabs(got[i] - want[i]) <= lim)) {
+      CHECK_MSG(0, "%s %s [%s]: element %lld = %.9g, reference %.9g", what, vt_dtype_name(dt),
+                ctx_desc, (long long)i, got[i], want[i]);
+      return 0;
+    }
+  }
+  return vt_pass();
+}
+
+/* ------------------------------------------------------------ hand-checked */
+
+/* input[y][x] = x + 4y on a 4x4 map. Bilinear interpolation of a linear ramp
+ * is exact, so every in-range sample is x + 4y at its position.
+ * (a) RoI (0,0)-(2,2), 2x2 bins, 1 sample, not aligned: bin size 1, samples at
+ *     (y,x) = (ph+0.5, pw+0.5): 2.5, 3.5, 6.5, 7.5.
+ * (b) same, aligned: everything shifts by -0.5: samples at (ph, pw): 0, 1, 4, 5.
+ * (c) RoI (2,2)-(6,6), 1x1 bin, sampling 2, not aligned: bin size 4, samples
+ *     at 3 and 5 on each axis; 5 > W = 4 is outside, so only (3,3) counts:
+ *     x_lo = 3 >= W-1 clamps to the last column, value 3 + 12 = 15, divided
+ *     by count 4: 3.75.
+ * (d) RoI (0,0)-(3,3), 2x2 bins, adaptive, not aligned: bin size 1.5, grid
+ *     ceil(1.5) = 2, samples at 0.375, 1.125 (bin 0) and 1.875, 2.625
+ *     (bin 1): means 0.75 and 2.25, so 0.75+3 = 3.75, 2.25+3 = 5.25,
+ *     0.75+9 = 9.75, 2.25+9 = 11.25. */
+static void hand_checked(void) {
+  double ramp[16];
+  for (int i = 0; i < 16; i++) ramp[i] = (double)i; /* i = x + 4y */
+  struct {
+    double roi[5];
+    int64_t ph, pw, sr;
+    int aligned;
+    double want[4];
+  } cases[] = {
+      {{0, 0, 0, 2, 2}, 2, 2, 1, 0, {2.5, 3.5, 6.5, 7.5}},
+      {{0, 0, 0, 2, 2}, 2, 2, 1, 1, {0, 1, 4, 5}},
+      {{0, 2, 2, 6, 6}, 1, 1, 2, 0, {3.75}},
+      {{0, 0, 0, 3, 3}, 2, 2, 0, 0, {3.75, 5.25, 9.75, 11.25}},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    for (int d = 0; d < NUM_DTYPES; d++) {
+      problem pb = {1,
+                    1,
+                    4,
+                    4,
+                    1,
+                    cases[ci].ph,
+                    cases[ci].pw,
+                    cases[ci].sr,
+                    cases[ci].aligned,
+                    1.0,
+                    ramp,
+                    cases[ci].roi,
+                    NULL};
+      double out[4];
+      if (!CHECK_STATUS(run_forward(NULL, *dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, NULL), VO_OK))
+        continue;
+      for (int64_t i = 0; i < pb.ph * pb.pw; i++)
+        CHECK_MSG(out[i] == cases[ci].want[i], "hand case %zu %s: out[%lld] = %.9g, want %.9g", ci,
+                  vt_dtype_name(*dtypes[d]), (long long)i, out[i], cases[ci].want[i]);
+    }
+  }
+}
+
+/* ------------------------------------------------------------ random */
+
+/* RoIs of every kind: inside, partly outside, wholly outside, tiny (under a
+ * pixel), huge (several times the map), and reversed (x2 < x1). */
+static void gen_roi(vt_rng *rng, const problem *pb, DLDataType dt, double *r) {
+  const double mh = (double)pb->h / pb->scale, mw = (double)pb->w / pb->scale;
+  for (int attempt = 0;; attempt++) {
+    int kind = (int)vt_rng_int(rng, 6);
+    double cx = vt_rng_uniform(rng, 0, mw), cy = vt_rng_uniform(rng, 0, mh);
+    double hw = vt_rng_uniform(rng, 0.5, mw / 2), hh = vt_rng_uniform(rng, 0.5, mh / 2);
+    switch (kind) {
+      case 1: /* partly outside */ cx = vt_rng_uniform(rng, -mw / 4, mw * 1.25); break;
+      case 2: /* wholly outside */ cx = vt_rng_int(rng, 2) ? -mw : 2.5 * mw; break;
+      case 3: /* tiny */
+        hw = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
+        hh = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
+        break;
+      case 4: /* huge */
+        hw = vt_rng_uniform(rng, 1.5, 3) * mw;
+        hh = vt_rng_uniform(rng, 1.5, 3) * mh;
+        break;
+      case 5: /* reversed */ hw = -hw / 3; break;
+      default: break;
+    }
+    r[0] = (double)vt_rng_int(rng, pb->n);
+    r[1] = vt_round_to(dt, cx - hw);
+    r[2] = vt_round_to(dt, cy - hh);
+    r[3] = vt_round_to(dt, cx + hw);
+    r[4] = vt_round_to(dt, cy + hh);
+    if (!ref_fragile(pb, r) || attempt > 1000) return;
+  }
+}
+
+/* ctx1: 1 thread; ctx2: 2 threads; ctx3: 2 threads and a workspace limit so
+ * small that RoIs are split into chunks and large RoIs compute their samples
+ * on the fly. All three must give the same bits. */
+static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const vo_context *ctx3) {
+  static const int64_t ratios[5] = {-1, 0, 1, 2, 3};
+  static const double scales[3] = {1.0, 0.5, 0.25};
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    for (int d = 0; d < NUM_DTYPES; d++) {
+      const DLDataType dt = *dtypes[d];
+      for (int aligned = 0; aligned < 2; aligned++) {
+        for (int ri = 0; ri < 5; ri++) {
+          vt_rng rng;
+          vt_rng_seed(&rng, seed * 1000 + (uint64_t)(d * 100 + aligned * 10 + ri));
+          problem pb = {2,    3,    7,   9, 7, 3, 2, ratios[ri], aligned, scales[seed - 1],
+                        NULL, NULL, NULL};
+          if (seed == 2) pb.ph = 2, pb.pw = 3;
+          const int64_t nin = pb.n * pb.c * pb.h * pb.w, nout = pb.k * pb.c * pb.ph * pb.pw;
+          pb.input = malloc(sizeof(double) * (size_t)nin);
+          pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
+          pb.grad = malloc(sizeof(double) * (size_t)nout);
+          for (int64_t i = 0; i < nin; i++)
+            pb.input[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+          for (int64_t i = 0; i < nout; i++)
+            pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+          for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
+          double *want = malloc(sizeof(double) * (size_t)nout);
+          double *got = malloc(sizeof(double) * (size_t)nout);
+          double *gwant = malloc(sizeof(double) * (size_t)nin);
+          double *ggot = malloc(sizeof(double) * (size_t)nin);
+          const size_t esz = vt_dtype_bytes(dt);
+          unsigned char *raw1 = malloc(esz * (size_t)(nin > nout ? nin : nout));
+          unsigned char *raw2 = malloc(esz * (size_t)(nin > nout ? nin : nout));
+          ref_forward(&pb, want);
+          ref_backward(&pb, gwant);
+          char desc[96];
+          for (int layout = 0; layout < NUM_LAYOUTS; layout++) {
+            snprintf(desc, sizeof desc, "seed %llu aligned %d sampling %lld layout %d",
+                     (unsigned long long)seed, aligned, (long long)pb.sr, layout);
+            if (CHECK_STATUS(run_forward(ctx1, dt, layout, &pb, got, raw1), VO_OK))
+              compare("forward", dt, got, want, nout, desc);
+            if (CHECK_STATUS(run_forward(ctx2, dt, layout, &pb, got, raw2), VO_OK))
+              CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nout) == 0,
+                        "forward %s [%s]: 1 and 2 threads differ", vt_dtype_name(dt), desc);
+            if (CHECK_STATUS(run_forward(ctx3, dt, layout, &pb, got, raw2), VO_OK))
+              CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nout) == 0,
+                        "forward %s [%s]: chunked differs", vt_dtype_name(dt), desc);
+            if (CHECK_STATUS(run_backward(ctx1, dt, layout, &pb, ggot, raw1), VO_OK))
+              compare("backward", dt, ggot, gwant, nin, desc);
+            if (CHECK_STATUS(run_backward(ctx2, dt, layout, &pb, ggot, raw2), VO_OK))
+              CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nin) == 0,
+                        "backward %s [%s]: 1 and 2 threads differ", vt_dtype_name(dt), desc);
+            if (CHECK_STATUS(run_backward(ctx3, dt, layout, &pb, ggot, raw2), VO_OK))
+              CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nin) == 0,
+                        "backward %s [%s]: chunked differs", vt_dtype_name(dt), desc);
+          }
+          free(raw1);
+          free(raw2);
+          free(want);
+          free(got);
+          free(gwant);
+          free(ggot);
+          free(pb.input);
+          free(pb.rois);
+          free(pb.grad);
+        }
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------ gradient */
+
+/* The backward is the gradient of sum(out * grad) with respect to input:
+ * central differences of the float64 forward, element by element. The
+ * forward is linear in input, so the differences are exact up to rounding. */
+static void finite_differences(void) {
+  for (int aligned = 0; aligned < 2; aligned++) {
+    vt_rng rng;
+    vt_rng_seed(&rng, 77 + (uint64_t)aligned);
+    double rois[3 * 5] = {0, -1.3, 0.7, 4.1, 3.9, 1, 2.2, 1.1, 7.5, 6.0, 0, 0.4, 0.3, 1.2, 0.9};
+    problem pb = {2, 2, 5, 6, 3, 2, 2, 0, aligned, 1.0, NULL, rois, NULL};
+    const int64_t nin = pb.n * pb.c * pb.h * pb.w, nout = pb.k * pb.c * pb.ph * pb.pw;
+    double input[2 * 2 * 5 * 6], grad[3 * 2 * 2 * 2], gin[2 * 2 * 5 * 6], out[3 * 2 * 2 * 2];
+    for (int64_t i = 0; i < nin; i++) input[i] = vt_rng_uniform(&rng, -1, 1);
+    for (int64_t i = 0; i < nout; i++) grad[i] = vt_rng_uniform(&rng, -1, 1);
+    pb.input = input;
+    pb.grad = grad;
+    if (!CHECK_STATUS(run_backward(NULL, vt_f64, LAYOUT_CONTIGUOUS, &pb, gin, NULL), VO_OK))
+      continue;
+    const double h = 1e-3;
+    for (int64_t i = 0; i < nin; i++) {
+      double f[2];
+      for (int s = 0; s < 2; s++) {
+        const double saved = input[i];
+        input[i] = saved + (s ? -h : h);
+        CHECK_STATUS(run_forward(NULL, vt_f64, LAYOUT_CONTIGUOUS, &pb, out, NULL), VO_OK);
+        input[i] = saved;
+        f[s] = 0;
+        for (int64_t j = 0; j < nout; j++) f[s] += out[j] * grad[j];
+      }
+      const double fd = (f[0] - f[1]) / (2 * h);
+      CHECK_MSG(fabs(fd - gin[i]) <= 1e-9,
+                "finite differences (aligned %d): d/dinput[%lld] = %.12g,"
+                " backward %.12g",
+                aligned, (long long)i, fd, gin[i]);
+    }
+  }
+}
+
+/* ------------------------------------------------------------ errors */
+
+#define EXPECT_FAIL(call, status, arg)    \
+  do {                                    \
+    if (CHECK_STATUS((call), (status))) { \
+      CHECK_ERROR_HAS("roi_align");       \
+      CHECK_ERROR_HAS(arg);               \
+    }                                     \
+  } while (0)
+
+static void errors(void) {
+  const int64_t in_shape[4] = {2, 3, 4, 5}, roi_shape[2] = {2, 5}, out_shape[4] = {2, 3, 2, 2};
+  const double roi_values[10] = {0, 0, 0, 2, 2, 1, 1, 1, 3, 3};
+  vt_tensor *in = vt_tensor_new(vt_f32, 4, in_shape, NULL);
+  vt_tensor *rois = vt_tensor_new(vt_f32, 2, roi_shape, roi_values);
+  vt_tensor *out = vt_tensor_new(vt_f32, 4, out_shape, NULL);
+  vt_tensor *gin = vt_tensor_new(vt_f32, 4, in_shape, NULL);
+  vt_fill(&out->dl, 55.5);
+  vt_fill(&gin->dl, 55.5);
+  const DLTensor *I = &in->dl, *R = &rois->dl, *G = &out->dl;
+  DLTensor *O = &out->dl, *GI = &gin->dl;
+
+  CHECK_STATUS(vo_roi_align(NULL, I, R, 1.0, 2, 2, 0, 1, O), VO_OK);
+  vt_tensor *g2 = vt_tensor_new(vt_f32, 4, out_shape, NULL);
+  CHECK_STATUS(vo_roi_align_backward(NULL, &g2->dl, R, 1.0, 2, 2, 2, 3, 4, 5, 0, 1, GI), VO_OK);
+  vt_fill(&out->dl, 55.5);
+  vt_fill(&gin->dl, 55.5);
+
+  /* shapes */
+  const int64_t s3[3] = {3, 4, 5}, r4[2] = {2, 4};
+  vt_tensor *in3 = vt_tensor_new(vt_f32, 3, s3, NULL);
+  vt_tensor *rois4 = vt_tensor_new(vt_f32, 2, r4, NULL);
+  EXPECT_FAIL(vo_roi_align(NULL, &in3->dl, R, 1.0, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "input");
+  EXPECT_FAIL(vo_roi_align(NULL, I, &rois4->dl, 1.0, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "rois");
+  /* pooled sizes, scale */
+  EXPECT_FAIL(vo_roi_align(NULL, I, R, 1.0, 0, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "pooled_height");
+  EXPECT_FAIL(vo_roi_align(NULL, I, R, 1.0, 2, -3, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "pooled_width");
+  EXPECT_FAIL(vo_roi_align(NULL, I, R, -1.0, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "spatial_scale");
+  EXPECT_FAIL(vo_roi_align(NULL, I, R, 0.0, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "spatial_scale");
+  EXPECT_FAIL(vo_roi_align(NULL, I, R, NAN, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "spatial_scale");
+  EXPECT_FAIL(vo_roi_align(NULL, I, R, INFINITY, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+              "spatial_scale");
+  /* batch indices and coordinates (the data of CPU rois) */
+  struct {
+    int64_t row, col;
+    double value;
+    const char *needle;
+  } bad[] = {
+      {1, 0, 7, "rois[1, 0] = 7 is not a batch index of input with N = 2"},
+      {0, 0, 2, "rois[0, 0] = 2 is not a batch index"},
+      {1, 0, -1, "rois[1, 0] = -1 is not a batch index"},
+      {1, 0, 0.5, "rois[1, 0] = 0.5 is not a batch index"},
+      {0, 0, NAN, "rois[0, 0] = nan is not finite"},
+      {1, 3, NAN, "rois[1, 3] = nan is not finite"},
+      {0, 2, INFINITY, "rois[0, 2] = inf is not finite"},
+      {1, 4, -INFINITY, "rois[1, 4] = -inf is not finite"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    vt_tensor *r = vt_tensor_new(vt_f32, 2, roi_shape, roi_values);
+    vt_set(&r->dl, bad[i].row * 5 + bad[i].col, bad[i].value);
+    EXPECT_FAIL(vo_roi_align(NULL, I, &r->dl, 1.0, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
+                bad[i].needle);
+    EXPECT_FAIL(vo_roi_align_backward(NULL, G, &r->dl, 1.0, 2, 2, 2, 3, 4, 5, 0, 1, GI),
+                VO_ERROR_INVALID_ARGUMENT, bad[i].needle);
+    vt_tensor_free(r);
+  }
+  /* backward: grad shape against rois and the int arguments, sizes */
+  EXPECT_FAIL(vo_roi_align_backward(NULL, G, R, 1.0, 3, 2, 2, 3, 4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "grad");
+  EXPECT_FAIL(vo_roi_align_backward(NULL, G, R, 1.0, 2, 2, 2, 4, 4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "grad");
+  EXPECT_FAIL(vo_roi_align_backward(NULL, G, &rois4->dl, 1.0, 2, 2, 2, 3, 4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "rois");
+  EXPECT_FAIL(vo_roi_align_backward(NULL, &in3->dl, R, 1.0, 2, 2, 2, 3, 4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "grad");
+  EXPECT_FAIL(vo_roi_align_backward(NULL, G, R, 1.0, 2, 2, -1, 3, 4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "batch_size");
+  EXPECT_FAIL(vo_roi_align_backward(NULL, G, R, 1.0, 2, 2, 2, 3, -4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "height");
+  EXPECT_FAIL(vo_roi_align_backward(NULL, G, R, -2.0, 2, 2, 2, 3, 4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "spatial_scale");
+  EXPECT_FAIL(vo_roi_align_backward(NULL, G, R, 1.0, 2, 0, 2, 3, 4, 5, 0, 1, GI),
+              VO_ERROR_INVALID_ARGUMENT, "pooled_width");
+  /* wrong output shape (the dispatcher's check) */
+  EXPECT_FAIL(vo_roi_align(NULL, I, R, 1.0, 2, 3, 0, 1, O), VO_ERROR_INVALID_ARGUMENT, "output");
+  /* dtypes */
+  vt_tensor *r64 = vt_tensor_new(vt_f64, 2, roi_shape, roi_values);
+  EXPECT_FAIL(vo_roi_align(NULL, I, &r64->dl, 1.0, 2, 2, 0, 1, O), VO_ERROR_UNSUPPORTED_DTYPE,
+              "rois");
+  vt_tensor *ii = vt_tensor_new(vt_i64, 4, in_shape, NULL);
+  EXPECT_FAIL(vo_roi_align(NULL, &ii->dl, R, 1.0, 2, 2, 0, 1, O), VO_ERROR_UNSUPPORTED_DTYPE,
+              "input");
+
+  /* nothing was written by any failed call */
+  int clean = 1;
+  for (int64_t i = 0; i < vt_numel(O); i++) clean &= vt_get(O, i) == 55.5;
+  for (int64_t i = 0; i < vt_numel(GI); i++) clean &= vt_get(GI, i) == 55.5;
+  CHECK_MSG(clean, "a failed roi_align call wrote its output");
+
+  vt_tensor *all[] = {in, rois, out, gin, g2, in3, rois4, r64, ii};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vt_tensor_free(all[i]);
+}
+
+/* Tensors that claim to live on a CUDA device: the library must not read
+ * them, and (without a CUDA roi_align) must say the backend cannot run it. */
+static void cuda_device(void) {
+  static float fake_in[2 * 3 * 4 * 5], fake_rois[2 * 5], fake_out[2 * 3 * 2 * 2];
+  int64_t in_shape[4] = {2, 3, 4, 5}, roi_shape[2] = {2, 5}, out_shape[4] = {2, 3, 2, 2};
+  DLTensor in = {fake_in, {kDLCUDA, 0}, 4, {kDLFloat, 32, 1}, in_shape, NULL, 0};
+  DLTensor rois = {fake_rois, {kDLCUDA, 0}, 2, {kDLFloat, 32, 1}, roi_shape, NULL, 0};
+  DLTensor out = {fake_out, {kDLCUDA, 0}, 4, {kDLFloat, 32, 1}, out_shape, NULL, 0};
+  CHECK_STATUS(vo_roi_align(NULL, &in, &rois, 1.0, 2, 2, 0, 1, &out), VO_ERROR_BACKEND_UNAVAILABLE);
+  CHECK_ERROR_HAS("roi_align");
+  CHECK_STATUS(vo_roi_align_backward(NULL, &out, &rois, 1.0, 2, 2, 2, 3, 4, 5, 0, 1, &in),
+               VO_ERROR_BACKEND_UNAVAILABLE);
+  CHECK_ERROR_HAS("roi_align_backward");
+}
+
+/* Empty shapes: no RoIs, no channels, an empty map. */
+static void empty_shapes(void) {
+  double roi[5] = {0, 0, 0, 3, 3};
+  double input[1] = {0};
+  problem pb0 = {1, 2, 4, 4, 0, 2, 2, 0, 1, 1.0, NULL, roi, NULL};
+  double in16[32];
+  for (int i = 0; i < 32; i++) in16[i] = i;
+  pb0.input = in16;
+  double out[8], gin[32];
+  CHECK_STATUS(run_forward(NULL, vt_f32, LAYOUT_CONTIGUOUS, &pb0, out, NULL), VO_OK);
+  CHECK_STATUS(run_backward(NULL, vt_f32, LAYOUT_CONTIGUOUS, &pb0, gin, NULL), VO_OK);
+  int zero = 1;
+  for (int i = 0; i < 32; i++) zero &= gin[i] == 0;
+  CHECK_MSG(zero, "backward with no RoIs must zero grad_input");
+  /* H = W = 0: every sample is outside */
+  problem pb1 = {1, 1, 0, 0, 1, 2, 2, 2, 0, 1.0, input, roi, NULL};
+  double g4[4] = {1, 1, 1, 1};
+  pb1.grad = g4;
+  if (CHECK_STATUS(run_forward(NULL, vt_f32, LAYOUT_CONTIGUOUS, &pb1, out, NULL), VO_OK))
+    CHECK(out[0] == 0 && out[1] == 0 && out[2] == 0 && out[3] == 0);
+  CHECK_STATUS(run_backward(NULL, vt_f32, LAYOUT_CONTIGUOUS, &pb1, gin, NULL), VO_OK);
+}
+
+int main(void) {
+  vo_context *ctx1 = NULL, *ctx2 = NULL, *ctx3 = NULL;
+  CHECK_STATUS(vo_context_create(&ctx1), VO_OK);
+  CHECK_STATUS(vo_context_create(&ctx2), VO_OK);
+  CHECK_STATUS(vo_context_create(&ctx3), VO_OK);
+  CHECK_STATUS(vo_context_set_num_threads(ctx1, 1), VO_OK);
+  CHECK_STATUS(vo_context_set_num_threads(ctx2, 2), VO_OK);
+  CHECK_STATUS(vo_context_set_num_threads(ctx3, 2), VO_OK);
+  CHECK_STATUS(vo_context_set_workspace_limit(ctx3, 3000), VO_OK);
+  hand_checked();
+  random_cases(ctx1, ctx2, ctx3);
+  finite_differences();
+  errors();
+  cuda_device();
+  empty_shapes();
+  vo_context_destroy(ctx1);
+  vo_context_destroy(ctx2);
+  vo_context_destroy(ctx3);
+  return vt_finish("test_roi_align");
+}
