@@ -36,6 +36,8 @@ extern "C" {
 
 /* Largest tensor rank accepted anywhere in the library. */
 #define VO_MAX_DIMS 8
+/* Most items in a list argument ("Tensor[]", "float[]") or list output. */
+#define VO_MAX_LIST 16
 
 /* ---------------------------------------------------------------- status */
 
@@ -124,7 +126,9 @@ typedef struct vo_op_info {
   const char *schema;   /* torch schema syntax, inputs then "->" outputs */
   const char *backward; /* name of the backward op, or NULL */
   int num_args;         /* inputs in the schema */
-  int num_outputs;      /* outputs in the schema */
+  int num_outputs;      /* outputs in the schema; -1 for a list ("-> Tensor[]"),
+                           whose length vo_infer's caller learns from the op's
+                           documentation (e.g. one per feature level) */
 } vo_op_info;
 
 VO_API int vo_op_count(void);
@@ -137,7 +141,9 @@ typedef enum vo_value_kind {
   VO_VALUE_TENSOR,
   VO_VALUE_FLOAT,
   VO_VALUE_INT,
-  VO_VALUE_BOOL
+  VO_VALUE_BOOL,
+  VO_VALUE_TENSOR_LIST, /* "Tensor[]": 1..VO_MAX_LIST borrowed tensors */
+  VO_VALUE_FLOAT_LIST   /* "float[]": 1..VO_MAX_LIST values */
 } vo_value_kind;
 
 typedef struct vo_value {
@@ -147,6 +153,14 @@ typedef struct vo_value {
     double f;
     int64_t i;
     int b;
+    struct {
+      const DLTensor *const *items;
+      int64_t count;
+    } tensors;
+    struct {
+      const double *items;
+      int64_t count;
+    } floats;
   } u;
 } vo_value;
 
@@ -175,6 +189,20 @@ static inline vo_value vo_bool_value(int b) {
   v.u.b = b;
   return v;
 }
+static inline vo_value vo_tensor_list_value(const DLTensor *const *items, int64_t count) {
+  vo_value v;
+  v.kind = VO_VALUE_TENSOR_LIST;
+  v.u.tensors.items = items;
+  v.u.tensors.count = count;
+  return v;
+}
+static inline vo_value vo_float_list_value(const double *items, int64_t count) {
+  vo_value v;
+  v.kind = VO_VALUE_FLOAT_LIST;
+  v.u.floats.items = items;
+  v.u.floats.count = count;
+  return v;
+}
 
 /* Shape, dtype and device of an output the caller must allocate. */
 typedef struct vo_tensor_desc {
@@ -185,7 +213,8 @@ typedef struct vo_tensor_desc {
 } vo_tensor_desc;
 
 /* Validates `args` against the op's schema and fills the descriptions of its
- * `num_outputs` outputs. */
+ * `num_outputs` outputs (for a list output, exactly as many as the op
+ * produces for these arguments). */
 VO_API vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
                           int num_args, vo_tensor_desc *outputs, int num_outputs);
 /* Runs the op: validates, picks the kernel for the tensors' device and dtype,
@@ -264,6 +293,33 @@ VO_API vo_status vo_roi_align_backward(const vo_context *ctx, const DLTensor *gr
                                        int64_t batch_size, int64_t channels, int64_t height,
                                        int64_t width, int64_t sampling_ratio, int aligned,
                                        DLTensor *grad_input);
+
+/* MultiScaleRoIAlign as torchvision.ops.MultiScaleRoIAlign, in one call:
+ * features are num_levels maps [N,C,H_l,W_l] of one dtype (finest first) and
+ * scales their spatial scales, each half the previous (powers of two, as
+ * MultiScaleRoIAlign infers them). RoI k goes to FPN level
+ * floor(canonical_level + log2(sqrt(area_k) / canonical_scale) + 1e-6), clamped
+ * to the pyramid (area from the RoI's image coordinates), and is roi_align'ed
+ * there with that level's scale. out[K,C,PH,PW] keeps the RoIs' order. A RoI
+ * with negative area has no level (NaN, as in torchvision) and a zero row.
+ * torchvision's defaults: canonical_scale 224, canonical_level 4, aligned 0. */
+VO_API vo_status vo_multi_scale_roi_align_shape(
+    const vo_context *ctx, const DLTensor *const *features, const double *scales, int num_levels,
+    const DLTensor *rois, int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+    int64_t canonical_scale, int64_t canonical_level, int aligned, vo_tensor_desc *out);
+VO_API vo_status vo_multi_scale_roi_align(const vo_context *ctx, const DLTensor *const *features,
+                                          const double *scales, int num_levels,
+                                          const DLTensor *rois, int64_t pooled_height,
+                                          int64_t pooled_width, int64_t sampling_ratio,
+                                          int64_t canonical_scale, int64_t canonical_level,
+                                          int aligned, DLTensor *out);
+/* Its gradient with respect to every level: grad_features[l] is shaped like
+ * features[l] (whose data is not read) and fully overwritten. Deterministic. */
+VO_API vo_status vo_multi_scale_roi_align_backward(
+    const vo_context *ctx, const DLTensor *grad, const DLTensor *rois,
+    const DLTensor *const *features, const double *scales, int num_levels, int64_t pooled_height,
+    int64_t pooled_width, int64_t sampling_ratio, int64_t canonical_scale, int64_t canonical_level,
+    int aligned, DLTensor *const *grad_features);
 
 #ifdef __cplusplus
 }

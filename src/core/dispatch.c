@@ -36,6 +36,8 @@ static const char *vo_value_kind_name(vo_value_kind k) {
     case VO_VALUE_FLOAT: return "float";
     case VO_VALUE_INT: return "int";
     case VO_VALUE_BOOL: return "bool";
+    case VO_VALUE_TENSOR_LIST: return "a tensor list";
+    case VO_VALUE_FLOAT_LIST: return "a float list";
   }
   return "unknown";
 }
@@ -47,6 +49,8 @@ static const char *vo_arg_type_name(vo_arg_type t) {
     case VO_ARG_FLOAT: return "a float";
     case VO_ARG_INT: return "an int";
     case VO_ARG_BOOL: return "a bool";
+    case VO_ARG_TENSOR_LIST: return "a list of tensors";
+    case VO_ARG_FLOAT_LIST: return "a list of floats";
   }
   return "?";
 }
@@ -188,8 +192,8 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
                    num_args > 0 && !args ? " with a NULL argument array" : "");
   }
 
+  char first_name[64] = "";
   int have_device = 0;
-  int first_tensor = -1;
   for (int i = 0; i < op->num_args; i++) {
     const vo_arg_spec *s = &e->args[i];
     vo_value v = i < num_args ? args[i] : s->default_value;
@@ -207,6 +211,8 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
         if (v.kind == VO_VALUE_INT && (v.u.i == 0 || v.u.i == 1)) v = vo_bool_value((int)v.u.i);
         ok = v.kind == VO_VALUE_BOOL;
         break;
+      case VO_ARG_TENSOR_LIST: ok = v.kind == VO_VALUE_TENSOR_LIST; break;
+      case VO_ARG_FLOAT_LIST: ok = v.kind == VO_VALUE_FLOAT_LIST; break;
     }
     if (!ok) {
       if (s->type == VO_ARG_TENSOR && i < num_args && args[i].kind == VO_VALUE_TENSOR)
@@ -214,23 +220,55 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
       return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: argument %d (%s) must be %s, got %s", op->name,
                      i, s->name, vo_arg_type_name(s->type), vo_value_kind_name(v.kind));
     }
+    if (v.kind == VO_VALUE_TENSOR_LIST || v.kind == VO_VALUE_FLOAT_LIST) {
+      int64_t count = v.kind == VO_VALUE_TENSOR_LIST ? v.u.tensors.count : v.u.floats.count;
+      const void *items = v.kind == VO_VALUE_TENSOR_LIST ? (const void *)v.u.tensors.items
+                                                         : (const void *)v.u.floats.items;
+      if (count < 1 || count > VO_MAX_LIST || !items)
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must hold 1 to %d items, got %lld%s",
+                       op->name, s->name, VO_MAX_LIST, (long long)count,
+                       items ? "" : " (NULL items)");
+    }
     ex->args[i] = v;
-    if (v.kind != VO_VALUE_TENSOR) continue;
-    vo_status st = vo_make_view(op->name, s->name, v.u.tensor, &ex->inputs[i]);
-    if (st != VO_OK) return st;
-    if (!have_device) {
-      ex->device = ex->inputs[i].device;
-      have_device = 1;
-      first_tensor = i;
-    } else if (!vo_same_device(ex->device, ex->inputs[i].device)) {
-      char a[48], b[48];
-      return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but %s is on %s", op->name, s->name,
-                     vo_device_str(ex->inputs[i].device, a, sizeof a), e->args[first_tensor].name,
-                     vo_device_str(ex->device, b, sizeof b));
+    /* Every tensor of the call, list items included, gets a view and must
+     * share the first tensor's device. */
+    int num_tensors = v.kind == VO_VALUE_TENSOR        ? 1
+                      : v.kind == VO_VALUE_TENSOR_LIST ? (int)v.u.tensors.count
+                                                       : 0;
+    for (int t = 0; t < num_tensors; t++) {
+      char name[64];
+      vo_view *view;
+      const DLTensor *tensor;
+      if (v.kind == VO_VALUE_TENSOR) {
+        snprintf(name, sizeof name, "%s", s->name);
+        view = &ex->inputs[i];
+        tensor = v.u.tensor;
+      } else {
+        snprintf(name, sizeof name, "%s[%d]", s->name, t);
+        view = &ex->list_inputs[t];
+        tensor = v.u.tensors.items[t];
+        ex->num_list_inputs = num_tensors;
+      }
+      vo_status st = vo_make_view(op->name, name, tensor, view);
+      if (st != VO_OK) return st;
+      if (!have_device) {
+        ex->device = view->device;
+        have_device = 1;
+        snprintf(first_name, sizeof first_name, "%s", name);
+      } else if (!vo_same_device(ex->device, view->device)) {
+        char a[48], b[48];
+        return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but %s is on %s", op->name, name,
+                       vo_device_str(view->device, a, sizeof a), first_name,
+                       vo_device_str(ex->device, b, sizeof b));
+      }
     }
   }
   if (!have_device) ex->device = (DLDevice){kDLCPU, 0};
-  return e->check(ex);
+  vo_status st = e->check(ex);
+  if (st == VO_OK && (ex->num_outputs < 1 || ex->num_outputs > VO_MAX_OUTPUTS))
+    return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: internal error: %d outputs", op->name,
+                   ex->num_outputs);
+  return st;
 }
 
 vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args, int num_args,
@@ -252,8 +290,11 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: expected %d outputs, got %d%s", ex->op_name,
                    ex->num_outputs, num_outputs, outputs ? "" : " (NULL)");
   for (int k = 0; k < ex->num_outputs; k++) {
-    char what[48], got[160], want[160], a[48], b[48];
-    snprintf(what, sizeof what, "output %s", e->output_names[k]);
+    char what[64], got[160], want[160], a[48], b[48];
+    if (e->info.num_outputs < 0)
+      snprintf(what, sizeof what, "output %s[%d]", e->output_names[0], k);
+    else
+      snprintf(what, sizeof what, "output %s", e->output_names[k]);
     vo_view *v = &ex->outputs[k];
     const vo_tensor_desc *d = &ex->out_desc[k];
     vo_status st = vo_make_view(ex->op_name, what, outputs[k], v);
@@ -278,10 +319,14 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
       if (ex->args[i].kind == VO_VALUE_TENSOR && vo_views_overlap(v, &ex->inputs[i]))
         return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of input %s",
                        ex->op_name, what, e->args[i].name);
+    for (int i = 0; i < ex->num_list_inputs; i++)
+      if (vo_views_overlap(v, &ex->list_inputs[i]))
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                       "%s: %s overlaps the memory of an input list item", ex->op_name, what);
     for (int j = 0; j < k; j++)
       if (vo_views_overlap(v, &ex->outputs[j]))
-        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of output %s",
-                       ex->op_name, what, e->output_names[j]);
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of output %d",
+                       ex->op_name, what, j);
   }
   return VO_OK;
 }

@@ -18,7 +18,7 @@ extern "C" {
 
 /* Outputs and tensor arguments one op may have. */
 #define VO_MAX_ARGS 16
-#define VO_MAX_OUTPUTS 4
+#define VO_MAX_OUTPUTS VO_MAX_LIST
 
 /* Default bound on temporary memory per call. */
 #define VO_DEFAULT_WORKSPACE_LIMIT ((size_t)256 << 20)
@@ -143,6 +143,21 @@ typedef struct vo_roi_align_params {
   const vo_view *out; /* out, contiguous: forward [K,C,PH,PW], backward [N,C,H,W] */
 } vo_roi_align_params;
 
+/* multi_scale_roi_align and its backward: FPN level per RoI, then roi_align
+ * on that level. */
+typedef struct vo_multi_scale_roi_align_params {
+  const vo_view *features; /* [num_levels] of [N,C,H_l,W_l]; backward: shapes only */
+  int num_levels;
+  const double *scales;    /* [num_levels], halving from level to level */
+  int64_t first_level;     /* -log2(scales[0]): the FPN level of features[0] */
+  const vo_view *rois;     /* [K,5] */
+  const vo_view *grad;     /* backward: [K,C,PH,PW]; NULL for the forward */
+  int64_t pooled_height, pooled_width, sampling_ratio;
+  int64_t canonical_scale, canonical_level;
+  int aligned;
+  const vo_view *out; /* forward: [K,C,PH,PW]; backward: [num_levels] like features */
+} vo_multi_scale_roi_align_params;
+
 /* Everything about one call, built by the dispatcher and the op's check
  * function, read by the kernel. */
 typedef struct vo_exec {
@@ -152,7 +167,9 @@ typedef struct vo_exec {
   int num_args;
   vo_value args[VO_MAX_ARGS];  /* defaults filled in, ints promoted for floats */
   vo_view inputs[VO_MAX_ARGS]; /* views of tensor args (index as in args) */
-  int num_outputs;
+  vo_view list_inputs[VO_MAX_LIST]; /* views of the op's one "Tensor[]" arg */
+  int num_list_inputs;
+  int num_outputs; /* a list output's length is set by the check function */
   vo_tensor_desc out_desc[VO_MAX_OUTPUTS]; /* set by the check function */
   vo_view outputs[VO_MAX_OUTPUTS];         /* set by the dispatcher */
   DLDevice device;                         /* of every tensor in the call */
@@ -161,6 +178,7 @@ typedef struct vo_exec {
     vo_nms_params nms;
     vo_pairwise_iou_params iou;
     vo_roi_align_params roi_align;
+    vo_multi_scale_roi_align_params multi_scale_roi_align;
   } p;
 } vo_exec;
 
@@ -184,7 +202,9 @@ typedef enum vo_arg_type {
   VO_ARG_OPTIONAL_TENSOR,
   VO_ARG_FLOAT,
   VO_ARG_INT,
-  VO_ARG_BOOL
+  VO_ARG_BOOL,
+  VO_ARG_TENSOR_LIST,
+  VO_ARG_FLOAT_LIST
 } vo_arg_type;
 
 typedef struct vo_arg_spec {

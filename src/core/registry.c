@@ -59,19 +59,18 @@ static int vo_ident(vo_cursor *c, char *out) {
   return 1;
 }
 
+/* The default after "=": a number for float/int, True/False for bool, None
+ * for an optional tensor. */
 static int vo_parse_default(vo_cursor *c, vo_arg_spec *a) {
   vo_skip_space(c);
+  const char *start = c->s;
   char *end = NULL;
   switch (a->type) {
-    case VO_ARG_FLOAT: a->default_value = vo_float_value(strtod(c->s, &end)); break;
-    case VO_ARG_INT: a->default_value = vo_int_value(strtoll(c->s, &end, 10)); break;
+    case VO_ARG_FLOAT: a->default_value = vo_float_value(strtod(start, &end)); break;
+    case VO_ARG_INT: a->default_value = vo_int_value(strtoll(start, &end, 10)); break;
     case VO_ARG_BOOL:
-      if (vo_accept(c, "True"))
-        a->default_value = vo_bool_value(1);
-      else if (vo_accept(c, "False"))
-        a->default_value = vo_bool_value(0);
-      else
-        return 0;
+      if (!vo_accept(c, "True") && !vo_accept(c, "False")) return 0;
+      a->default_value = vo_bool_value(start[0] == 'T');
       end = (char *)c->s;
       break;
     case VO_ARG_OPTIONAL_TENSOR:
@@ -79,9 +78,11 @@ static int vo_parse_default(vo_cursor *c, vo_arg_spec *a) {
       a->default_value = vo_tensor_value(NULL);
       end = (char *)c->s;
       break;
-    case VO_ARG_TENSOR: return 0;
+    case VO_ARG_TENSOR:
+    case VO_ARG_TENSOR_LIST:
+    case VO_ARG_FLOAT_LIST: return 0;
   }
-  if (end == c->s) return 0;
+  if (end == start) return 0;
   c->s = end;
   a->has_default = 1;
   return 1;
@@ -100,9 +101,11 @@ static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
       char type[32];
       if (!vo_ident(&c, type)) return 0;
       if (strcmp(type, "Tensor") == 0)
-        a->type = vo_accept(&c, "?") ? VO_ARG_OPTIONAL_TENSOR : VO_ARG_TENSOR;
+        a->type = vo_accept(&c, "?")    ? VO_ARG_OPTIONAL_TENSOR
+                  : vo_accept(&c, "[]") ? VO_ARG_TENSOR_LIST
+                                        : VO_ARG_TENSOR;
       else if (strcmp(type, "float") == 0)
-        a->type = VO_ARG_FLOAT;
+        a->type = vo_accept(&c, "[]") ? VO_ARG_FLOAT_LIST : VO_ARG_FLOAT;
       else if (strcmp(type, "int") == 0)
         a->type = VO_ARG_INT;
       else if (strcmp(type, "bool") == 0)
@@ -130,7 +133,7 @@ static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
     char type[32];
     if (!vo_ident(&c, type) || strcmp(type, "Tensor") != 0) return 0;
     strcpy(e->output_names[0], "out");
-    nout = 1;
+    nout = vo_accept(&c, "[]") ? -1 : 1; /* a list: its length comes from the check */
   }
   vo_skip_space(&c);
   if (*c.s != '\0') return 0;

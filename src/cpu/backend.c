@@ -13,8 +13,8 @@
 
 vo_status vo_cpu_nms(const vo_exec *ex);
 vo_status vo_cpu_pairwise_iou(const vo_exec *ex);
-vo_status vo_cpu_roi_align(const vo_exec *ex);
-vo_status vo_cpu_roi_align_backward(const vo_exec *ex);
+vo_status vo_cpu_multi_scale_roi_align(const vo_exec *ex);
+vo_status vo_cpu_multi_scale_roi_align_backward(const vo_exec *ex);
 
 static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_nms] = vo_cpu_nms,
@@ -25,6 +25,8 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_complete_box_iou] = vo_cpu_pairwise_iou,
     [VO_OP_roi_align] = vo_cpu_roi_align,
     [VO_OP_roi_align_backward] = vo_cpu_roi_align_backward,
+    [VO_OP_multi_scale_roi_align] = vo_cpu_multi_scale_roi_align,
+    [VO_OP_multi_scale_roi_align_backward] = vo_cpu_multi_scale_roi_align_backward,
 };
 
 static int vo_cpu_probe(char *detail, size_t size) {

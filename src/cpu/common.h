@@ -25,4 +25,9 @@ void vo_cpu_gather_boxes_f32(const vo_view *boxes, const int64_t *order, int64_t
 void vo_cpu_gather_boxes_f64(const vo_view *boxes, const int64_t *order, int64_t n,
                              vo_cpu_boxes_f64 *out);
 
+/* Kernels that other kernels build on (multi_scale_roi_align runs roi_align
+ * once per pyramid level). */
+vo_status vo_cpu_roi_align(const vo_exec *ex);
+vo_status vo_cpu_roi_align_backward(const vo_exec *ex);
+
 #endif /* VISIONOPS_CPU_COMMON_H */
