@@ -92,6 +92,25 @@ static tensor *uniform_tensor(int ndim, const int64_t *shape, double lo, double 
   return x;
 }
 
+/* k RoIs [k,5] over n images of an 800x1088 image (x2 > x1, y2 > y1), sizes
+ * log-uniform from 16 to 512 pixels as proposals after NMS are. */
+static tensor *proposals(int64_t k, int64_t n) {
+  int64_t shape[2] = {k, 5};
+  tensor *x = tensor_new(F32, 2, shape);
+  if (!x) return NULL;
+  float *r = x->t.data;
+  for (int64_t i = 0; i < k; i++) {
+    double w = 16 * pow(32, uniform()), h = 16 * pow(32, uniform());
+    double x1 = uniform() * (1088 - w), y1 = uniform() * (800 - h);
+    r[5 * i + 0] = (float)(int64_t)(uniform() * (double)n);
+    r[5 * i + 1] = (float)x1;
+    r[5 * i + 2] = (float)y1;
+    r[5 * i + 3] = (float)(x1 + w);
+    r[5 * i + 4] = (float)(y1 + h);
+  }
+  return x;
+}
+
 static tensor *categories(int64_t n, int64_t classes) {
   tensor *x = tensor_new(I64, 1, &n);
   if (!x) return NULL;
@@ -151,6 +170,34 @@ static int make_cases(bench_case *cases, int max) {
     int64_t rows = i == 0 ? 5000 : 1000;
     add_tensor(&cases[n], detections(rows));
     add_tensor(&cases[n], detections(rows));
+  }
+  /* RoI heads: Faster R-CNN box head (7x7) and Mask R-CNN mask head (14x14)
+   * on a stride-4 feature map of two 800x1088 images, 1,000 RoIs. */
+  static const int64_t heads[2] = {7, 14};
+  static const char *fwd_labels[2] = {"box head 2x256x200x272, 1000 RoIs, 7x7",
+                                      "mask head 2x256x200x272, 1000 RoIs, 14x14"};
+  const int64_t fmap[4] = {2, 256, 200, 272};
+  for (int h = 0; h < 2 && n + 2 <= max; h++) {
+    int64_t gshape[4] = {1000, 256, heads[h], heads[h]};
+    build_case(&cases[n], "roi_align", fwd_labels[h]);
+    add_tensor(&cases[n], uniform_tensor(4, fmap, -1, 1));
+    add_tensor(&cases[n], proposals(1000, 2));
+    add_value(&cases[n], vo_float_value(0.25));
+    add_value(&cases[n], vo_int_value(heads[h]));
+    add_value(&cases[n], vo_int_value(heads[h]));
+    add_value(&cases[n], vo_int_value(2));
+    add_value(&cases[n], vo_bool_value(1));
+    n++;
+    build_case(&cases[n], "roi_align_backward", fwd_labels[h]);
+    add_tensor(&cases[n], uniform_tensor(4, gshape, -1, 1));
+    add_tensor(&cases[n], proposals(1000, 2));
+    add_value(&cases[n], vo_float_value(0.25));
+    add_value(&cases[n], vo_int_value(heads[h]));
+    add_value(&cases[n], vo_int_value(heads[h]));
+    for (int d = 0; d < 4; d++) add_value(&cases[n], vo_int_value(fmap[d]));
+    add_value(&cases[n], vo_int_value(2));
+    add_value(&cases[n], vo_bool_value(1));
+    n++;
   }
   return n;
 }
