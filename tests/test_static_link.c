@@ -13,7 +13,15 @@ static const char *const expected_ops[] = {"nms",
                                            "distance_box_iou",
                                            "complete_box_iou",
                                            "roi_align",
-                                           "roi_align_backward"};
+                                           "roi_align_backward",
+                                           "ps_roi_align",
+                                           "ps_roi_align_backward",
+                                           "ps_roi_pool",
+                                           "ps_roi_pool_backward",
+                                           "roi_pool",
+                                           "roi_pool_backward",
+                                           "multi_scale_roi_align",
+                                           "multi_scale_roi_align_backward"};
 #define NUM_EXPECTED (sizeof expected_ops / sizeof expected_ops[0])
 
 /* [0,0,2,2] and [1,1,3,3]: IoU 1/7, enclosing box 3x3, centre distance^2 2,
@@ -56,10 +64,194 @@ static void call_roi_align_by_name(const vo_op_info *op) {
   vt_tensor_free(out);
 }
 
+/* roi_pool on a 2x2 map {0, 3, 2, 1} with one RoI (0,0)-(1,1) over it and a
+ * 1x1 output: the maximum 3, argmax 1. Its backward sends a unit gradient to
+ * that pixel: {0, 1, 0, 0}. */
+static void call_roi_pool_by_name(const vo_op_info *op) {
+  const int64_t s_map[4] = {1, 1, 2, 2}, s_rois[2] = {1, 5}, s_out[4] = {1, 1, 1, 1};
+  const double map[4] = {0, 3, 2, 1}, roi[5] = {0, 0, 0, 1, 1}, one[1] = {1};
+  int backward = strcmp(op->name, "roi_pool_backward") == 0;
+  vt_tensor *in = vt_tensor_new(vt_f64, 4, backward ? s_out : s_map, backward ? one : map);
+  vt_tensor *rois = vt_tensor_new(vt_f64, 2, s_rois, roi);
+  vt_tensor *am = vt_tensor_new(vt_i32, 4, s_out, one); /* argmax: in for backward, out forward */
+  vt_tensor *out = vt_tensor_new(vt_f64, 4, backward ? s_map : s_out, NULL);
+  vo_value args[10] = {vo_tensor_value(&in->dl), vo_tensor_value(&rois->dl)};
+  int nargs = 2;
+  if (backward) args[nargs++] = vo_tensor_value(&am->dl);
+  args[nargs++] = vo_float_value(1);
+  args[nargs++] = vo_int_value(1);
+  args[nargs++] = vo_int_value(1);
+  if (backward) {
+    for (int i = 0; i < 4; i++) args[nargs++] = vo_int_value(s_map[i]);
+  }
+  DLTensor *outs[2] = {&out->dl, &am->dl};
+  if (!backward) vt_fill(&am->dl, -7);
+  if (CHECK_STATUS(vo_call(NULL, op, args, nargs, outs, backward ? 1 : 2), VO_OK)) {
+    if (backward) {
+      for (int i = 0; i < 4; i++)
+        CHECK_MSG(vt_get(&out->dl, i) == (i == 1 ? 1 : 0), "%s: element %d = %g", op->name, i,
+                  vt_get(&out->dl, i));
+    } else {
+      CHECK_MSG(vt_get(&out->dl, 0) == 3 && vt_get(&am->dl, 0) == 1, "%s: %g argmax %g", op->name,
+                vt_get(&out->dl, 0), vt_get(&am->dl, 0));
+    }
+  }
+  vt_tensor_free(in);
+  vt_tensor_free(rois);
+  vt_tensor_free(am);
+  vt_tensor_free(out);
+}
+
+/* ps_roi_align with C = 2, 2x1 bins, on a 2x2 map: channel 0 = {0, 1, 2, 3},
+ * channel 1 = {10, 11, 12, 13}. RoI (0.5, 0.5)-(2.5, 2.5) becomes (0, 0)-(2, 2)
+ * after the half-pixel offset: bins 1 high and 2 wide, one sample each at
+ * x = 1 (the last column) and y = 0.5 (bin 0, channel 0: (1 + 3) / 2 = 2) or
+ * y = 1.5 (bin 1, channel 1: clamped to the last row, 13); channel_mapping
+ * {0, 1}. The backward of a unit gradient puts 0.5 on channel 0 at (0, 1) and
+ * (1, 1), and 1 on channel 1 at (1, 1). */
+static void call_ps_roi_align_by_name(const vo_op_info *op) {
+  const int64_t s_map[4] = {1, 2, 2, 2}, s_rois[2] = {1, 5}, s_out[4] = {1, 1, 2, 1};
+  const double map[8] = {0, 1, 2, 3, 10, 11, 12, 13}, roi[5] = {0, 0.5, 0.5, 2.5, 2.5};
+  const double ones[2] = {1, 1}, mapping[2] = {0, 1};
+  const double want_fwd[2] = {2, 13}, want_bwd[8] = {0, 0.5, 0, 0.5, 0, 0, 0, 1};
+  int backward = strcmp(op->name, "ps_roi_align_backward") == 0;
+  vt_tensor *in = vt_tensor_new(vt_f64, 4, backward ? s_out : s_map, backward ? ones : map);
+  vt_tensor *rois = vt_tensor_new(vt_f64, 2, s_rois, roi);
+  vt_tensor *cm = vt_tensor_new(vt_i32, 4, s_out, mapping);
+  vt_tensor *out = vt_tensor_new(vt_f64, 4, backward ? s_map : s_out, NULL);
+  vt_tensor *out_cm = vt_tensor_new(vt_i32, 4, s_out, NULL);
+  vo_value args[11];
+  int nargs = 0;
+  args[nargs++] = vo_tensor_value(&in->dl);
+  args[nargs++] = vo_tensor_value(&rois->dl);
+  if (backward) args[nargs++] = vo_tensor_value(&cm->dl);
+  args[nargs++] = vo_float_value(1);
+  args[nargs++] = vo_int_value(2); /* pooled_height */
+  args[nargs++] = vo_int_value(1); /* pooled_width */
+  args[nargs++] = vo_int_value(1); /* sampling_ratio */
+  if (backward)
+    for (int i = 0; i < 4; i++) args[nargs++] = vo_int_value(s_map[i]);
+  DLTensor *outs[2] = {&out->dl, &out_cm->dl};
+  if (CHECK_STATUS(vo_call(NULL, op, args, nargs, outs, backward ? 1 : 2), VO_OK)) {
+    for (int i = 0; i < (backward ? 8 : 2); i++) {
+      double want = backward ? want_bwd[i] : want_fwd[i];
+      CHECK_MSG(vt_get(&out->dl, i) == want, "%s: element %d = %g, expected %g", op->name, i,
+                vt_get(&out->dl, i), want);
+    }
+    if (!backward)
+      CHECK_MSG(vt_get(&out_cm->dl, 0) == 0 && vt_get(&out_cm->dl, 1) == 1,
+                "%s: channel_mapping [%g, %g], expected [0, 1]", op->name, vt_get(&out_cm->dl, 0),
+                vt_get(&out_cm->dl, 1));
+  }
+  vt_tensor_free(in);
+  vt_tensor_free(rois);
+  vt_tensor_free(cm);
+  vt_tensor_free(out);
+  vt_tensor_free(out_cm);
+}
+
+/* ps_roi_pool with C = 2, 2x1 bins, on a 3x3 map: channel 0 = 0..8,
+ * channel 1 = 10..18 (row-major). RoI (0, 0)-(2, 2): bins 1 row high and 2
+ * columns wide; bin 0 averages channel 0 at row 0, columns 0-1: 0.5; bin 1
+ * channel 1 at row 1: (13 + 14) / 2 = 13.5; channel_mapping {0, 1}. The
+ * backward of a unit gradient puts 0.5 on those four pixels. */
+static void call_ps_roi_pool_by_name(const vo_op_info *op) {
+  const int64_t s_map[4] = {1, 2, 3, 3}, s_rois[2] = {1, 5}, s_out[4] = {1, 1, 2, 1};
+  double map[18], want_bwd[18] = {0};
+  for (int i = 0; i < 18; i++) map[i] = i < 9 ? i : i + 1;
+  want_bwd[0] = want_bwd[1] = want_bwd[9 + 3] = want_bwd[9 + 4] = 0.5;
+  const double roi[5] = {0, 0, 0, 2, 2}, ones[2] = {1, 1}, mapping[2] = {0, 1};
+  const double want_fwd[2] = {0.5, 13.5};
+  int backward = strcmp(op->name, "ps_roi_pool_backward") == 0;
+  vt_tensor *in = vt_tensor_new(vt_f64, 4, backward ? s_out : s_map, backward ? ones : map);
+  vt_tensor *rois = vt_tensor_new(vt_f64, 2, s_rois, roi);
+  vt_tensor *cm = vt_tensor_new(vt_i32, 4, s_out, mapping);
+  vt_tensor *out = vt_tensor_new(vt_f64, 4, backward ? s_map : s_out, NULL);
+  vt_tensor *out_cm = vt_tensor_new(vt_i32, 4, s_out, NULL);
+  vo_value args[10];
+  int nargs = 0;
+  args[nargs++] = vo_tensor_value(&in->dl);
+  args[nargs++] = vo_tensor_value(&rois->dl);
+  if (backward) args[nargs++] = vo_tensor_value(&cm->dl);
+  args[nargs++] = vo_float_value(1);
+  args[nargs++] = vo_int_value(2); /* pooled_height */
+  args[nargs++] = vo_int_value(1); /* pooled_width */
+  if (backward)
+    for (int i = 0; i < 4; i++) args[nargs++] = vo_int_value(s_map[i]);
+  DLTensor *outs[2] = {&out->dl, &out_cm->dl};
+  if (CHECK_STATUS(vo_call(NULL, op, args, nargs, outs, backward ? 1 : 2), VO_OK)) {
+    for (int i = 0; i < (backward ? 18 : 2); i++) {
+      double want = backward ? want_bwd[i] : want_fwd[i];
+      CHECK_MSG(vt_get(&out->dl, i) == want, "%s: element %d = %g, expected %g", op->name, i,
+                vt_get(&out->dl, i), want);
+    }
+    if (!backward)
+      CHECK_MSG(vt_get(&out_cm->dl, 0) == 0 && vt_get(&out_cm->dl, 1) == 1,
+                "%s: channel_mapping [%g, %g], expected [0, 1]", op->name, vt_get(&out_cm->dl, 0),
+                vt_get(&out_cm->dl, 1));
+  }
+  vt_tensor_free(in);
+  vt_tensor_free(rois);
+  vt_tensor_free(cm);
+  vt_tensor_free(out);
+  vt_tensor_free(out_cm);
+}
+
+/* multi_scale_roi_align with one pyramid level: every RoI lands on it, so it
+ * is roi_align's 2x2-ramp case (1.5; the backward spreads 1/4 per pixel). The
+ * backward's output is a list, one tensor per level. */
+static void call_multi_scale_by_name(const vo_op_info *op) {
+  const int64_t s_map[4] = {1, 1, 2, 2}, s_rois[2] = {1, 5}, s_out[4] = {1, 1, 1, 1};
+  const double ramp[4] = {0, 1, 2, 3}, roi[5] = {0, 0, 0, 1, 1}, one[1] = {1}, scale[1] = {1};
+  int backward = strcmp(op->name, "multi_scale_roi_align_backward") == 0;
+  vt_tensor *map = vt_tensor_new(vt_f64, 4, s_map, ramp);
+  vt_tensor *rois = vt_tensor_new(vt_f64, 2, s_rois, roi);
+  vt_tensor *grad = vt_tensor_new(vt_f64, 4, s_out, one);
+  vt_tensor *out = vt_tensor_new(vt_f64, 4, backward ? s_map : s_out, NULL);
+  const DLTensor *levels[1] = {&map->dl};
+  vo_value args[10];
+  int nargs = 0;
+  if (backward) args[nargs++] = vo_tensor_value(&grad->dl);
+  if (backward) args[nargs++] = vo_tensor_value(&rois->dl);
+  args[nargs++] = vo_tensor_list_value(levels, 1);
+  if (!backward) args[nargs++] = vo_tensor_value(&rois->dl);
+  args[nargs++] = vo_float_list_value(scale, 1);
+  args[nargs++] = vo_int_value(1); /* pooled_height */
+  args[nargs++] = vo_int_value(1); /* pooled_width */
+  args[nargs++] = vo_int_value(1); /* sampling_ratio; the rest default */
+  DLTensor *outs[1] = {&out->dl};
+  CHECK(op->num_outputs == (backward ? -1 : 1));
+  if (CHECK_STATUS(vo_call(NULL, op, args, nargs, outs, 1), VO_OK)) {
+    for (int i = 0; i < (backward ? 4 : 1); i++)
+      CHECK_MSG(vt_get(&out->dl, i) == (backward ? 0.25 : 1.5), "%s: element %d = %g", op->name, i,
+                vt_get(&out->dl, i));
+  }
+  vt_tensor_free(map);
+  vt_tensor_free(rois);
+  vt_tensor_free(grad);
+  vt_tensor_free(out);
+}
+
 /* Runs `op` by name on the two boxes and checks its documented value. */
 static void call_by_name(const vo_op_info *op) {
+  if (strncmp(op->name, "multi_scale_roi_align", 21) == 0) {
+    call_multi_scale_by_name(op);
+    return;
+  }
+  if (strncmp(op->name, "roi_pool", 8) == 0) {
+    call_roi_pool_by_name(op);
+    return;
+  }
   if (strncmp(op->name, "roi_align", 9) == 0) {
     call_roi_align_by_name(op);
+    return;
+  }
+  if (strncmp(op->name, "ps_roi_align", 12) == 0) {
+    call_ps_roi_align_by_name(op);
+    return;
+  }
+  if (strncmp(op->name, "ps_roi_pool", 11) == 0) {
+    call_ps_roi_pool_by_name(op);
     return;
   }
   const int64_t s24[2] = {2, 4}, s14[2] = {1, 4}, s2[1] = {2};
@@ -124,7 +316,9 @@ done:
 int main(void) {
   int count = vo_op_count();
   int found[NUM_EXPECTED] = {0};
-  CHECK_MSG(count >= (int)NUM_EXPECTED, "vo_op_count() = %d", count);
+  /* Every registered op must be listed here, so a new op gets this check. */
+  CHECK_MSG(count == (int)NUM_EXPECTED, "vo_op_count() = %d, this test lists %d", count,
+            (int)NUM_EXPECTED);
   for (int i = 0; i < count; i++) {
     const vo_op_info *op = vo_op_get(i);
     if (!CHECK_MSG(op != NULL, "vo_op_get(%d) is NULL", i)) continue;

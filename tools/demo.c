@@ -32,9 +32,21 @@
 #define TIMED_RUNS 7
 #define DEMO_PI 3.14159265358979323846
 
-#define MAX_INPUTS 4
-#define MAX_ARGS 8
-#define MAX_OUTPUTS 4
+/* RoI ops: the top detections pooled from a backbone's feature maps */
+#define ROI_COUNT 300 /* a two-stage detector's second stage takes ~300 proposals */
+#define ROI_STRIDE 8.0
+#define ROI_CHANNELS 64
+#define POOLED 7
+#define SAMPLING_RATIO 2
+#define PS_CHANNELS (POOLED * POOLED * 4) /* position-sensitive: C divisible by PH*PW */
+#define PS_STRIDE 16.0 /* R-FCN's score maps are big: a coarser map keeps the demo quick */
+#define FPN_LEVELS 4
+#define FPN_FIRST_STRIDE 4.0 /* P2..P5: strides 4, 8, 16, 32 */
+#define FPN_CHANNELS 16
+
+#define MAX_INPUTS 8 /* multi_scale_roi_align_backward: grad, rois and 4 levels */
+#define MAX_ARGS 12  /* roi_align_backward has 11 */
+#define MAX_OUTPUTS VO_MAX_LIST
 
 /* ------------------------------------------------------------------ RNG */
 
@@ -251,6 +263,131 @@ static int generate_scene(const demo_options *opt, scene *s) {
   return 0;
 }
 
+/* ----------------------------------------------------------- RoI inputs */
+
+/* One [1,C,H,W] float32 map of the image at `stride`. */
+typedef struct feature_map {
+  float *data;
+  int64_t shape[4];
+  double scale; /* 1 / stride: image coordinates -> map coordinates */
+} feature_map;
+
+typedef struct roi_inputs {
+  int64_t num_rois;
+  float *rois;                 /* [num_rois,5]: (0, x1, y1, x2, y2), best score first */
+  feature_map map;             /* roi_align, roi_pool */
+  feature_map ps_map;          /* ps_roi_align, ps_roi_pool */
+  feature_map fpn[FPN_LEVELS]; /* multi_scale_roi_align, finest first */
+  double fpn_scales[FPN_LEVELS];
+} roi_inputs;
+
+static void roi_inputs_free(roi_inputs *in) {
+  free(in->rois);
+  free(in->map.data);
+  free(in->ps_map.data);
+  for (int l = 0; l < FPN_LEVELS; ++l) free(in->fpn[l].data);
+  memset(in, 0, sizeof *in);
+}
+
+typedef struct scored {
+  float score;
+  int64_t index;
+} scored;
+
+/* Score descending, ties by index: the same RoIs on every platform. */
+static int cmp_scored(const void *pa, const void *pb) {
+  const scored *a = pa, *b = pb;
+  if (a->score != b->score) return a->score < b->score ? 1 : -1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+/* What a backbone's activations look like to the RoI ops: a bump on every
+ * object (so the pooled boxes see structure, not noise), weighted per
+ * channel, plus a smooth per-channel texture so the channels differ. Both
+ * are separable, which keeps this to a few multiply-adds per element. */
+static int make_feature_map(feature_map *m, const scene *s, int64_t channels, double stride,
+                            uint64_t seed) {
+  int64_t h = (int64_t)ceil(IMAGE_H / stride), w = (int64_t)ceil(IMAGE_W / stride);
+  m->shape[0] = 1, m->shape[1] = channels, m->shape[2] = h, m->shape[3] = w;
+  m->scale = 1.0 / stride;
+  m->data = malloc((size_t)(channels * h * w) * sizeof(float));
+  float *objectness = calloc((size_t)(h * w), sizeof(float));
+  float *gx = malloc((size_t)w * sizeof(float)), *gy = malloc((size_t)h * sizeof(float));
+  if (!m->data || !objectness || !gx || !gy) {
+    free(objectness), free(gx), free(gy);
+    free(m->data), m->data = NULL;
+    return -1;
+  }
+
+  for (int64_t g = 0; g < s->num_objects; ++g) {
+    const float *b = s->objects + 4 * g;
+    /* in map pixels, whose centres sit at (x + 0.5) * stride in the image */
+    double cx = 0.5 * (b[0] + b[2]) / stride - 0.5, cy = 0.5 * (b[1] + b[3]) / stride - 0.5;
+    double sx = fmax(0.25 * (b[2] - b[0]) / stride, 0.5);
+    double sy = fmax(0.25 * (b[3] - b[1]) / stride, 0.5);
+    int64_t x0 = (int64_t)fmax(0.0, floor(cx - 3.0 * sx)),
+            x1 = (int64_t)fmin(w - 1.0, ceil(cx + 3.0 * sx));
+    int64_t y0 = (int64_t)fmax(0.0, floor(cy - 3.0 * sy)),
+            y1 = (int64_t)fmin(h - 1.0, ceil(cy + 3.0 * sy));
+    for (int64_t x = x0; x <= x1; ++x) gx[x] = (float)exp(-0.5 * ((x - cx) / sx) * ((x - cx) / sx));
+    for (int64_t y = y0; y <= y1; ++y) gy[y] = (float)exp(-0.5 * ((y - cy) / sy) * ((y - cy) / sy));
+    for (int64_t y = y0; y <= y1; ++y)
+      for (int64_t x = x0; x <= x1; ++x) {
+        float v = gy[y] * gx[x], *o = &objectness[y * w + x];
+        *o = v > *o ? v : *o;
+      }
+  }
+
+  rng r = {seed};
+  for (int64_t c = 0; c < channels; ++c) {
+    double weight = rng_range(&r, -0.5, 1.5); /* some channels fire on objects, some less */
+    double fx = rng_range(&r, 0.05, 0.6), px = rng_range(&r, 0.0, 2.0 * DEMO_PI);
+    double fy = rng_range(&r, 0.05, 0.6), py = rng_range(&r, 0.0, 2.0 * DEMO_PI);
+    double amp = rng_range(&r, 0.1, 0.4);
+    for (int64_t x = 0; x < w; ++x) gx[x] = (float)(amp * sin(fx * (double)x + px));
+    for (int64_t y = 0; y < h; ++y) gy[y] = (float)cos(fy * (double)y + py);
+    float *dst = m->data + c * h * w;
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        dst[y * w + x] = (float)weight * objectness[y * w + x] + gy[y] * gx[x];
+  }
+  free(objectness), free(gx), free(gy);
+  return 0;
+}
+
+/* The RoIs are the scene's ROI_COUNT best-scoring detections, as a detector
+ * hands its proposals to the second stage. */
+static int make_roi_inputs(const scene *s, uint64_t seed, roi_inputs *in) {
+  memset(in, 0, sizeof *in);
+  int64_t k = s->n < ROI_COUNT ? s->n : ROI_COUNT;
+  scored *order = malloc((size_t)s->n * sizeof *order);
+  in->rois = malloc((size_t)k * 5 * sizeof(float));
+  if (!order || !in->rois) {
+    free(order);
+    roi_inputs_free(in);
+    return -1;
+  }
+  for (int64_t i = 0; i < s->n; ++i) order[i].score = s->scores[i], order[i].index = i;
+  qsort(order, (size_t)s->n, sizeof *order, cmp_scored);
+  in->num_rois = k;
+  for (int64_t i = 0; i < k; ++i) {
+    in->rois[5 * i] = 0.0f;
+    memcpy(in->rois + 5 * i + 1, s->boxes + 4 * order[i].index, 4 * sizeof(float));
+  }
+  free(order);
+
+  /* distinct seeds: each map is a different layer of the backbone */
+  int rc = make_feature_map(&in->map, s, ROI_CHANNELS, ROI_STRIDE, seed ^ 0x10);
+  if (rc == 0) rc = make_feature_map(&in->ps_map, s, PS_CHANNELS, PS_STRIDE, seed ^ 0x20);
+  for (int l = 0; l < FPN_LEVELS && rc == 0; ++l) {
+    double stride = FPN_FIRST_STRIDE * (double)(1 << l);
+    rc = make_feature_map(&in->fpn[l], s, FPN_CHANNELS, stride, seed ^ (uint64_t)(0x30 + l));
+    in->fpn_scales[l] = 1.0 / stride;
+  }
+  if (rc != 0) roi_inputs_free(in);
+  return rc;
+}
+
 /* ------------------------------------------------------- device memory */
 
 /* Where the demo can put tensors: the CPU, and a CUDA GPU when this command
@@ -333,6 +470,7 @@ typedef struct tensor {
 } tensor;
 
 static const DLDataType F32 = {kDLFloat, 32, 1};
+static const DLDataType I32 = {kDLInt, 32, 1};
 static const DLDataType I64 = {kDLInt, 64, 1};
 static const DLDevice CPU = {kDLCPU, 0};
 
@@ -365,15 +503,47 @@ typedef struct op_case {
   int num_args;
   vo_value args[MAX_ARGS];
   int input_of_arg[MAX_ARGS]; /* index into inputs, -1 for a scalar */
+  int list_len[MAX_ARGS];     /* a Tensor[] of this many inputs from input_of_arg; 0: a tensor */
   int num_inputs;
   tensor inputs[MAX_INPUTS];
+  const DLTensor *items[MAX_INPUTS]; /* &inputs[k].t, what Tensor[] arguments point into */
+  int num_list_outputs;              /* an op with a list output (num_outputs -1) makes this many */
+  int num_owned;
+  void *owned[MAX_INPUTS]; /* host data the builder made, freed with the case */
 } op_case;
+
+static void case_free(op_case *c) {
+  for (int k = 0; k < c->num_owned; ++k) free(c->owned[k]);
+  memset(c, 0, sizeof *c);
+}
+
+/* Keeps `p` for the case's lifetime; NULL (out of memory) is passed on. A
+ * case owns at most one buffer per input, so there is always room. */
+static void *case_own(op_case *c, void *p) {
+  if (p) c->owned[c->num_owned++] = p;
+  return p;
+}
+
+static void case_tensor_nd(op_case *c, void *data, DLDataType dtype, int ndim,
+                           const int64_t *shape) {
+  tensor_init(&c->inputs[c->num_inputs], data, dtype, CPU, ndim, shape);
+  c->list_len[c->num_args] = 0;
+  c->input_of_arg[c->num_args++] = c->num_inputs++;
+}
 
 static void case_tensor(op_case *c, void *data, DLDataType dtype, int ndim, int64_t d0,
                         int64_t d1) {
   int64_t shape[2] = {d0, d1};
-  tensor_init(&c->inputs[c->num_inputs], data, dtype, CPU, ndim, shape);
-  c->input_of_arg[c->num_args++] = c->num_inputs++;
+  case_tensor_nd(c, data, dtype, ndim, shape);
+}
+
+/* A Tensor[] argument: the maps become consecutive inputs, so they move to
+ * each backend like any other input. */
+static void case_tensor_list(op_case *c, const feature_map *maps, int count) {
+  c->list_len[c->num_args] = count;
+  c->input_of_arg[c->num_args++] = c->num_inputs;
+  for (int l = 0; l < count; ++l)
+    tensor_init(&c->inputs[c->num_inputs++], maps[l].data, F32, CPU, 4, maps[l].shape);
 }
 
 static void case_scalar(op_case *c, vo_value v) {
@@ -382,57 +552,76 @@ static void case_scalar(op_case *c, vo_value v) {
 }
 
 static void case_bind(op_case *c) {
-  for (int a = 0; a < c->num_args; ++a)
-    if (c->input_of_arg[a] >= 0) c->args[a] = vo_tensor_value(&c->inputs[c->input_of_arg[a]].t);
+  for (int k = 0; k < c->num_inputs; ++k) c->items[k] = &c->inputs[k].t;
+  for (int a = 0; a < c->num_args; ++a) {
+    int first = c->input_of_arg[a];
+    if (first < 0) continue;
+    c->args[a] = c->list_len[a] > 0 ? vo_tensor_list_value(c->items + first, c->list_len[a])
+                                    : vo_tensor_value(&c->inputs[first].t);
+  }
 }
 
-static void build_nms(op_case *c, const scene *s) {
-  case_tensor(c, s->boxes, F32, 2, s->n, 4);
-  case_tensor(c, s->scores, F32, 1, s->n, 0);
+/* Everything a builder may draw on. */
+typedef struct demo_inputs {
+  const vo_context *ctx;
+  const scene *s;
+  const roi_inputs *roi;
+} demo_inputs;
+
+static int build_nms(op_case *c, const demo_inputs *in) {
+  case_tensor(c, in->s->boxes, F32, 2, in->s->n, 4);
+  case_tensor(c, in->s->scores, F32, 1, in->s->n, 0);
   case_scalar(c, vo_float_value(IOU_THRESHOLD));
+  return 0;
 }
 
-static void build_batched_nms(op_case *c, const scene *s) {
-  case_tensor(c, s->boxes, F32, 2, s->n, 4);
-  case_tensor(c, s->scores, F32, 1, s->n, 0);
-  case_tensor(c, s->classes, I64, 1, s->n, 0);
+static int build_batched_nms(op_case *c, const demo_inputs *in) {
+  case_tensor(c, in->s->boxes, F32, 2, in->s->n, 4);
+  case_tensor(c, in->s->scores, F32, 1, in->s->n, 0);
+  case_tensor(c, in->s->classes, I64, 1, in->s->n, 0);
   case_scalar(c, vo_float_value(IOU_THRESHOLD));
+  return 0;
 }
 
-static void build_pairwise(op_case *c, const scene *s) {
+static int build_pairwise(op_case *c, const demo_inputs *in) {
+  const scene *s = in->s;
   case_tensor(c, s->boxes, F32, 2, s->n < IOU_ROWS ? s->n : IOU_ROWS, 4);
   case_tensor(c, s->objects, F32, 2, s->num_objects, 4);
+  return 0;
 }
 
-static void build_pairwise_eps(op_case *c, const scene *s) {
-  build_pairwise(c, s);
+static int build_pairwise_eps(op_case *c, const demo_inputs *in) {
+  build_pairwise(c, in);
   case_scalar(c, vo_float_value(COORD_EPS));
+  return 0;
 }
 
-typedef enum result_kind { RESULT_KEEP, RESULT_MATRIX } result_kind;
+/* ---- RoI ops */
 
-typedef struct known_op {
-  const char *name;
-  void (*build)(op_case *c, const scene *s);
-  result_kind kind;
-} known_op;
-
-static const known_op KNOWN_OPS[] = {
-    {"nms", build_nms, RESULT_KEEP},
-    {"batched_nms", build_batched_nms, RESULT_KEEP},
-    {"box_iou", build_pairwise, RESULT_MATRIX},
-    {"generalized_box_iou", build_pairwise, RESULT_MATRIX},
-    {"distance_box_iou", build_pairwise_eps, RESULT_MATRIX},
-    {"complete_box_iou", build_pairwise_eps, RESULT_MATRIX},
-};
-
-static const known_op *find_known(const char *name) {
-  for (size_t k = 0; k < sizeof KNOWN_OPS / sizeof KNOWN_OPS[0]; ++k)
-    if (strcmp(KNOWN_OPS[k].name, name) == 0) return &KNOWN_OPS[k];
-  return NULL;
+static void case_map(op_case *c, const feature_map *m) {
+  case_tensor_nd(c, m->data, F32, 4, m->shape);
 }
 
-/* ------------------------------------------------------------- running */
+static void case_rois(op_case *c, const roi_inputs *roi) {
+  case_tensor(c, roi->rois, F32, 2, roi->num_rois, 5);
+}
+
+/* batch_size, channels, height, width: the input a backward op rebuilds */
+static void case_map_size(op_case *c, const feature_map *m) {
+  for (int d = 0; d < 4; ++d) case_scalar(c, vo_int_value(m->shape[d]));
+}
+
+/* A deterministic upstream gradient shaped like the forward's output,
+ * positive so the summed gradient maps show where the RoIs pool from. */
+static float *case_gradient(op_case *c, int ndim, const int64_t *shape) {
+  int64_t n = numel(ndim, shape);
+  float *g = case_own(c, mem_alloc(CPU, (size_t)n * sizeof(float)));
+  if (!g) return NULL;
+  rng r = {0x6772616400ull}; /* "grad" */
+  for (int64_t i = 0; i < n; ++i) g[i] = (float)rng_uniform(&r);
+  case_tensor_nd(c, g, F32, ndim, shape);
+  return g;
+}
 
 typedef struct result {
   int num_outputs;
@@ -445,6 +634,197 @@ static void result_free(result *r) {
   for (int k = 0; k < r->num_outputs; ++k) free(r->host[k]);
   memset(r, 0, sizeof *r);
 }
+
+/* Runs the forward op `name` once on the host: the backward ops need what a
+ * training step's forward saved (argmax, channel_mapping) and its shapes. */
+static int run_forward(const demo_inputs *in, const char *name,
+                       int (*build)(op_case *c, const demo_inputs *in), result *r) {
+  const vo_op_info *op = vo_op_find(name);
+  op_case c;
+  tensor out[MAX_OUTPUTS];
+  DLTensor *out_ptr[MAX_OUTPUTS];
+  memset(&c, 0, sizeof c);
+  memset(r, 0, sizeof *r);
+  if (!op || op->num_outputs < 1 || op->num_outputs > MAX_OUTPUTS) {
+    fprintf(stderr, "visionops demo: forward op %s is not in this library build\n", name);
+    return -1;
+  }
+  if (build(&c, in) != 0) {
+    case_free(&c);
+    return -1;
+  }
+  case_bind(&c);
+  r->num_outputs = op->num_outputs;
+  vo_status st = vo_infer(in->ctx, op, c.args, c.num_args, r->desc, op->num_outputs);
+  for (int k = 0; k < op->num_outputs && st == VO_OK; ++k) {
+    const vo_tensor_desc *d = &r->desc[k];
+    tensor_init(&out[k], NULL, d->dtype, d->device, d->ndim, d->shape);
+    size_t bytes = tensor_bytes(&out[k].t);
+    if (!(out[k].t.data = r->host[k] = malloc(bytes ? bytes : 1))) st = VO_ERROR_OUT_OF_MEMORY;
+    out_ptr[k] = &out[k].t;
+  }
+  if (st == VO_OK) st = vo_call(in->ctx, op, c.args, c.num_args, out_ptr, op->num_outputs);
+  case_free(&c);
+  if (st != VO_OK) {
+    fprintf(stderr, "visionops demo: forward %s on cpu failed: %s: %s\n", name,
+            vo_status_string(st), vo_last_error());
+    result_free(r);
+    return -1;
+  }
+  return 0;
+}
+
+/* Hands output k of a forward run to the case as an input of the same shape. */
+static void case_saved(op_case *c, result *fwd, int k) {
+  void *data = case_own(c, fwd->host[k]);
+  fwd->host[k] = NULL;
+  const vo_tensor_desc *d = &fwd->desc[k];
+  case_tensor_nd(c, data, d->dtype, d->ndim, d->shape);
+}
+
+static int build_roi_align(op_case *c, const demo_inputs *in) {
+  case_map(c, &in->roi->map);
+  case_rois(c, in->roi);
+  case_scalar(c, vo_float_value(in->roi->map.scale));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(SAMPLING_RATIO));
+  case_scalar(c, vo_bool_value(1)); /* pixel-centre aligned, as Detectron2's ROIAlignV2 */
+  return 0;
+}
+
+static int build_roi_align_backward(op_case *c, const demo_inputs *in) {
+  const feature_map *m = &in->roi->map;
+  int64_t shape[4] = {in->roi->num_rois, m->shape[1], POOLED, POOLED};
+  if (!case_gradient(c, 4, shape)) return -1;
+  case_rois(c, in->roi);
+  case_scalar(c, vo_float_value(m->scale));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(POOLED));
+  case_map_size(c, m);
+  case_scalar(c, vo_int_value(SAMPLING_RATIO));
+  case_scalar(c, vo_bool_value(1));
+  return 0;
+}
+
+/* roi_pool, ps_roi_pool: (input, rois, spatial_scale, PH, PW) */
+static int build_pool(op_case *c, const feature_map *m, const roi_inputs *roi) {
+  case_map(c, m);
+  case_rois(c, roi);
+  case_scalar(c, vo_float_value(m->scale));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(POOLED));
+  return 0;
+}
+
+static int build_roi_pool(op_case *c, const demo_inputs *in) {
+  return build_pool(c, &in->roi->map, in->roi);
+}
+
+static int build_ps_roi_pool(op_case *c, const demo_inputs *in) {
+  return build_pool(c, &in->roi->ps_map, in->roi);
+}
+
+static int build_ps_roi_align(op_case *c, const demo_inputs *in) {
+  build_pool(c, &in->roi->ps_map, in->roi);
+  case_scalar(c, vo_int_value(SAMPLING_RATIO));
+  return 0;
+}
+
+/* (grad, rois, saved, spatial_scale, PH, PW, [sampling_ratio,] batch_size,
+ * channels, height, width) with the forward's output 1 as `saved` */
+static int build_saved_backward(op_case *c, const demo_inputs *in, const feature_map *m,
+                                const char *forward,
+                                int (*build)(op_case *c, const demo_inputs *in),
+                                int with_sampling_ratio) {
+  result fwd;
+  if (run_forward(in, forward, build, &fwd) != 0) return -1;
+  int ok = fwd.num_outputs == 2 && case_gradient(c, fwd.desc[0].ndim, fwd.desc[0].shape);
+  if (ok) {
+    case_rois(c, in->roi);
+    case_saved(c, &fwd, 1);
+    case_scalar(c, vo_float_value(m->scale));
+    case_scalar(c, vo_int_value(POOLED));
+    case_scalar(c, vo_int_value(POOLED));
+    if (with_sampling_ratio) case_scalar(c, vo_int_value(SAMPLING_RATIO));
+    case_map_size(c, m);
+  }
+  result_free(&fwd);
+  return ok ? 0 : -1;
+}
+
+static int build_roi_pool_backward(op_case *c, const demo_inputs *in) {
+  return build_saved_backward(c, in, &in->roi->map, "roi_pool", build_roi_pool, 0);
+}
+
+static int build_ps_roi_align_backward(op_case *c, const demo_inputs *in) {
+  return build_saved_backward(c, in, &in->roi->ps_map, "ps_roi_align", build_ps_roi_align, 1);
+}
+
+static int build_ps_roi_pool_backward(op_case *c, const demo_inputs *in) {
+  return build_saved_backward(c, in, &in->roi->ps_map, "ps_roi_pool", build_ps_roi_pool, 0);
+}
+
+/* canonical_scale, canonical_level and aligned are left out: the schema's
+ * defaults are torchvision's MultiScaleRoIAlign's, which is what to show */
+static int build_multi_scale_roi_align(op_case *c, const demo_inputs *in) {
+  case_tensor_list(c, in->roi->fpn, FPN_LEVELS);
+  case_rois(c, in->roi);
+  case_scalar(c, vo_float_list_value(in->roi->fpn_scales, FPN_LEVELS));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(SAMPLING_RATIO));
+  return 0;
+}
+
+static int build_multi_scale_roi_align_backward(op_case *c, const demo_inputs *in) {
+  int64_t shape[4] = {in->roi->num_rois, FPN_CHANNELS, POOLED, POOLED};
+  if (!case_gradient(c, 4, shape)) return -1;
+  case_rois(c, in->roi);
+  case_tensor_list(c, in->roi->fpn, FPN_LEVELS);
+  case_scalar(c, vo_float_list_value(in->roi->fpn_scales, FPN_LEVELS));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(POOLED));
+  case_scalar(c, vo_int_value(SAMPLING_RATIO));
+  c->num_list_outputs = FPN_LEVELS; /* one gradient per level */
+  return 0;
+}
+
+typedef enum result_kind { RESULT_KEEP, RESULT_MATRIX, RESULT_VALUES } result_kind;
+
+typedef struct known_op {
+  const char *name;
+  int (*build)(op_case *c, const demo_inputs *in);
+  result_kind kind;
+  const char *empty_bins; /* RESULT_VALUES: int32 output whose -1 marks an empty bin */
+} known_op;
+
+static const known_op KNOWN_OPS[] = {
+    {"nms", build_nms, RESULT_KEEP, NULL},
+    {"batched_nms", build_batched_nms, RESULT_KEEP, NULL},
+    {"box_iou", build_pairwise, RESULT_MATRIX, NULL},
+    {"generalized_box_iou", build_pairwise, RESULT_MATRIX, NULL},
+    {"distance_box_iou", build_pairwise_eps, RESULT_MATRIX, NULL},
+    {"complete_box_iou", build_pairwise_eps, RESULT_MATRIX, NULL},
+    {"roi_align", build_roi_align, RESULT_VALUES, NULL},
+    {"roi_align_backward", build_roi_align_backward, RESULT_VALUES, NULL},
+    {"roi_pool", build_roi_pool, RESULT_VALUES, "argmax"},
+    {"roi_pool_backward", build_roi_pool_backward, RESULT_VALUES, NULL},
+    {"ps_roi_align", build_ps_roi_align, RESULT_VALUES, NULL},
+    {"ps_roi_align_backward", build_ps_roi_align_backward, RESULT_VALUES, NULL},
+    {"ps_roi_pool", build_ps_roi_pool, RESULT_VALUES, NULL},
+    {"ps_roi_pool_backward", build_ps_roi_pool_backward, RESULT_VALUES, NULL},
+    {"multi_scale_roi_align", build_multi_scale_roi_align, RESULT_VALUES, NULL},
+    {"multi_scale_roi_align_backward", build_multi_scale_roi_align_backward, RESULT_VALUES, NULL},
+};
+
+static const known_op *find_known(const char *name) {
+  for (size_t k = 0; k < sizeof KNOWN_OPS / sizeof KNOWN_OPS[0]; ++k)
+    if (strcmp(KNOWN_OPS[k].name, name) == 0) return &KNOWN_OPS[k];
+  return NULL;
+}
+
+/* ------------------------------------------------------------- running */
 
 static double now_ms(void) {
   struct timespec ts;
@@ -463,9 +843,18 @@ static void report_library_error(const char *what, const vo_op_info *op, const t
           vo_status_string(st), vo_last_error());
 }
 
+/* The library has the op but no kernel for this backend (yet): the demo says
+ * so in the table instead of failing. Any other unavailability is an error,
+ * as the backend said it was usable. The CPU backend runs every op. */
+static int is_missing_kernel(const target *tg, vo_status st) {
+  return st == VO_ERROR_BACKEND_UNAVAILABLE && tg->device.device_type != kDLCPU &&
+         strstr(vo_last_error(), "not implemented on the ") != NULL;
+}
+
 /* Moves the inputs to the target, asks for the output shapes, allocates the
- * outputs there, times the op and copies the outputs back. On failure the
- * reason has been printed to stderr and `err` says it in a few words. */
+ * outputs there, times the op and copies the outputs back. Returns 0, or 1
+ * when the backend has no kernel for the op (`err` says so), or -1 on failure:
+ * the reason has been printed to stderr and `err` says it in a few words. */
 static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_case *host_case,
                          const target *tg, result *r, char *err, size_t err_size) {
   op_case c = *host_case;
@@ -478,8 +867,10 @@ static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_c
   vo_status st;
   memset(r, 0, sizeof *r);
 
-  if (op->num_outputs > MAX_OUTPUTS) {
-    snprintf(err, err_size, "error: %d outputs, demo handles %d", op->num_outputs, MAX_OUTPUTS);
+  /* a list output's length is documented per op; the builder knows it */
+  int num_outputs = op->num_outputs >= 0 ? op->num_outputs : c.num_list_outputs;
+  if (num_outputs < 1 || num_outputs > MAX_OUTPUTS) {
+    snprintf(err, err_size, "error: %d outputs, demo handles 1..%d", num_outputs, MAX_OUTPUTS);
     return -1;
   }
   if (tg->device.device_type != kDLCPU) {
@@ -496,14 +887,14 @@ static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_c
   }
   case_bind(&c);
 
-  r->num_outputs = op->num_outputs;
-  st = vo_infer(ctx, op, c.args, c.num_args, r->desc, op->num_outputs);
+  r->num_outputs = num_outputs;
+  st = vo_infer(ctx, op, c.args, c.num_args, r->desc, num_outputs);
   if (st != VO_OK) {
     report_library_error("vo_infer", op, tg, st);
     snprintf(err, err_size, "error: %s", vo_status_string(st));
     goto done;
   }
-  for (int k = 0; k < op->num_outputs; ++k) {
+  for (int k = 0; k < num_outputs; ++k) {
     const vo_tensor_desc *d = &r->desc[k];
     tensor_init(&out[k], NULL, d->dtype, d->device, d->ndim, d->shape);
     size_t bytes = tensor_bytes(&out[k].t);
@@ -520,7 +911,13 @@ static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_c
    * are not what the table is about */
   for (int run = -1; run < TIMED_RUNS; ++run) {
     double t0 = now_ms();
-    st = vo_call(ctx, op, c.args, c.num_args, out_ptr, op->num_outputs);
+    st = vo_call(ctx, op, c.args, c.num_args, out_ptr, num_outputs);
+    if (st != VO_OK && is_missing_kernel(tg, st)) {
+      snprintf(err, err_size, "no %s kernel yet",
+               tg->device.device_type == kDLCUDA ? "CUDA" : tg->name);
+      rc = 1;
+      goto done;
+    }
     if (st != VO_OK) {
       report_library_error("vo_call", op, tg, st);
       snprintf(err, err_size, "error: %s", vo_status_string(st));
@@ -535,7 +932,7 @@ static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_c
   qsort(times, TIMED_RUNS, sizeof times[0], cmp_double);
   r->ms = times[TIMED_RUNS / 2];
 
-  for (int k = 0; k < op->num_outputs; ++k)
+  for (int k = 0; k < num_outputs; ++k)
     if (mem_copy(r->desc[k].device, r->host[k], dev_out[k], tensor_bytes(&out[k].t), 0)) {
       snprintf(err, err_size, "error: copying outputs from %s", tg->name);
       goto done;
@@ -616,28 +1013,95 @@ static int summarise_matrix(const result *r, const result *ref, char *out, size_
   return 0;
 }
 
+/* Mean and max over every float32 output (all levels of a list output), and
+ * for roi_pool how many bins were empty; non-finite values, or a backend
+ * disagreeing with the CPU, fail the demo. */
+static int summarise_values(const result *r, const result *ref, const known_op *k, char *out,
+                            size_t size) {
+  double sum = 0.0, mx = -INFINITY, ref_mag = 0.0, diff = 0.0;
+  int64_t count = 0, nonfinite = 0, empty = 0, bins = 0, index_mismatch = 0;
+  int num_float = 0;
+  for (int o = 0; o < r->num_outputs; ++o) {
+    const vo_tensor_desc *d = &r->desc[o];
+    int64_t n = numel(d->ndim, d->shape);
+    int is_i32 = is_dtype(d->dtype, I32);
+    if (!is_dtype(d->dtype, F32) && !is_i32) {
+      snprintf(out, size, "INVALID: output %d is neither float32 nor int32", o);
+      return -1;
+    }
+    if (is_i32) {
+      const int32_t *v = r->host[o];
+      if (k->empty_bins)
+        for (int64_t i = 0; i < n; ++i) empty += v[i] == -1;
+      bins += n;
+      if (ref) index_mismatch += memcmp(v, ref->host[o], (size_t)n * sizeof *v) != 0;
+      continue;
+    }
+    const float *v = r->host[o], *vr = ref ? ref->host[o] : NULL;
+    ++num_float;
+    for (int64_t i = 0; i < n; ++i) {
+      double x = v[i];
+      if (!isfinite(x)) {
+        ++nonfinite;
+        continue;
+      }
+      sum += x;
+      mx = x > mx ? x : mx;
+      if (vr) {
+        ref_mag = fmax(ref_mag, fabs((double)vr[i]));
+        diff = fmax(diff, fabs(x - vr[i]));
+      }
+    }
+    count += n;
+  }
+  if (nonfinite) {
+    snprintf(out, size, "INVALID: %lld non-finite values", (long long)nonfinite);
+    return -1;
+  }
+  size_t len = 0;
+  if (num_float > 1) len += (size_t)snprintf(out, size, "%d levels: ", num_float);
+  if (len < size)
+    len += (size_t)snprintf(out + len, size - len, "mean %.4f  max %.4f",
+                            count ? sum / (double)count : 0.0, mx);
+  if (k->empty_bins && len < size)
+    len += (size_t)snprintf(out + len, size - len, "  %s -1 in %lld of %lld bins", k->empty_bins,
+                            (long long)empty, (long long)bins);
+  if (ref && len < size) {
+    /* backward ops sum in a different order on a GPU: compare relative to
+     * the values' size */
+    snprintf(out + len, size - len, ", max |diff| vs cpu %.1e%s", diff,
+             index_mismatch ? ", indices DIFFER" : "");
+    if (!(diff <= 1e-4 * fmax(1.0, ref_mag)) || index_mismatch) return -1;
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------- table */
 
 typedef struct table {
   int op_width;
 } table;
 
+/* The inputs' shapes, a Tensor[] as its first item and how many follow. */
 static void shapes_string(const op_case *c, char *out, size_t size) {
   size_t len = 0;
   out[0] = '\0';
-  for (int k = 0; k < c->num_inputs && len < size; ++k) {
-    const DLTensor *t = &c->inputs[k].t;
-    len += (size_t)snprintf(out + len, size - len, "%s[", k ? " " : "");
+  for (int a = 0; a < c->num_args && len < size; ++a) {
+    if (c->input_of_arg[a] < 0) continue;
+    const DLTensor *t = &c->inputs[c->input_of_arg[a]].t;
+    len += (size_t)snprintf(out + len, size - len, "%s[", len ? " " : "");
     for (int d = 0; d < t->ndim && len < size; ++d)
       len +=
           (size_t)snprintf(out + len, size - len, "%s%lld", d ? "," : "", (long long)t->shape[d]);
     if (len < size) len += (size_t)snprintf(out + len, size - len, "]");
+    if (c->list_len[a] > 1 && len < size)
+      len += (size_t)snprintf(out + len, size - len, "+%d", c->list_len[a] - 1);
   }
 }
 
 static void print_row(const table *tb, const char *op, const char *backend, const char *shapes,
                       const char *ms, const char *summary) {
-  printf("  %-*s  %-7s  %-28s  %10s  %s\n", tb->op_width, op, backend, shapes, ms, summary);
+  printf("  %-*s  %-7s  %-38s  %10s  %s\n", tb->op_width, op, backend, shapes, ms, summary);
   fflush(stdout);
 }
 
@@ -795,6 +1259,7 @@ static int collect_targets(const vo_context *ctx, target *targets, int max_targe
 int demo_run(const demo_options *opt) {
   vo_context *ctx = NULL;
   scene s;
+  roi_inputs roi;
   int failures = 0;
   vo_status st = vo_context_create(&ctx);
   if (st == VO_OK) st = vo_context_set_num_threads(ctx, opt->num_threads);
@@ -817,6 +1282,12 @@ int demo_run(const demo_options *opt) {
     vo_context_destroy(ctx);
     return 1;
   }
+  if (make_roi_inputs(&s, opt->seed, &roi) != 0) {
+    fprintf(stderr, "visionops demo: out of memory generating the feature maps\n");
+    scene_free(&s);
+    vo_context_destroy(ctx);
+    return 1;
+  }
 
   printf(
       "visionops %s demo: %lld detections of %lld objects, %d classes, %.0fx%.0f image, "
@@ -828,10 +1299,21 @@ int demo_run(const demo_options *opt) {
       "time: median of %d runs\n",
       IOU_THRESHOLD, (long long)(s.n < IOU_ROWS ? s.n : IOU_ROWS), (long long)s.num_objects,
       TIMED_RUNS);
+  const feature_map *fm = &roi.map, *pm = &roi.ps_map;
+  printf(
+      "RoI ops: best %lld detection%s, %dx%d bins, sampling ratio %d, on a stride-%g "
+      "[1,%lld,%lld,%lld] map (ps ops: stride-%g [1,%lld,%lld,%lld]; multi-scale: %d levels of "
+      "%d channels, strides %g..%g)\n",
+      (long long)roi.num_rois, roi.num_rois == 1 ? "" : "s", POOLED, POOLED, SAMPLING_RATIO,
+      ROI_STRIDE, (long long)fm->shape[1], (long long)fm->shape[2], (long long)fm->shape[3],
+      PS_STRIDE, (long long)pm->shape[1], (long long)pm->shape[2], (long long)pm->shape[3],
+      FPN_LEVELS, FPN_CHANNELS, FPN_FIRST_STRIDE,
+      FPN_FIRST_STRIDE * (double)(1 << (FPN_LEVELS - 1)));
   printf("backends:\n");
   target targets[8];
   int num_targets = collect_targets(ctx, targets, 8);
   if (num_targets < 0) {
+    roi_inputs_free(&roi);
     scene_free(&s);
     vo_context_destroy(ctx);
     return 1;
@@ -844,6 +1326,7 @@ int demo_run(const demo_options *opt) {
   }
   printf("\n");
   print_row(&tb, "op", "backend", "inputs", "ms", "result");
+  demo_inputs in = {ctx, &s, &roi};
 
   for (int i = 0; i < vo_op_count(); ++i) {
     const vo_op_info *op = vo_op_get(i);
@@ -859,7 +1342,12 @@ int demo_run(const demo_options *opt) {
     }
     op_case c;
     memset(&c, 0, sizeof c);
-    k->build(&c, &s);
+    if (k->build(&c, &in) != 0) {
+      print_row(&tb, op->name, "-", "-", "-", "error: building the inputs (see above)");
+      ++failures;
+      case_free(&c);
+      continue;
+    }
     char shapes[96];
     shapes_string(&c, shapes, sizeof shapes);
 
@@ -868,14 +1356,16 @@ int demo_run(const demo_options *opt) {
     for (int t = 0; t < num_targets; ++t) {
       result r;
       char summary[160], ms[32];
-      if (run_on_target(ctx, op, &c, &targets[t], &r, summary, sizeof summary) != 0) {
+      int run = run_on_target(ctx, op, &c, &targets[t], &r, summary, sizeof summary);
+      if (run != 0) {
         print_row(&tb, op->name, targets[t].name, shapes, "-", summary);
-        ++failures;
+        failures += run < 0;
         continue;
       }
       const result *ref = (have_ref && targets[t].device.device_type != kDLCPU) ? &cpu_ref : NULL;
-      int bad = k->kind == RESULT_KEEP ? summarise_keep(&r, ref, summary, sizeof summary)
-                                       : summarise_matrix(&r, ref, summary, sizeof summary);
+      int bad = k->kind == RESULT_KEEP     ? summarise_keep(&r, ref, summary, sizeof summary)
+                : k->kind == RESULT_MATRIX ? summarise_matrix(&r, ref, summary, sizeof summary)
+                                           : summarise_values(&r, ref, k, summary, sizeof summary);
       failures += bad != 0;
       snprintf(ms, sizeof ms, "%.3f", r.ms);
       print_row(&tb, op->name, targets[t].name, shapes, ms, summary);
@@ -887,11 +1377,13 @@ int demo_run(const demo_options *opt) {
       }
     }
     if (have_ref) result_free(&cpu_ref);
+    case_free(&c);
   }
   printf("\n");
 
   if (write_svg(ctx, opt, &s) != 0) ++failures;
 
+  roi_inputs_free(&roi);
   scene_free(&s);
   vo_context_destroy(ctx);
   if (failures) {

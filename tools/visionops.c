@@ -1,5 +1,6 @@
 /* The `visionops` command: `info` (what this build of the library has and
- * can run), `demo` (runs every op on synthetic detections), `help`. */
+ * can run), `demo` (runs every op on synthetic detections and feature maps),
+ * `help`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,9 @@ static void usage(FILE *f) {
           "\n"
           "commands:\n"
           "  info      library version, operators with their schemas, backends and the CPU ISA\n"
-          "  demo      run every operator on synthetic detections, time it on each available\n"
-          "            backend, and draw nms.svg (before / after batched NMS)\n"
+          "  demo      run every operator on synthetic detections (RoI ops: the best 300 on\n"
+          "            synthetic feature maps), time it on each available backend, and draw\n"
+          "            nms.svg (before / after batched NMS)\n"
           "  help      this message\n"
           "\n"
           "demo options:\n"

@@ -321,6 +321,104 @@ VO_API vo_status vo_multi_scale_roi_align_backward(
     int64_t pooled_width, int64_t sampling_ratio, int64_t canonical_scale, int64_t canonical_level,
     int aligned, DLTensor *const *grad_features);
 
+/* Position-sensitive RoIAlign as torchvision.ops.ps_roi_align. C (input
+ * channels) must be a multiple of pooled_height * pooled_width; out is
+ * [K, C/(PH*PW), PH, PW] (input dtype) and channel_mapping int32 of the same
+ * shape. Output channel c, bin (ph, pw) averages bilinear samples of input
+ * channel (c*PH + ph)*PW + pw, which channel_mapping records. Geometry as
+ * vo_roi_align with aligned = 1 (half-pixel offset, no 1x1 minimum), and a
+ * bin averages sampling_ratio^2 samples (<= 0: adaptive, ceil(roi size /
+ * pooled size) per axis). Unlike torchvision, which returns NaN there, a RoI
+ * whose adaptive grid is empty (zero or negative size) gives 0. */
+VO_API vo_status vo_ps_roi_align_shape(const vo_context *ctx, const DLTensor *input,
+                                       const DLTensor *rois, double spatial_scale,
+                                       int64_t pooled_height, int64_t pooled_width,
+                                       int64_t sampling_ratio, vo_tensor_desc out[2]);
+VO_API vo_status vo_ps_roi_align(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                                 double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                                 int64_t sampling_ratio, DLTensor *out, DLTensor *channel_mapping);
+
+/* Gradient of vo_ps_roi_align with respect to its input: grad and
+ * channel_mapping are [K, channels/(PH*PW), PH, PW] (channel_mapping as the
+ * forward wrote it: for host memory every entry is checked), grad_input
+ * [batch_size, channels, height, width] (grad's dtype) is fully overwritten.
+ * No gradient for rois. The CPU result is bit-identical for any thread count.
+ * It is linear in grad, so its own gradient (double backward) is a
+ * vo_ps_roi_align of the incoming gradient: for any g and v,
+ * sum(backward(g) * v) == sum(g * forward(v)). */
+VO_API vo_status vo_ps_roi_align_backward(const vo_context *ctx, const DLTensor *grad,
+                                          const DLTensor *rois, const DLTensor *channel_mapping,
+                                          double spatial_scale, int64_t pooled_height,
+                                          int64_t pooled_width, int64_t sampling_ratio,
+                                          int64_t batch_size, int64_t channels, int64_t height,
+                                          int64_t width, DLTensor *grad_input);
+
+/* Position-sensitive RoI pooling as torchvision.ops.ps_roi_pool. C must be
+ * a multiple of pooled_height * pooled_width; out is [K, C/(PH*PW), PH, PW]
+ * (input dtype) and channel_mapping int32 of the same shape, as for
+ * vo_ps_roi_align. Coordinates are rounded (half away from zero) after
+ * spatial_scale, RoIs are at least 1x1, and bin (ph, pw) covers rows
+ * [floor(ph*bh), ceil((ph+1)*bh)) + y1 and columns likewise, clamped into
+ * [0, H-1] and [0, W-1] exactly as torchvision's forward does (so the last
+ * row and column of the map never contribute). Output channel c, bin
+ * (ph, pw) is the mean of input channel (c*PH + ph)*PW + pw over the bin,
+ * 0 for an empty bin. Values match torchvision's forward. */
+VO_API vo_status vo_ps_roi_pool_shape(const vo_context *ctx, const DLTensor *input,
+                                      const DLTensor *rois, double spatial_scale,
+                                      int64_t pooled_height, int64_t pooled_width,
+                                      vo_tensor_desc out[2]);
+VO_API vo_status vo_ps_roi_pool(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                                double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                                DLTensor *out, DLTensor *channel_mapping);
+
+/* Gradient of vo_ps_roi_pool with respect to its input (grad,
+ * channel_mapping and grad_input as for vo_ps_roi_align_backward). This is
+ * the true gradient of the forward: each bin spreads grad / area over the
+ * same clamped bin the forward averaged. torchvision's backward clamps bins
+ * to [0, H] and [0, W] instead of the forward's [0, H-1] and [0, W-1], so it
+ * differs from this one (and from its own forward's gradient) for bins that
+ * reach the last row or column. The CPU result is bit-identical for any
+ * thread count; it is linear in grad, and its own gradient is a
+ * vo_ps_roi_pool of the incoming gradient. */
+VO_API vo_status vo_ps_roi_pool_backward(const vo_context *ctx, const DLTensor *grad,
+                                         const DLTensor *rois, const DLTensor *channel_mapping,
+                                         double spatial_scale, int64_t pooled_height,
+                                         int64_t pooled_width, int64_t batch_size, int64_t channels,
+                                         int64_t height, int64_t width, DLTensor *grad_input);
+
+/* RoIPool as torchvision.ops.roi_pool: RoI corners are rounded (half away
+ * from zero) after spatial_scale and the RoI covers round(x1)..round(x2)
+ * inclusive (at least 1 pixel); bin (ph, pw) covers rows
+ * [floor(ph*bh), ceil((ph+1)*bh)) of it (bh = roi height / pooled_height),
+ * clamped to the map, and likewise columns. Outputs: out[K,C,pooled_height,
+ * pooled_width] (input dtype), the maximum of each bin (the first one in
+ * row-major order on ties), and argmax (int32, same shape), its index h*W + w
+ * in the input plane. An empty bin gives 0 and argmax -1. NaN inputs are
+ * skipped (as torchvision); a non-empty bin of only NaN gives NaN and -1.
+ * Unlike torchvision, values at or below -FLT_MAX (-inf, and such float64
+ * values) are real maxima. H*W must be at most 2^31. spatial_scale must be
+ * finite and > 0; pooled sizes >= 1; scaled coordinates beyond +-2^61 saturate. */
+VO_API vo_status vo_roi_pool_shape(const vo_context *ctx, const DLTensor *input,
+                                   const DLTensor *rois, double spatial_scale,
+                                   int64_t pooled_height, int64_t pooled_width, vo_tensor_desc *out,
+                                   vo_tensor_desc *argmax);
+VO_API vo_status vo_roi_pool(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                             double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                             DLTensor *out, DLTensor *argmax);
+
+/* Gradient of vo_roi_pool with respect to its input: grad and argmax (the
+ * forward's, int32) are [K,C,pooled_height,pooled_width]; grad_input
+ * [batch_size,channels,height,width] (grad's dtype) is fully overwritten with
+ * grad_input[b, c, argmax] summed over the RoIs of image b (argmax -1 adds
+ * nothing). Every argmax value must be -1 or in [0, height*width) (checked
+ * before any output is written). The CPU result is bit-identical for any
+ * thread count; float16 / bfloat16 accumulate in float32. */
+VO_API vo_status vo_roi_pool_backward(const vo_context *ctx, const DLTensor *grad,
+                                      const DLTensor *rois, const DLTensor *argmax,
+                                      double spatial_scale, int64_t pooled_height,
+                                      int64_t pooled_width, int64_t batch_size, int64_t channels,
+                                      int64_t height, int64_t width, DLTensor *grad_input);
+
 #ifdef __cplusplus
 }
 #endif

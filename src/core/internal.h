@@ -143,15 +143,51 @@ typedef struct vo_roi_align_params {
   const vo_view *out; /* out, contiguous: forward [K,C,PH,PW], backward [N,C,H,W] */
 } vo_roi_align_params;
 
+/* roi_pool and roi_pool_backward. */
+typedef struct vo_roi_pool_params {
+  const vo_view *input;                /* forward: [N,C,H,W] float; NULL for the backward */
+  const vo_view *grad;                 /* backward: [K,C,PH,PW] float; NULL for the forward */
+  const vo_view *argmax;               /* backward: [K,C,PH,PW] int32, -1 or in [0, H*W) */
+  const vo_view *rois;                 /* [K,5] same dtype: (batch_index, x1, y1, x2, y2) */
+  double spatial_scale;                /* finite, > 0 */
+  int64_t pooled_height, pooled_width; /* >= 1 */
+  int64_t batch_size, channels, height, width; /* N, C, H, W of the input; H*W <= 2^31 */
+  const vo_view *out;        /* out, contiguous: forward [K,C,PH,PW], backward [N,C,H,W] */
+  const vo_view *argmax_out; /* forward out: int32 [K,C,PH,PW], contiguous; NULL backward */
+} vo_roi_pool_params;
+
+/* ps_roi_align and ps_roi_align_backward: roi_align's geometry with
+ * aligned = 1 (base.channels is the input's C; base.out is the forward's
+ * [K,C/(PH*PW),PH,PW] output or the backward's [N,C,H,W] grad_input). Output
+ * channel c, bin (ph, pw) reads input channel (c*PH + ph)*PW + pw. */
+typedef struct vo_ps_roi_align_params {
+  vo_roi_align_params base;
+  int64_t channels_out;           /* C / (PH*PW) */
+  const vo_view *channel_mapping; /* int32 [K,C/(PH*PW),PH,PW]: forward output, backward input */
+} vo_ps_roi_align_params;
+
+/* ps_roi_pool and ps_roi_pool_backward (rounded bins, mean pooling). */
+typedef struct vo_ps_roi_pool_params {
+  const vo_view *input;                /* forward: [N,C,H,W] float; NULL for the backward */
+  const vo_view *grad;                 /* backward: [K,C/(PH*PW),PH,PW]; NULL for the forward */
+  const vo_view *rois;                 /* [K,5] same dtype */
+  double spatial_scale;                /* finite, > 0 */
+  int64_t pooled_height, pooled_width; /* >= 1 */
+  int64_t batch_size, channels, height, width; /* N, C, H, W of the input */
+  int64_t channels_out;                        /* C / (PH*PW) */
+  const vo_view *channel_mapping;              /* int32: forward output, backward input */
+  const vo_view *out; /* out, contiguous: forward [K,C/(PH*PW),PH,PW], backward [N,C,H,W] */
+} vo_ps_roi_pool_params;
+
 /* multi_scale_roi_align and its backward: FPN level per RoI, then roi_align
  * on that level. */
 typedef struct vo_multi_scale_roi_align_params {
   const vo_view *features; /* [num_levels] of [N,C,H_l,W_l]; backward: shapes only */
   int num_levels;
-  const double *scales;    /* [num_levels], halving from level to level */
-  int64_t first_level;     /* -log2(scales[0]): the FPN level of features[0] */
-  const vo_view *rois;     /* [K,5] */
-  const vo_view *grad;     /* backward: [K,C,PH,PW]; NULL for the forward */
+  const double *scales; /* [num_levels], halving from level to level */
+  int64_t first_level;  /* -log2(scales[0]): the FPN level of features[0] */
+  const vo_view *rois;  /* [K,5] */
+  const vo_view *grad;  /* backward: [K,C,PH,PW]; NULL for the forward */
   int64_t pooled_height, pooled_width, sampling_ratio;
   int64_t canonical_scale, canonical_level;
   int aligned;
@@ -165,11 +201,11 @@ typedef struct vo_exec {
   vo_op_id op;
   const char *op_name;
   int num_args;
-  vo_value args[VO_MAX_ARGS];  /* defaults filled in, ints promoted for floats */
-  vo_view inputs[VO_MAX_ARGS]; /* views of tensor args (index as in args) */
+  vo_value args[VO_MAX_ARGS];       /* defaults filled in, ints promoted for floats */
+  vo_view inputs[VO_MAX_ARGS];      /* views of tensor args (index as in args) */
   vo_view list_inputs[VO_MAX_LIST]; /* views of the op's one "Tensor[]" arg */
   int num_list_inputs;
-  int num_outputs; /* a list output's length is set by the check function */
+  int num_outputs;                         /* a list output's length is set by the check function */
   vo_tensor_desc out_desc[VO_MAX_OUTPUTS]; /* set by the check function */
   vo_view outputs[VO_MAX_OUTPUTS];         /* set by the dispatcher */
   DLDevice device;                         /* of every tensor in the call */
@@ -179,6 +215,9 @@ typedef struct vo_exec {
     vo_pairwise_iou_params iou;
     vo_roi_align_params roi_align;
     vo_multi_scale_roi_align_params multi_scale_roi_align;
+    vo_roi_pool_params roi_pool;
+    vo_ps_roi_align_params ps_roi_align;
+    vo_ps_roi_pool_params ps_roi_pool;
   } p;
 } vo_exec;
 

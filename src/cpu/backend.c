@@ -15,6 +15,12 @@ vo_status vo_cpu_nms(const vo_exec *ex);
 vo_status vo_cpu_pairwise_iou(const vo_exec *ex);
 vo_status vo_cpu_multi_scale_roi_align(const vo_exec *ex);
 vo_status vo_cpu_multi_scale_roi_align_backward(const vo_exec *ex);
+vo_status vo_cpu_ps_roi_align(const vo_exec *ex);
+vo_status vo_cpu_ps_roi_align_backward(const vo_exec *ex);
+vo_status vo_cpu_ps_roi_pool(const vo_exec *ex);
+vo_status vo_cpu_ps_roi_pool_backward(const vo_exec *ex);
+vo_status vo_cpu_roi_pool(const vo_exec *ex);
+vo_status vo_cpu_roi_pool_backward(const vo_exec *ex);
 
 static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_nms] = vo_cpu_nms,
@@ -27,6 +33,12 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_roi_align_backward] = vo_cpu_roi_align_backward,
     [VO_OP_multi_scale_roi_align] = vo_cpu_multi_scale_roi_align,
     [VO_OP_multi_scale_roi_align_backward] = vo_cpu_multi_scale_roi_align_backward,
+    [VO_OP_ps_roi_align] = vo_cpu_ps_roi_align,
+    [VO_OP_ps_roi_align_backward] = vo_cpu_ps_roi_align_backward,
+    [VO_OP_ps_roi_pool] = vo_cpu_ps_roi_pool,
+    [VO_OP_ps_roi_pool_backward] = vo_cpu_ps_roi_pool_backward,
+    [VO_OP_roi_pool] = vo_cpu_roi_pool,
+    [VO_OP_roi_pool_backward] = vo_cpu_roi_pool_backward,
 };
 
 static int vo_cpu_probe(char *detail, size_t size) {

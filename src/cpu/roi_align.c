@@ -5,145 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu/common.h"
-
-/* Largest per-RoI grid (samples per bin along one axis); torchvision keeps it
- * in an int. Clamping only avoids undefined conversions of absurd sizes. */
-#define VO_RA_MAX_GRID ((int64_t)INT32_MAX)
-
-/* Adaptive grid size from ceil(roi size / pooled size); <= 0 (or NaN) means
- * the bin has no samples. */
-static int64_t vo_ra_grid(double v) {
-  if (!(v > 0)) return 0;
-  if (v >= (double)VO_RA_MAX_GRID) return VO_RA_MAX_GRID;
-  return (int64_t)v;
-}
-
-/* a*b saturating at INT64_MAX (a, b >= 0). */
-static int64_t vo_ra_mul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  return a > INT64_MAX / b ? INT64_MAX : a * b;
-}
-
-/* Per compute type T: the RoI geometry, one bilinear sample (its corners as
- * element offsets within an [H,W] plane of strides sh, sw, and its weights),
- * and a table of all samples of one RoI in (ph, pw, iy, ix) order. The table
- * does not depend on the channel, so it is built once per RoI. */
-#define VO_DEFINE_GEOMETRY(T, SUF, CEIL)                                                        \
-  typedef struct vo_ra_roi_##SUF {                                                              \
-    T start_h, start_w, bin_h, bin_w, count;                                                    \
-    int64_t grid_h, grid_w, batch;                                                              \
-  } vo_ra_roi_##SUF;                                                                            \
-                                                                                                \
-  /* pos[0] < 0: the sample lies outside the map and contributes 0. */                          \
-  typedef struct vo_ra_sample_##SUF {                                                           \
-    int64_t pos[4];                                                                             \
-    T w[4];                                                                                     \
-  } vo_ra_sample_##SUF;                                                                         \
-                                                                                                \
-  static void vo_ra_roi_geometry_##SUF(const vo_roi_align_params *p, int64_t k,                 \
-                                       vo_ra_roi_##SUF *g) {                                    \
-    const vo_view *r = p->rois;                                                                 \
-    const int64_t row = k * r->stride[0], s1 = r->stride[1];                                    \
-    const T scale = (T)p->spatial_scale;                                                        \
-    const T off = p->aligned ? (T)0.5 : (T)0;                                                   \
-    g->batch = (int64_t)vo_load_host(r, row);                                                   \
-    const T sw = (T)vo_load_host(r, row + s1) * scale - off;                                    \
-    const T sh = (T)vo_load_host(r, row + 2 * s1) * scale - off;                                \
-    const T ew = (T)vo_load_host(r, row + 3 * s1) * scale - off;                                \
-    const T eh = (T)vo_load_host(r, row + 4 * s1) * scale - off;                                \
-    T rw = ew - sw, rh = eh - sh;                                                               \
-    if (!p->aligned) {                                                                          \
-      /* legacy mode: RoIs are at least 1x1 (torchvision's std::max order) */                   \
-      rw = rw < (T)1 ? (T)1 : rw;                                                               \
-      rh = rh < (T)1 ? (T)1 : rh;                                                               \
-    }                                                                                           \
-    g->start_h = sh;                                                                            \
-    g->start_w = sw;                                                                            \
-    g->bin_h = rh / (T)p->pooled_height;                                                        \
-    g->bin_w = rw / (T)p->pooled_width;                                                         \
-    const int64_t sr = p->sampling_ratio > VO_RA_MAX_GRID ? VO_RA_MAX_GRID : p->sampling_ratio; \
-    g->grid_h = sr > 0 ? sr : vo_ra_grid((double)CEIL(rh / (T)p->pooled_height));               \
-    g->grid_w = sr > 0 ? sr : vo_ra_grid((double)CEIL(rw / (T)p->pooled_width));                \
-    const int64_t n = g->grid_h * g->grid_w; /* both <= 2^31 - 1: no overflow */                \
-    g->count = (T)(n > 1 ? n : 1);                                                              \
-  }                                                                                             \
-                                                                                                \
-  static void vo_ra_sample_at_##SUF(const vo_ra_roi_##SUF *g, int64_t height, int64_t width,    \
-                                    int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t iy, \
-                                    int64_t ix, vo_ra_sample_##SUF *s) {                        \
-    T y = g->start_h + (T)ph * g->bin_h + ((T)iy + (T)0.5) * g->bin_h / (T)g->grid_h;           \
-    T x = g->start_w + (T)pw * g->bin_w + ((T)ix + (T)0.5) * g->bin_w / (T)g->grid_w;           \
-    /* Written as a negated range test so NaN positions count as outside. */                    \
-    if (height == 0 || width == 0 ||                                                            \
-        !(y >= (T)-1 && y <= (T)height && x >= (T)-1 && x <= (T)width)) {                       \
-      memset(s, 0, sizeof *s);                                                                  \
-      s->pos[0] = -1;                                                                           \
-      return;                                                                                   \
-    }                                                                                           \
-    if (y <= 0) y = 0;                                                                          \
-    if (x <= 0) x = 0;                                                                          \
-    int64_t y_lo = (int64_t)y, x_lo = (int64_t)x, y_hi, x_hi;                                   \
-    if (y_lo >= height - 1) {                                                                   \
-      y_hi = y_lo = height - 1;                                                                 \
-      y = (T)y_lo;                                                                              \
-    } else {                                                                                    \
-      y_hi = y_lo + 1;                                                                          \
-    }                                                                                           \
-    if (x_lo >= width - 1) {                                                                    \
-      x_hi = x_lo = width - 1;                                                                  \
-      x = (T)x_lo;                                                                              \
-    } else {                                                                                    \
-      x_hi = x_lo + 1;                                                                          \
-    }                                                                                           \
-    const T ly = y - (T)y_lo, lx = x - (T)x_lo;                                                 \
-    const T hy = (T)1 - ly, hx = (T)1 - lx;                                                     \
-    s->w[0] = hy * hx;                                                                          \
-    s->w[1] = hy * lx;                                                                          \
-    s->w[2] = ly * hx;                                                                          \
-    s->w[3] = ly * lx;                                                                          \
-    s->pos[0] = y_lo * sh + x_lo * sw;                                                          \
-    s->pos[1] = y_lo * sh + x_hi * sw;                                                          \
-    s->pos[2] = y_hi * sh + x_lo * sw;                                                          \
-    s->pos[3] = y_hi * sh + x_hi * sw;                                                          \
-  }                                                                                             \
-                                                                                                \
-  static void vo_ra_fill_table_##SUF(const vo_roi_align_params *p, const vo_ra_roi_##SUF *g,    \
-                                     int64_t sh, int64_t sw, vo_ra_sample_##SUF *tab) {         \
-    int64_t i = 0;                                                                              \
-    for (int64_t ph = 0; ph < p->pooled_height; ph++)                                           \
-      for (int64_t pw = 0; pw < p->pooled_width; pw++)                                          \
-        for (int64_t iy = 0; iy < g->grid_h; iy++)                                              \
-          for (int64_t ix = 0; ix < g->grid_w; ix++)                                            \
-            vo_ra_sample_at_##SUF(g, p->height, p->width, sh, sw, ph, pw, iy, ix, &tab[i++]);   \
-  }
-
-VO_DEFINE_GEOMETRY(float, f32, ceilf)
-VO_DEFINE_GEOMETRY(double, f64, ceil)
-
-/* Samples in one RoI's table (saturating). */
-static int64_t vo_ra_table_entries(const vo_roi_align_params *p, int64_t grid_h, int64_t grid_w) {
-  return vo_ra_mul(vo_ra_mul(p->pooled_height, p->pooled_width), vo_ra_mul(grid_h, grid_w));
-}
-
-/* RoIs are processed in chunks whose sample tables fit the context's
- * workspace limit together. tab_off[k] is RoI k's first table entry within
- * its chunk, or -1 when even its own table does not fit: that RoI (alone in
- * its chunk) computes its samples on the fly, with identical arithmetic. */
-static int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64_t num_rois,
-                                int64_t capacity, int64_t *tab_off) {
-  int64_t used = 0, k = k0;
-  for (; k < num_rois; k++) {
-    if (entries[k] > capacity - used) break;
-    tab_off[k] = used;
-    used += entries[k];
-  }
-  if (k == k0) {
-    tab_off[k0] = -1;
-    k = k0 + 1;
-  }
-  return k;
-}
+#include "cpu/roi_common.h"
 
 /* Forward of RoI k, channel c, for one storage type. Half types (LOAD
  * converts) compute in float. */
@@ -295,13 +157,6 @@ VO_DEFINE_BACKWARD_RC(double, f64)
     return VO_OK;                                                                                  \
   }
 
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_PRAGMA(x) _Pragma(#x)
-#define VO_OMP_FOR(t) VO_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
-#else
-#define VO_OMP_FOR(t) (void)(t);
-#endif
-
 static void vo_ra_forward_rc_dispatch_f32(const vo_exec *ex, const vo_roi_align_params *p,
                                           const vo_ra_roi_f32 *g, const vo_ra_sample_f32 *tab,
                                           int64_t k, int64_t c) {
@@ -328,33 +183,13 @@ vo_status vo_cpu_roi_align(const vo_exec *ex) {
   return ex->dtype == VO_F64 ? vo_ra_run_f64(ex, 0, NULL) : vo_ra_run_f32(ex, 0, NULL);
 }
 
+static vo_status vo_ra_backward_f32(const vo_exec *ex, float *acc) {
+  return vo_ra_run_f32(ex, 1, acc);
+}
+static vo_status vo_ra_backward_f64(const vo_exec *ex, double *acc) {
+  return vo_ra_run_f64(ex, 1, acc);
+}
+
 vo_status vo_cpu_roi_align_backward(const vo_exec *ex) {
-  const vo_roi_align_params *p = &ex->p.roi_align;
-  const int64_t numel = p->out->numel;
-  if (numel == 0) return VO_OK;
-  const int half = ex->dtype == VO_F16 || ex->dtype == VO_BF16;
-  if (!half) {
-    /* grad_input is written in full: zero, then every RoI adds its share. */
-    memset(p->out->data, 0, (size_t)numel * vo_dtype_size(ex->dtype));
-    if (ex->dtype == VO_F64) return vo_ra_run_f64(ex, 1, (double *)p->out->data);
-    return vo_ra_run_f32(ex, 1, (float *)p->out->data);
-  }
-  /* Half types accumulate in a float32 copy of grad_input, stored at the end,
-   * so no partial sum is rounded to 16 bits. */
-  if ((uint64_t)numel > SIZE_MAX / sizeof(float))
-    return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: grad_input too large for a float32 workspace",
-                   ex->op_name);
-  float *acc = vo_workspace_alloc(ex->ctx, ex->device, (size_t)numel * sizeof(float), ex->op_name);
-  if (!acc) return VO_ERROR_OUT_OF_MEMORY;
-  memset(acc, 0, (size_t)numel * sizeof(float));
-  vo_status st = vo_ra_run_f32(ex, 1, acc);
-  if (st == VO_OK) {
-    uint16_t *out = p->out->data;
-    if (ex->dtype == VO_F16)
-      for (int64_t i = 0; i < numel; i++) out[i] = vo_f32_to_f16(acc[i]);
-    else
-      for (int64_t i = 0; i < numel; i++) out[i] = vo_f32_to_bf16(acc[i]);
-  }
-  vo_workspace_free(ex->ctx, ex->device, acc);
-  return st;
+  return vo_roi_backward_into(ex, ex->p.roi_align.out, vo_ra_backward_f32, vo_ra_backward_f64);
 }

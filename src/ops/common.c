@@ -111,3 +111,45 @@ vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale
   if ((st = vo_expect_int_at_least(ex, pw_arg, 1)) != VO_OK) return st;
   return VO_OK;
 }
+
+vo_status vo_check_channel_groups(const vo_exec *ex, int arg, int64_t c, int64_t ph, int64_t pw) {
+  const int64_t group = vo_product4(ph, pw, 1, 1);
+  if (group < 1) /* ph, pw >= 1 were checked before: only an overflow lands here */
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: pooled_height * pooled_width = %lld * %lld is not a positive int64",
+                   ex->op_name, (long long)ph, (long long)pw);
+  if (c > INT32_MAX)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: %s: %lld channels are more than the int32 channel_mapping can index",
+                   ex->op_name, vo_arg_name(ex, arg), (long long)c);
+  if (c % group == 0) return VO_OK;
+  if (ex->args[arg].kind == VO_VALUE_TENSOR)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: %s has C = %lld channels, which is not a multiple of pooled_height * "
+                   "pooled_width = %lld",
+                   ex->op_name, vo_arg_name(ex, arg), (long long)c, (long long)group);
+  return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                 "%s: %s = %lld is not a multiple of pooled_height * pooled_width = %lld",
+                 ex->op_name, vo_arg_name(ex, arg), (long long)c, (long long)group);
+}
+
+vo_status vo_check_channel_mapping(const vo_exec *ex, int arg, int64_t ph, int64_t pw) {
+  const vo_view *m = &ex->inputs[arg];
+  if (m->device.device_type != kDLCPU && m->device.device_type != kDLCUDAHost) return VO_OK;
+  const int32_t *d = (const int32_t *)m->data;
+  for (int64_t k = 0; k < m->shape[0]; k++)
+    for (int64_t c = 0; c < m->shape[1]; c++)
+      for (int64_t y = 0; y < ph; y++)
+        for (int64_t x = 0; x < pw; x++) {
+          const int64_t want = (c * ph + y) * pw + x;
+          const int32_t v =
+              d[k * m->stride[0] + c * m->stride[1] + y * m->stride[2] + x * m->stride[3]];
+          if ((int64_t)v != want)
+            return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                           "%s: %s[%lld, %lld, %lld, %lld] = %d, expected %lld (the input channel "
+                           "the forward reads for that output channel and bin)",
+                           ex->op_name, vo_arg_name(ex, arg), (long long)k, (long long)c,
+                           (long long)y, (long long)x, (int)v, (long long)want);
+        }
+  return VO_OK;
+}

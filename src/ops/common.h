@@ -29,5 +29,13 @@ vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale
                             int pw_arg);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);
+/* Position-sensitive RoI ops: the channel count `c` (of tensor argument
+ * `arg`, or int argument `arg` itself) is a multiple of ph * pw. */
+vo_status vo_check_channel_groups(const vo_exec *ex, int arg, int64_t c, int64_t ph, int64_t pw);
+/* Position-sensitive RoI ops: a host channel_mapping [K,C/(PH*PW),PH,PW]
+ * (int32, shape already checked) holds what the forward writes, input
+ * channel (c*PH + ph)*PW + pw at [k, c, ph, pw]. Device data is left to the
+ * device's backend. */
+vo_status vo_check_channel_mapping(const vo_exec *ex, int arg, int64_t ph, int64_t pw);
 
 #endif /* VISIONOPS_OPS_COMMON_H */

@@ -166,6 +166,65 @@ for dtype, rtol in ((np.float32, 1e-5), (np.float64, 1e-12)):
                       f"roi_align_backward {dtype} aligned={aligned} sampling={sampling}: "
                       f"max diff {np.abs(got - want).max()}")
 
+# roi_pool: out and argmax identical to torchvision's, and the backward
+# (same summation order per pixel) identical too.
+CODES[np.dtype(np.int32)] = (0, 32)
+
+
+def vo_roi_pool(x, rois, scale, ph, pw):
+    out = np.empty((len(rois), x.shape[1], ph, pw), x.dtype)
+    am = np.empty(out.shape, np.int32)
+    keep = []
+    args = [dl(x, keep), dl(rois, keep), ctypes.c_double(scale), ctypes.c_int64(ph),
+            ctypes.c_int64(pw), dl(out, keep), dl(am, keep)]
+    if lib.vo_roi_pool(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out, am
+
+
+def vo_roi_pool_backward(g, rois, am, scale, ph, pw, shape):
+    out = np.empty(shape, g.dtype)
+    keep = []
+    args = [dl(g, keep), dl(rois, keep), dl(am, keep), ctypes.c_double(scale),
+            ctypes.c_int64(ph), ctypes.c_int64(pw)] + [ctypes.c_int64(d) for d in shape] + [
+            dl(out, keep)]
+    if lib.vo_roi_pool_backward(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out
+
+
+for dtype in (np.float32, np.float64):
+    for ties in (False, True):
+        x = rng.normal(size=(2, 5, 23, 31)).astype(dtype)
+        if ties:
+            x = rng.integers(-2, 3, size=x.shape).astype(dtype)
+        k = 60
+        xy = rng.uniform(-10, 140, (k, 2))
+        wh = rng.uniform(0.5, 80, (k, 2))
+        rois = np.concatenate([rng.integers(0, 2, (k, 1)), xy, xy + wh], 1)
+        rois[::4, 1:] = np.round(rois[::4, 1:] / 4) * 4 + 2  # x*0.25 on a .5 tie
+        rois[1::7, 3:] = rois[1::7, 1:3] - 3  # reversed: forced to 1x1
+        rois = rois.astype(dtype)
+        for ph, pw in ((7, 7), (3, 5), (1, 1)):
+            tx = torch.from_numpy(x)
+            want, want_am = torch.ops.torchvision.roi_pool(tx, torch.from_numpy(rois), 0.25, ph, pw)
+            got, got_am = vo_roi_pool(x, rois, 0.25, ph, pw)
+            check(np.array_equal(got, want.numpy()) and np.array_equal(got_am, want_am.numpy()),
+                  f"roi_pool {dtype} ties={ties} {ph}x{pw}: max diff "
+                  f"{np.abs(got - want.numpy()).max()}, argmax differs at "
+                  f"{int((got_am != want_am.numpy()).sum())} places")
+            tx = torch.from_numpy(x).requires_grad_()
+            out = torchvision.ops.roi_pool(tx, torch.from_numpy(rois), (ph, pw), 0.25)
+            g = rng.normal(size=out.shape).astype(dtype)
+            out.backward(torch.from_numpy(g))
+            got = vo_roi_pool_backward(g, rois, got_am, 0.25, ph, pw, x.shape)
+            want = tx.grad.numpy()
+            check(np.array_equal(got, want),
+                  f"roi_pool_backward {dtype} ties={ties} {ph}x{pw}: "
+                  f"max diff {np.abs(got - want).max()}")
+
+
+
 def tensor_list(arrays, keep):
     items = (ctypes.POINTER(DLTensor) * len(arrays))()
     for i, a in enumerate(arrays):
@@ -222,6 +281,140 @@ for dtype in (np.float32, np.float64):
         check(np.allclose(got[level], w, rtol=1e-5, atol=1e-5),
               f"multi_scale_roi_align_backward {dtype} level {level}: max diff "
               f"{np.abs(got[level] - w).max()}")
+
+# ps_roi_align: out and channel_mapping as torchvision's, except on
+# degenerate RoIs (an empty adaptive sampling grid), where torchvision
+# divides 0 by 0 and gives NaN and visionops gives 0; the backward in full.
+CODES[np.dtype(np.int32)] = (0, 32)
+
+
+def vo_ps_roi_align(x, rois, scale, ph, pw, sampling):
+    out = np.empty((len(rois), x.shape[1] // (ph * pw), ph, pw), x.dtype)
+    cm = np.empty(out.shape, np.int32)
+    keep = []
+    args = [dl(x, keep), dl(rois, keep), ctypes.c_double(scale), ctypes.c_int64(ph),
+            ctypes.c_int64(pw), ctypes.c_int64(sampling), dl(out, keep), dl(cm, keep)]
+    if lib.vo_ps_roi_align(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out, cm
+
+
+def vo_ps_roi_align_backward(g, rois, cm, scale, ph, pw, sampling, shape):
+    out = np.empty(shape, g.dtype)
+    keep = []
+    args = [dl(g, keep), dl(rois, keep), dl(cm, keep), ctypes.c_double(scale),
+            ctypes.c_int64(ph), ctypes.c_int64(pw), ctypes.c_int64(sampling)] + [
+            ctypes.c_int64(d) for d in shape] + [dl(out, keep)]
+    if lib.vo_ps_roi_align_backward(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out
+
+
+for dtype, rtol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+    k = 40
+    xy = rng.uniform(-10, 140, (k, 2))
+    wh = rng.uniform(0.5, 80, (k, 2))
+    rois = np.concatenate([rng.integers(0, 2, (k, 1)), xy, xy + wh], 1)
+    rois[::9, 3] = rois[::9, 1]  # zero width: degenerate under adaptive sampling
+    rois[1::11, 3:] = rois[1::11, 1:3] - 5  # reversed
+    rois = rois.astype(dtype)
+    for sampling in (-1, 0, 1, 2):
+        for ph, pw in ((3, 3), (2, 4), (1, 1)):
+            x = rng.normal(size=(2, 2 * ph * pw, 23, 31)).astype(dtype)
+            tx = torch.from_numpy(x).requires_grad_()
+            want, want_cm = torch.ops.torchvision.ps_roi_align(tx, torch.from_numpy(rois), 0.25,
+                                                               ph, pw, sampling)
+            got, got_cm = vo_ps_roi_align(x, rois, 0.25, ph, pw, sampling)
+            w = want.detach().numpy()
+            nan = np.isnan(w)
+            check(np.allclose(got[~nan], w[~nan], rtol=rtol, atol=rtol)
+                  and np.array_equal(got_cm, want_cm.numpy()) and (got[nan] == 0).all(),
+                  f"ps_roi_align {dtype} sampling={sampling} {ph}x{pw}: max diff "
+                  f"{np.abs(got[~nan] - w[~nan]).max()}, {int(nan.sum())} NaN in torchvision")
+            check(sampling > 0 or nan.any(), "the degenerate RoIs give NaN in torchvision")
+            g = rng.normal(size=want.shape).astype(dtype)
+            want.backward(torch.from_numpy(g))
+            got = vo_ps_roi_align_backward(g, rois, got_cm, 0.25, ph, pw, sampling, x.shape)
+            w = tx.grad.numpy()
+            check(np.allclose(got, w, rtol=rtol * 10, atol=rtol * 10),
+                  f"ps_roi_align_backward {dtype} sampling={sampling} {ph}x{pw}: "
+                  f"max diff {np.abs(got - w).max()}")
+
+# ps_roi_pool: out and channel_mapping identical to torchvision's forward.
+# The backward only where torchvision's forward and backward agree: its
+# forward clamps bin ends to H-1 / W-1 (the last row and column never
+# contribute) while its backward clamps them to H / W, so for a RoI with a
+# bin reaching the last row or column torchvision's backward is not the
+# gradient of its forward. visionops' backward is the true gradient of the
+# forward (checked against finite differences in test_ps_roi_pool), so it is
+# compared with torchvision's on the RoIs whose bins stay clear of that edge.
+def vo_ps_roi_pool(x, rois, scale, ph, pw):
+    out = np.empty((len(rois), x.shape[1] // (ph * pw), ph, pw), x.dtype)
+    cm = np.empty(out.shape, np.int32)
+    keep = []
+    args = [dl(x, keep), dl(rois, keep), ctypes.c_double(scale), ctypes.c_int64(ph),
+            ctypes.c_int64(pw), dl(out, keep), dl(cm, keep)]
+    if lib.vo_ps_roi_pool(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out, cm
+
+
+def vo_ps_roi_pool_backward(g, rois, cm, scale, ph, pw, shape):
+    out = np.empty(shape, g.dtype)
+    keep = []
+    args = [dl(g, keep), dl(rois, keep), dl(cm, keep), ctypes.c_double(scale),
+            ctypes.c_int64(ph), ctypes.c_int64(pw)] + [ctypes.c_int64(d) for d in shape] + [
+            dl(out, keep)]
+    if lib.vo_ps_roi_pool_backward(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return out
+
+
+def ps_pool_clear_of_edge(rois, scale, ph, pw, h, w):
+    """RoIs whose bins all end before the last row and column (computed in
+    the rois' dtype, as torchvision does), where its forward and backward
+    use the same bins."""
+    t = rois.dtype.type
+    c = rois[:, 1:] * t(scale)
+    r = (np.sign(c) * np.floor(np.abs(c) + t(0.5))).astype(np.int64)
+    rw = np.maximum(r[:, 2] - r[:, 0], 1)
+    rh = np.maximum(r[:, 3] - r[:, 1], 1)
+    bh = rh.astype(rois.dtype) / t(ph)
+    bw = rw.astype(rois.dtype) / t(pw)
+    hend = np.max([np.ceil(t(i + 1) * bh) for i in range(ph)], 0).astype(np.int64) + r[:, 1]
+    wend = np.max([np.ceil(t(i + 1) * bw) for i in range(pw)], 0).astype(np.int64) + r[:, 0]
+    return (hend <= h - 1) & (wend <= w - 1)
+
+
+for dtype in (np.float32, np.float64):
+    k = 60
+    xy = rng.uniform(-10, 140, (k, 2))
+    wh = rng.uniform(0.5, 80, (k, 2))
+    rois = np.concatenate([rng.integers(0, 2, (k, 1)), xy, xy + wh], 1)
+    rois[1::2, 1:] = rois[1::2, 1:] * 0.4  # half of them well inside the 23x31 map at scale 0.25
+    rois[::4, 1:] = np.round(rois[::4, 1:] * 0.5) * 2 + 1  # x*0.25 on a .5 tie
+    rois[1::7, 3:] = rois[1::7, 1:3] - 3  # reversed: forced to 1x1
+    rois = rois.astype(dtype)
+    for ph, pw in ((3, 3), (2, 4), (1, 1)):
+        x = rng.normal(size=(2, 2 * ph * pw, 23, 31)).astype(dtype)
+        want, want_cm = torch.ops.torchvision.ps_roi_pool(torch.from_numpy(x),
+                                                          torch.from_numpy(rois), 0.25, ph, pw)
+        got, got_cm = vo_ps_roi_pool(x, rois, 0.25, ph, pw)
+        check(np.array_equal(got, want.numpy()) and np.array_equal(got_cm, want_cm.numpy()),
+              f"ps_roi_pool {dtype} {ph}x{pw}: max diff {np.abs(got - want.numpy()).max()}")
+        clear = ps_pool_clear_of_edge(rois, 0.25, ph, pw, 23, 31)
+        check(0 < clear.sum() < k, f"ps_roi_pool {dtype} {ph}x{pw}: {clear.sum()} of {k} RoIs "
+              "clear of the last row and column (want some of each)")
+        sub = np.ascontiguousarray(rois[clear])
+        tx = torch.from_numpy(x).requires_grad_()
+        out = torchvision.ops.ps_roi_pool(tx, torch.from_numpy(sub), (ph, pw), 0.25)
+        g = rng.normal(size=out.shape).astype(dtype)
+        out.backward(torch.from_numpy(g))
+        got_b = vo_ps_roi_pool_backward(g, sub, np.ascontiguousarray(got_cm[clear]), 0.25, ph, pw,
+                                        x.shape)
+        w = tx.grad.numpy()
+        check(np.allclose(got_b, w, rtol=1e-6, atol=1e-6),
+              f"ps_roi_pool_backward {dtype} {ph}x{pw}: max diff {np.abs(got_b - w).max()}")
 
 print(f"{checks - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)

@@ -1,0 +1,206 @@
+/*
+ * CPU kernels for ps_roi_align (forward, with channel_mapping) and
+ * ps_roi_align_backward. The geometry, bilinear samples and sample tables
+ * are roi_align's (aligned, see cpu/roi_common.h); only the channel a bin
+ * reads differs: output channel c, bin (ph, pw) reads input channel
+ * (c*PH + ph)*PW + pw. A RoI whose adaptive grid is empty gives 0 (the
+ * shared geometry divides by max(count, 1)), where torchvision gives NaN.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/roi_common.h"
+
+/* Forward of RoI k, output channel c, for one storage type; also writes the
+ * channel_mapping entries of those bins. Half types compute in float. */
+#define VO_DEFINE_PSA_FORWARD(T, SUF, NAME, LOAD, STORE)                                          \
+  static void vo_psa_forward_rc_##NAME(const vo_ps_roi_align_params *q, const vo_ra_roi_##SUF *g, \
+                                       const vo_ra_sample_##SUF *tab, int64_t k, int64_t c) {     \
+    const vo_roi_align_params *p = &q->base;                                                      \
+    const vo_view *in = p->input;                                                                 \
+    const int64_t sh = in->stride[2], sw = in->stride[3];                                         \
+    const int64_t pooled_h = p->pooled_height, pooled_w = p->pooled_width;                        \
+    const int64_t out0 = (k * q->channels_out + c) * pooled_h * pooled_w;                         \
+    int32_t *mapping = (int32_t *)q->channel_mapping->data;                                       \
+    int64_t i = 0;                                                                                \
+    for (int64_t ph = 0; ph < pooled_h; ph++) {                                                   \
+      for (int64_t pw = 0; pw < pooled_w; pw++) {                                                 \
+        const int64_t c_in = (c * pooled_h + ph) * pooled_w + pw;                                 \
+        const int64_t base = g->batch * in->stride[0] + c_in * in->stride[1];                     \
+        T val = 0;                                                                                \
+        for (int64_t iy = 0; iy < g->grid_h; iy++) {                                              \
+          for (int64_t ix = 0; ix < g->grid_w; ix++) {                                            \
+            vo_ra_sample_##SUF local;                                                             \
+            const vo_ra_sample_##SUF *s = &local;                                                 \
+            if (tab)                                                                              \
+              s = &tab[i++];                                                                      \
+            else                                                                                  \
+              vo_ra_sample_at_##SUF(g, p->height, p->width, sh, sw, ph, pw, iy, ix, &local);      \
+            if (s->pos[0] < 0) continue;                                                          \
+            val += s->w[0] * LOAD(base + s->pos[0]) + s->w[1] * LOAD(base + s->pos[1]) +          \
+                   s->w[2] * LOAD(base + s->pos[2]) + s->w[3] * LOAD(base + s->pos[3]);           \
+          }                                                                                       \
+        }                                                                                         \
+        val /= g->count;                                                                          \
+        STORE(out0 + ph * pooled_w + pw, val);                                                    \
+        mapping[out0 + ph * pooled_w + pw] = (int32_t)c_in;                                       \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+#define VO_LOAD_F32(i) (((const float *)in->data)[i])
+#define VO_LOAD_F64(i) (((const double *)in->data)[i])
+#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)in->data)[i])
+#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)in->data)[i])
+#define VO_STORE_F32(i, v) (((float *)p->out->data)[i] = (v))
+#define VO_STORE_F64(i, v) (((double *)p->out->data)[i] = (v))
+#define VO_STORE_F16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_f16(v))
+#define VO_STORE_BF16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_bf16(v))
+
+VO_DEFINE_PSA_FORWARD(float, f32, f32, VO_LOAD_F32, VO_STORE_F32)
+VO_DEFINE_PSA_FORWARD(double, f64, f64, VO_LOAD_F64, VO_STORE_F64)
+VO_DEFINE_PSA_FORWARD(float, f32, f16, VO_LOAD_F16, VO_STORE_F16)
+VO_DEFINE_PSA_FORWARD(float, f32, bf16, VO_LOAD_BF16, VO_STORE_BF16)
+
+/* Backward: adds RoI k's contribution to input channel c_in, one [H,W]
+ * plane (contiguous, compute type). Exactly one bin of the RoI reads that
+ * channel; its samples are added in (iy, ix) and corner order, as
+ * torchvision's serial kernel does. */
+#define VO_DEFINE_PSA_BACKWARD(T, SUF)                                                            \
+  static void vo_psa_backward_rc_##SUF(const vo_ps_roi_align_params *q, const vo_ra_roi_##SUF *g, \
+                                       const vo_ra_sample_##SUF *tab, int64_t k, int64_t c_in,    \
+                                       T *plane) {                                                \
+    const vo_roi_align_params *p = &q->base;                                                      \
+    const vo_view *gr = p->grad;                                                                  \
+    const int64_t bins = p->pooled_height * p->pooled_width, bin = c_in % bins;                   \
+    const int64_t c = c_in / bins, ph = bin / p->pooled_width, pw = bin % p->pooled_width;        \
+    const T gv = (T)vo_load_host(                                                                 \
+        gr, k * gr->stride[0] + c * gr->stride[1] + ph * gr->stride[2] + pw * gr->stride[3]);     \
+    int64_t i = bin * g->grid_h * g->grid_w; /* the bin's first table entry */                    \
+    for (int64_t iy = 0; iy < g->grid_h; iy++) {                                                  \
+      for (int64_t ix = 0; ix < g->grid_w; ix++) {                                                \
+        vo_ra_sample_##SUF local;                                                                 \
+        const vo_ra_sample_##SUF *s = &local;                                                     \
+        if (tab)                                                                                  \
+          s = &tab[i++];                                                                          \
+        else                                                                                      \
+          vo_ra_sample_at_##SUF(g, p->height, p->width, p->width, 1, ph, pw, iy, ix, &local);     \
+        if (s->pos[0] < 0) continue;                                                              \
+        for (int j = 0; j < 4; j++) plane[s->pos[j]] += gv * s->w[j] / g->count;                  \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+VO_DEFINE_PSA_BACKWARD(float, f32)
+VO_DEFINE_PSA_BACKWARD(double, f64)
+
+static void vo_psa_forward_rc_dispatch_f32(const vo_exec *ex, const vo_ps_roi_align_params *q,
+                                           const vo_ra_roi_f32 *g, const vo_ra_sample_f32 *tab,
+                                           int64_t k, int64_t c) {
+  switch (ex->dtype) {
+    case VO_F16: vo_psa_forward_rc_f16(q, g, tab, k, c); break;
+    case VO_BF16: vo_psa_forward_rc_bf16(q, g, tab, k, c); break;
+    default: vo_psa_forward_rc_f32(q, g, tab, k, c); break;
+  }
+}
+
+static void vo_psa_forward_rc_dispatch_f64(const vo_exec *ex, const vo_ps_roi_align_params *q,
+                                           const vo_ra_roi_f64 *g, const vo_ra_sample_f64 *tab,
+                                           int64_t k, int64_t c) {
+  (void)ex;
+  vo_psa_forward_rc_f64(q, g, tab, k, c);
+}
+
+/* The driver for one compute type, as roi_align's: geometry of every RoI,
+ * then chunk by chunk: build the sample tables (parallel over RoIs), then
+ * run the work items. Forward work items are (RoI, output channel) pairs;
+ * backward work items are (image, input channel) planes of grad_input, each
+ * owned by one thread that walks the chunk's RoIs in order, so the sums never
+ * depend on the thread count and need no atomics. */
+#define VO_DEFINE_PSA_DRIVER(T, SUF)                                                               \
+  static vo_status vo_psa_run_##SUF(const vo_exec *ex, int backward, T *acc) {                     \
+    const vo_ps_roi_align_params *q = &ex->p.ps_roi_align;                                         \
+    const vo_roi_align_params *p = &q->base;                                                       \
+    const int64_t num_rois = p->rois->shape[0];                                                    \
+    const int64_t sh = backward ? p->width : p->input->stride[2];                                  \
+    const int64_t sw = backward ? 1 : p->input->stride[3];                                         \
+    const size_t per_roi = sizeof(vo_ra_roi_##SUF) + 2 * sizeof(int64_t);                          \
+    char *meta = vo_workspace_alloc(ex->ctx, ex->device, (size_t)num_rois * per_roi, ex->op_name); \
+    if (!meta) return VO_ERROR_OUT_OF_MEMORY;                                                      \
+    vo_ra_roi_##SUF *geo = (vo_ra_roi_##SUF *)meta;                                                \
+    int64_t *entries = (int64_t *)(meta + (size_t)num_rois * sizeof *geo);                         \
+    int64_t *tab_off = entries + num_rois;                                                         \
+    int64_t total = 0;                                                                             \
+    for (int64_t k = 0; k < num_rois; k++) {                                                       \
+      vo_ra_roi_geometry_##SUF(p, k, &geo[k]);                                                     \
+      entries[k] = vo_ra_table_entries(p, geo[k].grid_h, geo[k].grid_w);                           \
+      total = total > INT64_MAX - entries[k] ? INT64_MAX : total + entries[k];                     \
+    }                                                                                              \
+    int64_t capacity = (int64_t)(ex->ctx->workspace_limit / sizeof(vo_ra_sample_##SUF));           \
+    if (total < capacity) capacity = total;                                                        \
+    vo_ra_sample_##SUF *tab = NULL;                                                                \
+    if (capacity > 0) {                                                                            \
+      tab = vo_workspace_alloc(ex->ctx, ex->device, (size_t)capacity * sizeof(vo_ra_sample_##SUF), \
+                               ex->op_name);                                                       \
+      if (!tab) {                                                                                  \
+        vo_workspace_free(ex->ctx, ex->device, meta);                                              \
+        return VO_ERROR_OUT_OF_MEMORY;                                                             \
+      }                                                                                            \
+    }                                                                                              \
+    const int64_t planes = p->batch_size * p->channels;                                            \
+    for (int64_t k0 = 0, k1; k0 < num_rois; k0 = k1) {                                             \
+      k1 = vo_ra_next_chunk(entries, k0, num_rois, capacity, tab_off);                             \
+      const int tt = vo_cpu_threads(ex->ctx, k1 - k0);                                             \
+      VO_OMP_FOR(tt)                                                                               \
+      for (int64_t k = k0; k < k1; k++)                                                            \
+        if (tab && tab_off[k] >= 0 && entries[k] > 0)                                              \
+          vo_ra_fill_table_##SUF(p, &geo[k], sh, sw, tab + tab_off[k]);                            \
+      if (!backward) {                                                                             \
+        const int64_t cout = q->channels_out;                                                      \
+        const int64_t items = (k1 - k0) * cout;                                                    \
+        const int t = vo_cpu_threads(ex->ctx, items);                                              \
+        VO_OMP_FOR(t)                                                                              \
+        for (int64_t it = 0; it < items; it++) {                                                   \
+          const int64_t k = k0 + it / cout, c = it % cout;                                         \
+          const vo_ra_sample_##SUF *tk = tab && tab_off[k] >= 0 ? tab + tab_off[k] : NULL;         \
+          vo_psa_forward_rc_dispatch_##SUF(ex, q, &geo[k], tk, k, c);                              \
+        }                                                                                          \
+      } else {                                                                                     \
+        const int64_t hw = p->height * p->width;                                                   \
+        const int t = vo_cpu_threads(ex->ctx, planes);                                             \
+        VO_OMP_FOR(t)                                                                              \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                  \
+          const int64_t b = pl / p->channels, c_in = pl % p->channels;                             \
+          for (int64_t k = k0; k < k1; k++) {                                                      \
+            if (geo[k].batch != b) continue;                                                       \
+            const vo_ra_sample_##SUF *tk = tab && tab_off[k] >= 0 ? tab + tab_off[k] : NULL;       \
+            vo_psa_backward_rc_##SUF(q, &geo[k], tk, k, c_in, acc + pl * hw);                      \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    if (tab) vo_workspace_free(ex->ctx, ex->device, tab);                                          \
+    vo_workspace_free(ex->ctx, ex->device, meta);                                                  \
+    return VO_OK;                                                                                  \
+  }
+
+VO_DEFINE_PSA_DRIVER(float, f32)
+VO_DEFINE_PSA_DRIVER(double, f64)
+
+vo_status vo_cpu_ps_roi_align(const vo_exec *ex) {
+  const vo_roi_align_params *p = &ex->p.ps_roi_align.base;
+  if (p->out->numel == 0) return VO_OK;
+  return ex->dtype == VO_F64 ? vo_psa_run_f64(ex, 0, NULL) : vo_psa_run_f32(ex, 0, NULL);
+}
+
+static vo_status vo_psa_backward_f32(const vo_exec *ex, float *acc) {
+  return vo_psa_run_f32(ex, 1, acc);
+}
+static vo_status vo_psa_backward_f64(const vo_exec *ex, double *acc) {
+  return vo_psa_run_f64(ex, 1, acc);
+}
+
+vo_status vo_cpu_ps_roi_align_backward(const vo_exec *ex) {
+  return vo_roi_backward_into(ex, ex->p.ps_roi_align.base.out, vo_psa_backward_f32,
+                              vo_psa_backward_f64);
+}

@@ -1,0 +1,144 @@
+/*
+ * ps_roi_pool and ps_roi_pool_backward: argument checks (channel grouping,
+ * the shared RoI checks, and the values of a host channel_mapping), output
+ * shapes, typed wrappers.
+ */
+#include <stdio.h>
+
+#include "ops/common.h"
+
+enum { ARG_INPUT = 0, ARG_GRAD = 0, ARG_ROIS = 1 };
+/* Forward only. */
+enum { ARG_F_SCALE = 2, ARG_F_PH = 3, ARG_F_PW = 4 };
+/* Backward only. */
+enum {
+  ARG_B_MAPPING = 2,
+  ARG_B_SCALE = 3,
+  ARG_B_PH = 4,
+  ARG_B_PW = 5,
+  ARG_B_N = 6,
+  ARG_B_C = 7,
+  ARG_B_H = 8,
+  ARG_B_W = 9
+};
+
+static void vo_fill_params(vo_exec *ex, int scale_arg, int ph_arg, int pw_arg, int64_t n, int64_t c,
+                           int64_t h, int64_t w) {
+  vo_ps_roi_pool_params *p = &ex->p.ps_roi_pool;
+  p->rois = &ex->inputs[ARG_ROIS];
+  p->spatial_scale = ex->args[scale_arg].u.f;
+  p->pooled_height = ex->args[ph_arg].u.i;
+  p->pooled_width = ex->args[pw_arg].u.i;
+  p->batch_size = n;
+  p->channels = c;
+  p->height = h;
+  p->width = w;
+  p->channels_out = c / (p->pooled_height * p->pooled_width);
+  p->out = &ex->outputs[0];
+}
+
+vo_status vo_check_ps_roi_pool(vo_exec *ex) {
+  vo_status st;
+  const int64_t in_dims[4] = {-1, -1, -1, -1};
+  if ((st = vo_expect_shape(ex, ARG_INPUT, 4, in_dims, "N, C, H, W")) != VO_OK) return st;
+  if ((st = vo_expect_float(ex, ARG_INPUT)) != VO_OK) return st;
+  if ((st = vo_check_roi_args(ex, ARG_ROIS, ARG_INPUT, ARG_F_SCALE, ARG_F_PH, ARG_F_PW)) != VO_OK)
+    return st;
+  const vo_view *in = &ex->inputs[ARG_INPUT];
+  const int64_t k = ex->inputs[ARG_ROIS].shape[0], c = in->shape[1];
+  const int64_t ph = ex->args[ARG_F_PH].u.i, pw = ex->args[ARG_F_PW].u.i;
+  if ((st = vo_check_channel_groups(ex, ARG_INPUT, c, ph, pw)) != VO_OK) return st;
+  const int64_t cout = c / (ph * pw);
+  if (vo_product4(k, cout, ph, pw) < 0)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: output [%lld, %lld, %lld, %lld] has more than 2^63 elements", ex->op_name,
+                   (long long)k, (long long)cout, (long long)ph, (long long)pw);
+  if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+
+  ex->dtype = in->dtype;
+  const int64_t shape[4] = {k, cout, ph, pw};
+  vo_set_output(ex, 0, ex->dtype, 4, shape);
+  vo_set_output(ex, 1, VO_I32, 4, shape);
+  vo_fill_params(ex, ARG_F_SCALE, ARG_F_PH, ARG_F_PW, in->shape[0], c, in->shape[2], in->shape[3]);
+  ex->p.ps_roi_pool.input = in;
+  ex->p.ps_roi_pool.grad = NULL;
+  ex->p.ps_roi_pool.channel_mapping = &ex->outputs[1];
+  return VO_OK;
+}
+
+vo_status vo_check_ps_roi_pool_backward(vo_exec *ex) {
+  vo_status st;
+  const int64_t any4[4] = {-1, -1, -1, -1};
+  if ((st = vo_expect_shape(ex, ARG_GRAD, 4, any4, "K, C/(PH*PW), PH, PW")) != VO_OK) return st;
+  if ((st = vo_expect_float(ex, ARG_GRAD)) != VO_OK) return st;
+  if ((st = vo_check_roi_args(ex, ARG_ROIS, ARG_GRAD, ARG_B_SCALE, ARG_B_PH, ARG_B_PW)) != VO_OK)
+    return st;
+  const int size_args[4] = {ARG_B_N, ARG_B_C, ARG_B_H, ARG_B_W};
+  for (int i = 0; i < 4; i++)
+    if ((st = vo_expect_int_at_least(ex, size_args[i], 0)) != VO_OK) return st;
+  const int64_t n = ex->args[ARG_B_N].u.i, c = ex->args[ARG_B_C].u.i;
+  const int64_t h = ex->args[ARG_B_H].u.i, w = ex->args[ARG_B_W].u.i;
+  const int64_t k = ex->inputs[ARG_ROIS].shape[0];
+  const int64_t ph = ex->args[ARG_B_PH].u.i, pw = ex->args[ARG_B_PW].u.i;
+  if ((st = vo_check_channel_groups(ex, ARG_B_C, c, ph, pw)) != VO_OK) return st;
+  const int64_t grad_dims[4] = {k, c / (ph * pw), ph, pw};
+  char what[96]; /* K from rois; C/(PH*PW), PH, PW from the int arguments */
+  snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)grad_dims[1],
+           (long long)ph, (long long)pw);
+  if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, ARG_B_MAPPING, 4, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_dtype(ex, ARG_B_MAPPING, VO_I32)) != VO_OK) return st;
+  if (vo_product4(n, c, h, w) < 0)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: grad_input [%lld, %lld, %lld, %lld] has more than 2^63 elements",
+                   ex->op_name, (long long)n, (long long)c, (long long)h, (long long)w);
+  if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
+  if ((st = vo_check_channel_mapping(ex, ARG_B_MAPPING, ph, pw)) != VO_OK) return st;
+
+  ex->dtype = ex->inputs[ARG_GRAD].dtype;
+  const int64_t shape[4] = {n, c, h, w};
+  vo_set_output(ex, 0, ex->dtype, 4, shape);
+  vo_fill_params(ex, ARG_B_SCALE, ARG_B_PH, ARG_B_PW, n, c, h, w);
+  ex->p.ps_roi_pool.input = NULL;
+  ex->p.ps_roi_pool.grad = &ex->inputs[ARG_GRAD];
+  ex->p.ps_roi_pool.channel_mapping = &ex->inputs[ARG_B_MAPPING];
+  return VO_OK;
+}
+
+vo_status vo_ps_roi_pool_shape(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                               double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                               vo_tensor_desc out[2]) {
+  const vo_value args[] = {vo_tensor_value(input), vo_tensor_value(rois),
+                           vo_float_value(spatial_scale), vo_int_value(pooled_height),
+                           vo_int_value(pooled_width)};
+  return vo_infer(ctx, vo_op_get(VO_OP_ps_roi_pool), args, 5, out, 2);
+}
+
+vo_status vo_ps_roi_pool(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                         double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                         DLTensor *out, DLTensor *channel_mapping) {
+  const vo_value args[] = {vo_tensor_value(input), vo_tensor_value(rois),
+                           vo_float_value(spatial_scale), vo_int_value(pooled_height),
+                           vo_int_value(pooled_width)};
+  DLTensor *const outs[] = {out, channel_mapping};
+  return vo_call(ctx, vo_op_get(VO_OP_ps_roi_pool), args, 5, outs, 2);
+}
+
+vo_status vo_ps_roi_pool_backward(const vo_context *ctx, const DLTensor *grad, const DLTensor *rois,
+                                  const DLTensor *channel_mapping, double spatial_scale,
+                                  int64_t pooled_height, int64_t pooled_width, int64_t batch_size,
+                                  int64_t channels, int64_t height, int64_t width,
+                                  DLTensor *grad_input) {
+  const vo_value args[] = {vo_tensor_value(grad),
+                           vo_tensor_value(rois),
+                           vo_tensor_value(channel_mapping),
+                           vo_float_value(spatial_scale),
+                           vo_int_value(pooled_height),
+                           vo_int_value(pooled_width),
+                           vo_int_value(batch_size),
+                           vo_int_value(channels),
+                           vo_int_value(height),
+                           vo_int_value(width)};
+  DLTensor *const outs[] = {grad_input};
+  return vo_call(ctx, vo_op_get(VO_OP_ps_roi_pool_backward), args, 10, outs, 1);
+}

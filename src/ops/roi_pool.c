@@ -1,0 +1,173 @@
+/*
+ * roi_pool and roi_pool_backward: argument checks (including the batch
+ * indices and coordinates of CPU rois and the values of a CPU argmax),
+ * output shapes, typed wrappers.
+ */
+#include <stdio.h>
+
+#include "ops/common.h"
+
+enum { ARG_INPUT = 0, ARG_GRAD = 0, ARG_ROIS = 1 };
+/* Forward. */
+enum { ARG_F_SCALE = 2, ARG_F_PH = 3, ARG_F_PW = 4 };
+/* Backward. */
+enum {
+  ARG_B_ARGMAX = 2,
+  ARG_B_SCALE = 3,
+  ARG_B_PH = 4,
+  ARG_B_PW = 5,
+  ARG_B_N = 6,
+  ARG_B_C = 7,
+  ARG_B_H = 8,
+  ARG_B_W = 9
+};
+
+static void vo_fill_params(vo_exec *ex, int scale_arg, int ph_arg, int pw_arg, int64_t n, int64_t c,
+                           int64_t h, int64_t w) {
+  vo_roi_pool_params *p = &ex->p.roi_pool;
+  p->rois = &ex->inputs[ARG_ROIS];
+  p->spatial_scale = ex->args[scale_arg].u.f;
+  p->pooled_height = ex->args[ph_arg].u.i;
+  p->pooled_width = ex->args[pw_arg].u.i;
+  p->batch_size = n;
+  p->channels = c;
+  p->height = h;
+  p->width = w;
+  p->out = &ex->outputs[0];
+}
+
+vo_status vo_check_roi_pool(vo_exec *ex) {
+  vo_status st;
+  const int64_t in_dims[4] = {-1, -1, -1, -1};
+  if ((st = vo_expect_shape(ex, ARG_INPUT, 4, in_dims, "N, C, H, W")) != VO_OK) return st;
+  if ((st = vo_expect_float(ex, ARG_INPUT)) != VO_OK) return st;
+  if ((st = vo_check_roi_args(ex, ARG_ROIS, ARG_INPUT, ARG_F_SCALE, ARG_F_PH, ARG_F_PW)) != VO_OK)
+    return st;
+  const vo_view *in = &ex->inputs[ARG_INPUT];
+  const int64_t k = ex->inputs[ARG_ROIS].shape[0];
+  const int64_t ph = ex->args[ARG_F_PH].u.i, pw = ex->args[ARG_F_PW].u.i;
+  if (vo_product4(k, in->shape[1], ph, pw) < 0)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: output [%lld, %lld, %lld, %lld] has more than 2^63 elements", ex->op_name,
+                   (long long)k, (long long)in->shape[1], (long long)ph, (long long)pw);
+  /* argmax holds h*W + w in int32, as torchvision's does */
+  const int64_t hw = vo_product4(1, 1, in->shape[2], in->shape[3]);
+  if (hw < 0 || hw - 1 > INT32_MAX)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: input plane H*W = %lld * %lld is too large for int32 argmax indices",
+                   ex->op_name, (long long)in->shape[2], (long long)in->shape[3]);
+  if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+
+  ex->dtype = in->dtype;
+  const int64_t shape[4] = {k, in->shape[1], ph, pw};
+  vo_set_output(ex, 0, ex->dtype, 4, shape);
+  vo_set_output(ex, 1, VO_I32, 4, shape);
+  vo_fill_params(ex, ARG_F_SCALE, ARG_F_PH, ARG_F_PW, in->shape[0], in->shape[1], in->shape[2],
+                 in->shape[3]);
+  ex->p.roi_pool.input = in;
+  ex->p.roi_pool.grad = NULL;
+  ex->p.roi_pool.argmax = NULL;
+  ex->p.roi_pool.argmax_out = &ex->outputs[1];
+  return VO_OK;
+}
+
+/* The kernels index grad_input with argmax, so on the host every value must
+ * be -1 (no gradient) or an index into an [H,W] plane. An argmax on a device
+ * is left to that device's backend, which must check it there before writing. */
+static vo_status vo_check_argmax_data(const vo_exec *ex, int64_t hw) {
+  const vo_view *a = &ex->inputs[ARG_B_ARGMAX];
+  if (a->device.device_type != kDLCPU && a->device.device_type != kDLCUDAHost) return VO_OK;
+  if (a->numel == 0) return VO_OK;
+  const int32_t *d = a->data;
+  for (int64_t i0 = 0; i0 < a->shape[0]; i0++)
+    for (int64_t i1 = 0; i1 < a->shape[1]; i1++)
+      for (int64_t i2 = 0; i2 < a->shape[2]; i2++)
+        for (int64_t i3 = 0; i3 < a->shape[3]; i3++) {
+          const int32_t v =
+              d[i0 * a->stride[0] + i1 * a->stride[1] + i2 * a->stride[2] + i3 * a->stride[3]];
+          if (v == -1 || (v >= 0 && (int64_t)v < hw)) continue;
+          return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                         "%s: %s[%lld, %lld, %lld, %lld] = %d is neither -1 nor an index in "
+                         "[0, H*W = %lld)",
+                         ex->op_name, vo_arg_name(ex, ARG_B_ARGMAX), (long long)i0, (long long)i1,
+                         (long long)i2, (long long)i3, (int)v, (long long)hw);
+        }
+  return VO_OK;
+}
+
+vo_status vo_check_roi_pool_backward(vo_exec *ex) {
+  vo_status st;
+  const int64_t any4[4] = {-1, -1, -1, -1};
+  if ((st = vo_expect_shape(ex, ARG_GRAD, 4, any4, "K, C, PH, PW")) != VO_OK) return st;
+  if ((st = vo_expect_float(ex, ARG_GRAD)) != VO_OK) return st;
+  if ((st = vo_check_roi_args(ex, ARG_ROIS, ARG_GRAD, ARG_B_SCALE, ARG_B_PH, ARG_B_PW)) != VO_OK)
+    return st;
+  const int size_args[4] = {ARG_B_N, ARG_B_C, ARG_B_H, ARG_B_W};
+  for (int i = 0; i < 4; i++)
+    if ((st = vo_expect_int_at_least(ex, size_args[i], 0)) != VO_OK) return st;
+  const int64_t n = ex->args[ARG_B_N].u.i, c = ex->args[ARG_B_C].u.i;
+  const int64_t h = ex->args[ARG_B_H].u.i, w = ex->args[ARG_B_W].u.i;
+  const int64_t k = ex->inputs[ARG_ROIS].shape[0];
+  const int64_t ph = ex->args[ARG_B_PH].u.i, pw = ex->args[ARG_B_PW].u.i;
+  const int64_t grad_dims[4] = {k, c, ph, pw};
+  char what[96]; /* K from rois; C, PH, PW from the int arguments */
+  snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)c, (long long)ph,
+           (long long)pw);
+  if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, ARG_B_ARGMAX, 4, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_dtype(ex, ARG_B_ARGMAX, VO_I32)) != VO_OK) return st;
+  if (vo_product4(n, c, h, w) < 0)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: grad_input [%lld, %lld, %lld, %lld] has more than 2^63 elements",
+                   ex->op_name, (long long)n, (long long)c, (long long)h, (long long)w);
+  if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
+  const int64_t hw = vo_product4(1, 1, h, w); /* -1: more than any int32 index */
+  if ((st = vo_check_argmax_data(ex, hw < 0 ? INT64_MAX : hw)) != VO_OK) return st;
+
+  ex->dtype = ex->inputs[ARG_GRAD].dtype;
+  const int64_t shape[4] = {n, c, h, w};
+  vo_set_output(ex, 0, ex->dtype, 4, shape);
+  vo_fill_params(ex, ARG_B_SCALE, ARG_B_PH, ARG_B_PW, n, c, h, w);
+  ex->p.roi_pool.input = NULL;
+  ex->p.roi_pool.grad = &ex->inputs[ARG_GRAD];
+  ex->p.roi_pool.argmax = &ex->inputs[ARG_B_ARGMAX];
+  ex->p.roi_pool.argmax_out = NULL;
+  return VO_OK;
+}
+
+vo_status vo_roi_pool_shape(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                            double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                            vo_tensor_desc *out, vo_tensor_desc *argmax) {
+  const vo_value args[] = {vo_tensor_value(input), vo_tensor_value(rois),
+                           vo_float_value(spatial_scale), vo_int_value(pooled_height),
+                           vo_int_value(pooled_width)};
+  vo_tensor_desc desc[2];
+  vo_status st = vo_infer(ctx, vo_op_get(VO_OP_roi_pool), args, 5, desc, 2);
+  if (st != VO_OK) return st;
+  if (out) *out = desc[0];
+  if (argmax) *argmax = desc[1];
+  return VO_OK;
+}
+
+vo_status vo_roi_pool(const vo_context *ctx, const DLTensor *input, const DLTensor *rois,
+                      double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                      DLTensor *out, DLTensor *argmax) {
+  const vo_value args[] = {vo_tensor_value(input), vo_tensor_value(rois),
+                           vo_float_value(spatial_scale), vo_int_value(pooled_height),
+                           vo_int_value(pooled_width)};
+  DLTensor *const outs[] = {out, argmax};
+  return vo_call(ctx, vo_op_get(VO_OP_roi_pool), args, 5, outs, 2);
+}
+
+vo_status vo_roi_pool_backward(const vo_context *ctx, const DLTensor *grad, const DLTensor *rois,
+                               const DLTensor *argmax, double spatial_scale, int64_t pooled_height,
+                               int64_t pooled_width, int64_t batch_size, int64_t channels,
+                               int64_t height, int64_t width, DLTensor *grad_input) {
+  const vo_value args[] = {vo_tensor_value(grad),       vo_tensor_value(rois),
+                           vo_tensor_value(argmax),     vo_float_value(spatial_scale),
+                           vo_int_value(pooled_height), vo_int_value(pooled_width),
+                           vo_int_value(batch_size),    vo_int_value(channels),
+                           vo_int_value(height),        vo_int_value(width)};
+  DLTensor *const outs[] = {grad_input};
+  return vo_call(ctx, vo_op_get(VO_OP_roi_pool_backward), args, 10, outs, 1);
+}
