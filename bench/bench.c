@@ -143,6 +143,8 @@ static void build_case(bench_case *c, const char *op, const char *label) {
   c->label = label;
 }
 
+static int make_more_roi_cases(bench_case *cases, int n, int max);
+
 /* The cases: sizes from the detection models the ops serve. */
 static int make_cases(bench_case *cases, int max) {
   int n = 0;
@@ -198,6 +200,84 @@ static int make_cases(bench_case *cases, int max) {
     add_value(&cases[n], vo_int_value(2));
     add_value(&cases[n], vo_bool_value(1));
     n++;
+  }
+  return make_more_roi_cases(cases, n, max);
+}
+
+/* Output `which` of running `op` on `c`'s arguments once: the saved tensor
+ * (argmax, channel_mapping) a backward case needs. NULL on failure. */
+static tensor *forward_output(const char *op_name, const bench_case *c, int which) {
+  const vo_op_info *op = vo_op_find(op_name);
+  vo_tensor_desc desc[4];
+  if (!op || op->num_outputs < 1 || op->num_outputs > 4 ||
+      vo_infer(NULL, op, c->args, c->num_args, desc, op->num_outputs) != VO_OK)
+    return NULL;
+  tensor *outs[4] = {0};
+  DLTensor *ptrs[4];
+  int ok = 1;
+  for (int k = 0; k < op->num_outputs; k++) {
+    outs[k] = tensor_new(desc[k].dtype, desc[k].ndim, desc[k].shape);
+    ok &= outs[k] != NULL;
+    ptrs[k] = outs[k] ? &outs[k]->t : NULL;
+  }
+  if (ok) ok = vo_call(NULL, op, c->args, c->num_args, ptrs, op->num_outputs) == VO_OK;
+  tensor *keep = ok ? outs[which] : NULL;
+  for (int k = 0; k < op->num_outputs; k++)
+    if (outs[k] != keep) tensor_free(outs[k]);
+  return keep;
+}
+
+/* The RoI ops beyond roi_align at the same head sizes: roi_pool (7x7, 14x14),
+ * the position-sensitive ops with 7x7 bins over 490 channels (R-FCN), and
+ * multi_scale_roi_align on a 4-level FPN pyramid. Backward cases get the
+ * forward's saved outputs. */
+static int make_more_roi_cases(bench_case *cases, int n, int max) {
+  const int64_t fmap[4] = {2, 256, 200, 272}, psmap[4] = {2, 490, 200, 272};
+  static const int64_t heads[2] = {7, 14};
+  static const char *labels[2] = {"box head 2x256x200x272, 1000 RoIs, 7x7",
+                                  "mask head 2x256x200x272, 1000 RoIs, 14x14"};
+  for (int h = 0; h < 2 && n + 2 <= max; h++) {
+    bench_case *f = &cases[n++];
+    build_case(f, "roi_pool", labels[h]);
+    add_tensor(f, uniform_tensor(4, fmap, -1, 1));
+    add_tensor(f, proposals(1000, 2));
+    add_value(f, vo_float_value(0.25));
+    add_value(f, vo_int_value(heads[h]));
+    add_value(f, vo_int_value(heads[h]));
+    bench_case *b = &cases[n++];
+    int64_t gshape[4] = {1000, 256, heads[h], heads[h]};
+    build_case(b, "roi_pool_backward", labels[h]);
+    add_tensor(b, uniform_tensor(4, gshape, -1, 1));
+    add_value(b, f->args[1]); /* the forward's RoIs, so its argmax fits */
+    add_tensor(b, forward_output("roi_pool", f, 1));
+    add_value(b, vo_float_value(0.25));
+    add_value(b, vo_int_value(heads[h]));
+    add_value(b, vo_int_value(heads[h]));
+    for (int d = 0; d < 4; d++) add_value(b, vo_int_value(fmap[d]));
+  }
+  static const char *ps_ops[2] = {"ps_roi_align", "ps_roi_pool"};
+  for (int o = 0; o < 2 && n + 2 <= max; o++) {
+    int align = o == 0;
+    bench_case *f = &cases[n++];
+    build_case(f, ps_ops[o], "2x490x200x272, 1000 RoIs, 7x7");
+    add_tensor(f, uniform_tensor(4, psmap, -1, 1));
+    add_tensor(f, proposals(1000, 2));
+    add_value(f, vo_float_value(0.25));
+    add_value(f, vo_int_value(7));
+    add_value(f, vo_int_value(7));
+    if (align) add_value(f, vo_int_value(2));
+    bench_case *b = &cases[n++];
+    int64_t gshape[4] = {1000, 10, 7, 7};
+    build_case(b, align ? "ps_roi_align_backward" : "ps_roi_pool_backward",
+               "2x490x200x272, 1000 RoIs, 7x7");
+    add_tensor(b, uniform_tensor(4, gshape, -1, 1));
+    add_value(b, f->args[1]);
+    add_tensor(b, forward_output(ps_ops[o], f, 1));
+    add_value(b, vo_float_value(0.25));
+    add_value(b, vo_int_value(7));
+    add_value(b, vo_int_value(7));
+    if (align) add_value(b, vo_int_value(2));
+    for (int d = 0; d < 4; d++) add_value(b, vo_int_value(psmap[d]));
   }
   return n;
 }
@@ -295,7 +375,7 @@ int main(int argc, char **argv) {
     int ok = 1;
     for (int k = 0; k < c->num_owned; k++) ok &= c->owned[k] != NULL;
     if (!ok) {
-      fprintf(stderr, "bench: out of memory building %s\n", c->op);
+      fprintf(stderr, "bench: could not build the inputs of %s\n", c->op);
       status = 1;
       continue;
     }
