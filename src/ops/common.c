@@ -153,3 +153,19 @@ vo_status vo_check_channel_mapping(const vo_exec *ex, int arg, int64_t ph, int64
         }
   return VO_OK;
 }
+
+vo_status vo_expect_fits4(const vo_exec *ex, const char *what, const int64_t dims[4]) {
+  if (vo_product4(dims[0], dims[1], dims[2], dims[3]) >= 0) return VO_OK;
+  return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                 "%s: %s [%lld, %lld, %lld, %lld] has more than 2^63 elements", ex->op_name, what,
+                 (long long)dims[0], (long long)dims[1], (long long)dims[2], (long long)dims[3]);
+}
+
+vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]) {
+  vo_status st;
+  for (int i = 0; i < 4; i++) {
+    if ((st = vo_expect_int_at_least(ex, first + i, 0)) != VO_OK) return st;
+    sizes[i] = ex->args[first + i].u.i;
+  }
+  return vo_expect_fits4(ex, "grad_input", sizes);
+}

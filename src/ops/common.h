@@ -19,6 +19,12 @@ vo_status vo_expect_finite(const vo_exec *ex, int arg);
 vo_status vo_expect_int_at_least(const vo_exec *ex, int arg, int64_t min);
 /* a*b*c*d for sizes >= 0, or -1 when it overflows int64. */
 int64_t vo_product4(int64_t a, int64_t b, int64_t c, int64_t d);
+/* An output of shape dims (4-D) must have at most 2^63 - 1 elements;
+ * `what` names it in the error ("output", "grad_input"). */
+vo_status vo_expect_fits4(const vo_exec *ex, const char *what, const int64_t dims[4]);
+/* A backward's grad_input sizes: the four consecutive int arguments from
+ * `first` (batch_size, channels, height, width), each >= 0, into sizes. */
+vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]);
 /* RoIs [K,5] in host memory: every batch index an integer in [0, n), every
  * coordinate finite (kernels index with them). Rois on a device are left to
  * that device's backend, which must validate on the device before writing. */

@@ -78,9 +78,8 @@ static vo_status vo_check_msra_common(vo_exec *ex, int features_arg, int rois_ar
   if ((st = vo_expect_int_at_least(ex, a->canonical_scale, 1)) != VO_OK) return st;
   const int64_t n = ex->list_inputs[0].shape[0], c = ex->list_inputs[0].shape[1];
   const int64_t k = ex->inputs[rois_arg].shape[0];
-  if (vo_product4(k, c, ex->args[a->ph].u.i, ex->args[a->pw].u.i) < 0)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: the output has more than 2^63 elements",
-                   ex->op_name);
+  const int64_t out_dims[4] = {k, c, ex->args[a->ph].u.i, ex->args[a->pw].u.i};
+  if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
   if ((st = vo_check_rois_data(ex, rois_arg, n)) != VO_OK) return st;
 
   vo_multi_scale_roi_align_params *p = &ex->p.multi_scale_roi_align;

@@ -39,10 +39,8 @@ vo_status vo_check_roi_align(vo_exec *ex) {
   const vo_view *in = &ex->inputs[ARG_INPUT];
   const int64_t k = ex->inputs[ARG_ROIS].shape[0];
   const int64_t ph = ex->args[ARG_PH].u.i, pw = ex->args[ARG_PW].u.i;
-  if (vo_product4(k, in->shape[1], ph, pw) < 0)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: output [%lld, %lld, %lld, %lld] has more than 2^63 elements", ex->op_name,
-                   (long long)k, (long long)in->shape[1], (long long)ph, (long long)pw);
+  const int64_t out_dims[4] = {k, in->shape[1], ph, pw};
+  if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
   if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
 
   ex->dtype = in->dtype;
@@ -62,11 +60,9 @@ vo_status vo_check_roi_align_backward(vo_exec *ex) {
   if ((st = vo_expect_float(ex, ARG_GRAD)) != VO_OK) return st;
   if ((st = vo_check_roi_args(ex, ARG_ROIS, ARG_GRAD, ARG_SCALE, ARG_PH, ARG_PW)) != VO_OK)
     return st;
-  const int size_args[4] = {ARG_B_N, ARG_B_C, ARG_B_H, ARG_B_W};
-  for (int i = 0; i < 4; i++)
-    if ((st = vo_expect_int_at_least(ex, size_args[i], 0)) != VO_OK) return st;
-  const int64_t n = ex->args[ARG_B_N].u.i, c = ex->args[ARG_B_C].u.i;
-  const int64_t h = ex->args[ARG_B_H].u.i, w = ex->args[ARG_B_W].u.i;
+  int64_t sizes[4]; /* batch_size, channels, height, width */
+  if ((st = vo_expect_input_sizes(ex, ARG_B_N, sizes)) != VO_OK) return st;
+  const int64_t n = sizes[0], c = sizes[1], h = sizes[2], w = sizes[3];
   const int64_t k = ex->inputs[ARG_ROIS].shape[0];
   const int64_t ph = ex->args[ARG_PH].u.i, pw = ex->args[ARG_PW].u.i;
   const int64_t grad_dims[4] = {k, c, ph, pw};
@@ -74,10 +70,6 @@ vo_status vo_check_roi_align_backward(vo_exec *ex) {
   snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)c, (long long)ph,
            (long long)pw);
   if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
-  if (vo_product4(n, c, h, w) < 0)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: grad_input [%lld, %lld, %lld, %lld] has more than 2^63 elements",
-                   ex->op_name, (long long)n, (long long)c, (long long)h, (long long)w);
   if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
 
   ex->dtype = ex->inputs[ARG_GRAD].dtype;

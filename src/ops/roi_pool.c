@@ -46,10 +46,8 @@ vo_status vo_check_roi_pool(vo_exec *ex) {
   const vo_view *in = &ex->inputs[ARG_INPUT];
   const int64_t k = ex->inputs[ARG_ROIS].shape[0];
   const int64_t ph = ex->args[ARG_F_PH].u.i, pw = ex->args[ARG_F_PW].u.i;
-  if (vo_product4(k, in->shape[1], ph, pw) < 0)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: output [%lld, %lld, %lld, %lld] has more than 2^63 elements", ex->op_name,
-                   (long long)k, (long long)in->shape[1], (long long)ph, (long long)pw);
+  const int64_t out_dims[4] = {k, in->shape[1], ph, pw};
+  if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
   /* argmax holds h*W + w in int32, as torchvision's does */
   const int64_t hw = vo_product4(1, 1, in->shape[2], in->shape[3]);
   if (hw < 0 || hw - 1 > INT32_MAX)
@@ -102,11 +100,9 @@ vo_status vo_check_roi_pool_backward(vo_exec *ex) {
   if ((st = vo_expect_float(ex, ARG_GRAD)) != VO_OK) return st;
   if ((st = vo_check_roi_args(ex, ARG_ROIS, ARG_GRAD, ARG_B_SCALE, ARG_B_PH, ARG_B_PW)) != VO_OK)
     return st;
-  const int size_args[4] = {ARG_B_N, ARG_B_C, ARG_B_H, ARG_B_W};
-  for (int i = 0; i < 4; i++)
-    if ((st = vo_expect_int_at_least(ex, size_args[i], 0)) != VO_OK) return st;
-  const int64_t n = ex->args[ARG_B_N].u.i, c = ex->args[ARG_B_C].u.i;
-  const int64_t h = ex->args[ARG_B_H].u.i, w = ex->args[ARG_B_W].u.i;
+  int64_t sizes[4]; /* batch_size, channels, height, width */
+  if ((st = vo_expect_input_sizes(ex, ARG_B_N, sizes)) != VO_OK) return st;
+  const int64_t n = sizes[0], c = sizes[1], h = sizes[2], w = sizes[3];
   const int64_t k = ex->inputs[ARG_ROIS].shape[0];
   const int64_t ph = ex->args[ARG_B_PH].u.i, pw = ex->args[ARG_B_PW].u.i;
   const int64_t grad_dims[4] = {k, c, ph, pw};
@@ -116,10 +112,6 @@ vo_status vo_check_roi_pool_backward(vo_exec *ex) {
   if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
   if ((st = vo_expect_shape(ex, ARG_B_ARGMAX, 4, grad_dims, what)) != VO_OK) return st;
   if ((st = vo_expect_dtype(ex, ARG_B_ARGMAX, VO_I32)) != VO_OK) return st;
-  if (vo_product4(n, c, h, w) < 0)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: grad_input [%lld, %lld, %lld, %lld] has more than 2^63 elements",
-                   ex->op_name, (long long)n, (long long)c, (long long)h, (long long)w);
   if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
   const int64_t hw = vo_product4(1, 1, h, w); /* -1: more than any int32 index */
   if ((st = vo_check_argmax_data(ex, hw < 0 ? INT64_MAX : hw)) != VO_OK) return st;
