@@ -47,10 +47,14 @@ install: build
 format:
 	clang-format -i $(SOURCES)
 
+# cppcheck's cross-file (ctu*) checks misread the macro-stamped per-dtype
+# kernels (they report a NULL for an int thread index), so they are off;
+# clang-tidy's analyzer covers the same ground.
 lint: configure
 	clang-format --dry-run --Werror $(SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	  --std=c11 --inline-suppr -I include -I src src tools
+	  --suppress=ctunullpointer --suppress=ctuuninitvar \
+	  --std=c11 --inline-suppr -I include -I src -DVISIONOPS_HAVE_OPENMP src tools
 	run-clang-tidy -quiet -p $(BUILD) '$(CURDIR)/(src|tools|tests)/.*\.c$$' > $(BUILD)/clang-tidy.log 2>&1 \
 	  || (cat $(BUILD)/clang-tidy.log; exit 1)
 

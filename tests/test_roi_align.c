@@ -409,6 +409,74 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
   }
 }
 
+/* ------------------------------------------------------------ fast paths */
+
+/* Problems with enough channels and samples for the channels-last kernels
+ * (C = 37 leaves a partial vector; sampling 2 divides by a power of two,
+ * 3 and adaptive by other counts). ctxs[0..3]: 1 thread, 2 threads, 2
+ * threads with the scalar ISA, and 2 threads with a workspace limit too
+ * small for a channels-last image, which forces the plain kernels: every
+ * one must give the same bits, in both input layouts (channels-last float32
+ * and float64 inputs are read in place). */
+static void fast_paths(vo_context *const ctxs[4]) {
+  static const int64_t ratios[3] = {2, 3, 0};
+  for (int d = 0; d < NUM_DTYPES; d++) {
+    const DLDataType dt = *dtypes[d];
+    for (int aligned = 0; aligned < 2; aligned++) {
+      for (int ri = 0; ri < 3; ri++) {
+        vt_rng rng;
+        vt_rng_seed(&rng, 4242 + (uint64_t)(d * 100 + aligned * 10 + ri));
+        problem pb = {2, 37, 13, 11, 40, 3, 3, ratios[ri], aligned, 0.5, NULL, NULL, NULL};
+        if (ri == 2) pb.n = 3; /* image 1 gets no RoIs: its gradient must be zeroed */
+        const int64_t nin = pb.n * pb.c * pb.h * pb.w, nout = pb.k * pb.c * pb.ph * pb.pw;
+        pb.input = malloc(sizeof(double) * (size_t)nin);
+        pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
+        pb.grad = malloc(sizeof(double) * (size_t)nout);
+        for (int64_t i = 0; i < nin; i++)
+          pb.input[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+        for (int64_t i = 0; i < nout; i++)
+          pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+        for (int64_t k = 0; k < pb.k; k++) {
+          gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
+          if (pb.n == 3 && pb.rois[5 * k] == 1) pb.rois[5 * k] = 2;
+        }
+        double *want = malloc(sizeof(double) * (size_t)nout);
+        double *gwant = malloc(sizeof(double) * (size_t)nin);
+        double *got = malloc(sizeof(double) * (size_t)(nin > nout ? nin : nout));
+        const size_t esz = vt_dtype_bytes(dt), nmax = (size_t)(nin > nout ? nin : nout);
+        unsigned char *raw0 = malloc(esz * nmax), *raw = malloc(esz * nmax);
+        ref_forward(&pb, want);
+        ref_backward(&pb, gwant);
+        char desc[96];
+        for (int layout = 0; layout < NUM_LAYOUTS; layout++) {
+          snprintf(desc, sizeof desc, "fast paths aligned %d sampling %lld layout %d", aligned,
+                   (long long)pb.sr, layout);
+          if (CHECK_STATUS(run_forward(ctxs[0], dt, layout, &pb, got, raw0), VO_OK))
+            compare("forward", dt, got, want, nout, desc);
+          for (int ci = 1; ci < 4; ci++)
+            if (CHECK_STATUS(run_forward(ctxs[ci], dt, layout, &pb, got, raw), VO_OK))
+              CHECK_MSG(memcmp(raw0, raw, esz * (size_t)nout) == 0,
+                        "forward %s [%s]: context %d differs", vt_dtype_name(dt), desc, ci);
+          if (CHECK_STATUS(run_backward(ctxs[0], dt, layout, &pb, got, raw0), VO_OK))
+            compare("backward", dt, got, gwant, nin, desc);
+          for (int ci = 1; ci < 4; ci++)
+            if (CHECK_STATUS(run_backward(ctxs[ci], dt, layout, &pb, got, raw), VO_OK))
+              CHECK_MSG(memcmp(raw0, raw, esz * (size_t)nin) == 0,
+                        "backward %s [%s]: context %d differs", vt_dtype_name(dt), desc, ci);
+        }
+        free(raw0);
+        free(raw);
+        free(want);
+        free(gwant);
+        free(got);
+        free(pb.input);
+        free(pb.rois);
+        free(pb.grad);
+      }
+    }
+  }
+}
+
 /* ------------------------------------------------------------ gradient */
 
 /* The backward is the gradient of sum(out * grad) with respect to input:
@@ -607,6 +675,17 @@ int main(void) {
   CHECK_STATUS(vo_context_set_workspace_limit(ctx3, 3000), VO_OK);
   hand_checked();
   random_cases(ctx1, ctx2, ctx3);
+  {
+    vo_context *ctxs[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 4; i++) {
+      CHECK_STATUS(vo_context_create(&ctxs[i]), VO_OK);
+      CHECK_STATUS(vo_context_set_num_threads(ctxs[i], i == 0 ? 1 : 2), VO_OK);
+    }
+    CHECK_STATUS(vo_context_set_isa(ctxs[2], VO_ISA_SCALAR), VO_OK);
+    CHECK_STATUS(vo_context_set_workspace_limit(ctxs[3], 3000), VO_OK);
+    fast_paths(ctxs);
+    for (int i = 0; i < 4; i++) vo_context_destroy(ctxs[i]);
+  }
   finite_differences();
   errors();
   cuda_device();

@@ -422,6 +422,94 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2) {
   }
 }
 
+/* ------------------------------------------------------------ kernel paths */
+
+/* The forward has a channels-last path (the input directly when its channel
+ * stride is 1, else a workspace tile of a block of channels; AVX2 or plain C
+ * bins) and the NCHW scan as its fallback when the tile does not fit the
+ * workspace limit. Every path must give the same bytes: 70 channels (blocks
+ * of 64 and 6, so full vectors, a partial vector and a scalar tail), NaN,
+ * infinities, signed zeros and ties among the values. Contexts: 1 and 2
+ * threads, scalar ISA, a limit that shrinks the block to 8 channels (float)
+ * or forces the scan (float64), and a 1-byte limit (always the scan for
+ * NCHW input). The backward runs on each context too. */
+static void paths(void) {
+  enum { NCTX = 6 };
+  vo_context *ctx[NCTX];
+  for (int i = 0; i < NCTX; i++) {
+    CHECK_STATUS(vo_context_create(&ctx[i]), VO_OK);
+    CHECK_STATUS(vo_context_set_num_threads(ctx[i], i % 2 ? 2 : 1), VO_OK);
+  }
+  CHECK_STATUS(vo_context_set_isa(ctx[2], VO_ISA_SCALAR), VO_OK);
+  CHECK_STATUS(vo_context_set_isa(ctx[3], VO_ISA_SCALAR), VO_OK);
+  CHECK_STATUS(vo_context_set_workspace_limit(ctx[4], 8192), VO_OK);
+  CHECK_STATUS(vo_context_set_workspace_limit(ctx[5], 1), VO_OK);
+  static const double specials[7] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0};
+  for (int d = 0; d < NUM_DTYPES; d++) {
+    const DLDataType dt = *dtypes[d];
+    vt_rng rng;
+    vt_rng_seed(&rng, 777 + (uint64_t)d);
+    problem pb = {2, 70, 9, 11, 13, 3, 4, 0.5, NULL, NULL, NULL, NULL};
+    const int64_t nin = pb.n * pb.c * pb.h * pb.w, nout = pb.k * pb.c * pb.ph * pb.pw;
+    pb.input = malloc(sizeof(double) * (size_t)nin);
+    pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
+    pb.grad = malloc(sizeof(double) * (size_t)nout);
+    pb.argmax = malloc(sizeof(int32_t) * (size_t)nout);
+    for (int64_t i = 0; i < nin; i++) {
+      const int64_t kind = vt_rng_int(&rng, 10);
+      pb.input[i] = kind < 2   ? specials[vt_rng_int(&rng, 7)]
+                    : kind < 5 ? (double)(vt_rng_int(&rng, 3) - 1)
+                               : vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+    }
+    /* a few channels entirely NaN in one image: all-NaN bins in vector lanes */
+    for (int64_t c = 3; c < pb.c; c += 17)
+      for (int64_t i = 0; i < pb.h * pb.w; i++) pb.input[c * pb.h * pb.w + i] = NAN;
+    for (int64_t i = 0; i < nout; i++) pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+    for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
+    double *want = malloc(sizeof(double) * (size_t)nout);
+    double *got = malloc(sizeof(double) * (size_t)nout);
+    int32_t *wam = malloc(sizeof(int32_t) * (size_t)nout);
+    int32_t *gam = malloc(sizeof(int32_t) * (size_t)nout);
+    double *gin = malloc(sizeof(double) * (size_t)nin);
+    const size_t esz = vt_dtype_bytes(dt);
+    const size_t fsz = (esz + 4) * (size_t)nout, bsz = esz * (size_t)nin;
+    unsigned char *raw0 = malloc(fsz), *raw = malloc(fsz);
+    unsigned char *graw0 = malloc(bsz), *graw = malloc(bsz);
+    ref_forward(&pb, is_single(dt), want, wam);
+    for (int layout = 0; layout < NUM_LAYOUTS; layout++) {
+      for (int i = 0; i < NCTX; i++) {
+        char desc[64];
+        snprintf(desc, sizeof desc, "paths layout %d context %d", layout, i);
+        if (!CHECK_STATUS(run_forward(ctx[i], dt, layout, &pb, got, gam, i ? raw : raw0), VO_OK))
+          continue;
+        if (i == 0)
+          compare_forward(dt, got, gam, want, wam, nout, desc);
+        else
+          CHECK_MSG(memcmp(raw0, raw, fsz) == 0, "forward %s [%s]: differs from context 0",
+                    vt_dtype_name(dt), desc);
+        for (int64_t j = 0; j < nout; j++) pb.argmax[j] = gam[j];
+        if (CHECK_STATUS(run_backward(ctx[i], dt, layout, &pb, gin, i ? graw : graw0), VO_OK) && i)
+          CHECK_MSG(memcmp(graw0, graw, bsz) == 0, "backward %s [%s]: differs from context 0",
+                    vt_dtype_name(dt), desc);
+      }
+    }
+    free(raw0);
+    free(raw);
+    free(graw0);
+    free(graw);
+    free(want);
+    free(got);
+    free(wam);
+    free(gam);
+    free(gin);
+    free(pb.input);
+    free(pb.rois);
+    free(pb.grad);
+    free(pb.argmax);
+  }
+  for (int i = 0; i < NCTX; i++) vo_context_destroy(ctx[i]);
+}
+
 /* ------------------------------------------------------------ errors */
 
 #define EXPECT_FAIL(call, status, arg)    \
@@ -640,6 +728,7 @@ int main(void) {
   hand_checked();
   special_values();
   random_cases(ctx1, ctx2);
+  paths();
   errors();
   cuda_device();
   empty_shapes();
