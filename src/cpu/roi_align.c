@@ -87,81 +87,10 @@ VO_DEFINE_FORWARD_RC(float, f32, bf16, VO_LOAD_BF16, VO_STORE_BF16)
 VO_DEFINE_BACKWARD_RC(float, f32)
 VO_DEFINE_BACKWARD_RC(double, f64)
 
-/* The driver for one compute type: geometry of every RoI, then chunk by
- * chunk: build the tables (parallel over RoIs), then run the work items.
- * Forward work items are (RoI, channel) pairs; backward work items are
- * (image, channel) planes of grad_input, each owned by one thread that
- * walks the chunk's RoIs in order, so the sums never depend on the thread
- * count and need no atomics. */
-#define VO_DEFINE_DRIVER(T, SUF)                                                                   \
-  static vo_status vo_ra_run_##SUF(const vo_exec *ex, int backward, T *acc) {                      \
-    const vo_roi_align_params *p = &ex->p.roi_align;                                               \
-    const int64_t num_rois = p->rois->shape[0];                                                    \
-    /* table corner offsets: input strides forward, the contiguous plane backward */               \
-    const int64_t sh = backward ? p->width : p->input->stride[2];                                  \
-    const int64_t sw = backward ? 1 : p->input->stride[3];                                         \
-    const size_t per_roi = sizeof(vo_ra_roi_##SUF) + 2 * sizeof(int64_t);                          \
-    char *meta = vo_workspace_alloc(ex->ctx, ex->device, (size_t)num_rois * per_roi, ex->op_name); \
-    if (!meta) return VO_ERROR_OUT_OF_MEMORY;                                                      \
-    vo_ra_roi_##SUF *geo = (vo_ra_roi_##SUF *)meta;                                                \
-    int64_t *entries = (int64_t *)(meta + (size_t)num_rois * sizeof *geo);                         \
-    int64_t *tab_off = entries + num_rois;                                                         \
-    int64_t total = 0;                                                                             \
-    for (int64_t k = 0; k < num_rois; k++) {                                                       \
-      vo_ra_roi_geometry_##SUF(p, k, &geo[k]);                                                     \
-      entries[k] = vo_ra_table_entries(p, geo[k].grid_h, geo[k].grid_w);                           \
-      total = total > INT64_MAX - entries[k] ? INT64_MAX : total + entries[k];                     \
-    }                                                                                              \
-    int64_t capacity = (int64_t)(ex->ctx->workspace_limit / sizeof(vo_ra_sample_##SUF));           \
-    if (total < capacity) capacity = total;                                                        \
-    vo_ra_sample_##SUF *tab = NULL;                                                                \
-    if (capacity > 0) {                                                                            \
-      tab = vo_workspace_alloc(ex->ctx, ex->device, (size_t)capacity * sizeof(vo_ra_sample_##SUF), \
-                               ex->op_name);                                                       \
-      if (!tab) {                                                                                  \
-        vo_workspace_free(ex->ctx, ex->device, meta);                                              \
-        return VO_ERROR_OUT_OF_MEMORY;                                                             \
-      }                                                                                            \
-    }                                                                                              \
-    const int64_t planes = p->batch_size * p->channels;                                            \
-    for (int64_t k0 = 0, k1; k0 < num_rois; k0 = k1) {                                             \
-      k1 = vo_ra_next_chunk(entries, k0, num_rois, capacity, tab_off);                             \
-      const int tt = vo_cpu_threads(ex->ctx, k1 - k0);                                             \
-      VO_OMP_FOR(tt)                                                                               \
-      for (int64_t k = k0; k < k1; k++)                                                            \
-        if (tab && tab_off[k] >= 0 && entries[k] > 0)                                              \
-          vo_ra_fill_table_##SUF(p, &geo[k], sh, sw, tab + tab_off[k]);                            \
-      if (!backward) {                                                                             \
-        const int64_t items = (k1 - k0) * p->channels;                                             \
-        const int t = vo_cpu_threads(ex->ctx, items);                                              \
-        VO_OMP_FOR(t)                                                                              \
-        for (int64_t it = 0; it < items; it++) {                                                   \
-          const int64_t k = k0 + it / p->channels, c = it % p->channels;                           \
-          const vo_ra_sample_##SUF *tk = tab && tab_off[k] >= 0 ? tab + tab_off[k] : NULL;         \
-          vo_ra_forward_rc_dispatch_##SUF(ex, p, &geo[k], tk, k, c);                               \
-        }                                                                                          \
-      } else {                                                                                     \
-        const int64_t hw = p->height * p->width;                                                   \
-        const int t = vo_cpu_threads(ex->ctx, planes);                                             \
-        VO_OMP_FOR(t)                                                                              \
-        for (int64_t pl = 0; pl < planes; pl++) {                                                  \
-          const int64_t b = pl / p->channels, c = pl % p->channels;                                \
-          for (int64_t k = k0; k < k1; k++) {                                                      \
-            if (geo[k].batch != b) continue;                                                       \
-            const vo_ra_sample_##SUF *tk = tab && tab_off[k] >= 0 ? tab + tab_off[k] : NULL;       \
-            vo_ra_backward_rc_##SUF(p, &geo[k], tk, k, c, acc + pl * hw);                          \
-          }                                                                                        \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
-    if (tab) vo_workspace_free(ex->ctx, ex->device, tab);                                          \
-    vo_workspace_free(ex->ctx, ex->device, meta);                                                  \
-    return VO_OK;                                                                                  \
-  }
-
-static void vo_ra_forward_rc_dispatch_f32(const vo_exec *ex, const vo_roi_align_params *p,
-                                          const vo_ra_roi_f32 *g, const vo_ra_sample_f32 *tab,
-                                          int64_t k, int64_t c) {
+/* Work items for the plain driver (roi_common.h). */
+static void vo_ra_forward_rc_dispatch_f32(const vo_exec *ex, const vo_ra_roi_f32 *g,
+                                          const vo_ra_sample_f32 *tab, int64_t k, int64_t c) {
+  const vo_roi_align_params *p = &ex->p.roi_align;
   switch (ex->dtype) {
     case VO_F16: vo_ra_forward_rc_f16(p, g, tab, k, c); break;
     case VO_BF16: vo_ra_forward_rc_bf16(p, g, tab, k, c); break;
@@ -169,15 +98,24 @@ static void vo_ra_forward_rc_dispatch_f32(const vo_exec *ex, const vo_roi_align_
   }
 }
 
-static void vo_ra_forward_rc_dispatch_f64(const vo_exec *ex, const vo_roi_align_params *p,
-                                          const vo_ra_roi_f64 *g, const vo_ra_sample_f64 *tab,
-                                          int64_t k, int64_t c) {
-  (void)ex;
-  vo_ra_forward_rc_f64(p, g, tab, k, c);
+static void vo_ra_forward_rc_dispatch_f64(const vo_exec *ex, const vo_ra_roi_f64 *g,
+                                          const vo_ra_sample_f64 *tab, int64_t k, int64_t c) {
+  vo_ra_forward_rc_f64(&ex->p.roi_align, g, tab, k, c);
 }
 
-VO_DEFINE_DRIVER(float, f32)
-VO_DEFINE_DRIVER(double, f64)
+#define VO_DEFINE_RUN(T, SUF)                                                                 \
+  static void vo_ra_backward_plane_##SUF(const vo_exec *ex, const vo_ra_roi_##SUF *g,         \
+                                         const vo_ra_sample_##SUF *tab, int64_t k, int64_t c, \
+                                         T *plane) {                                          \
+    vo_ra_backward_rc_##SUF(&ex->p.roi_align, g, tab, k, c, plane);                           \
+  }                                                                                           \
+  static vo_status vo_ra_run_##SUF(const vo_exec *ex, int backward, T *acc) {                 \
+    const vo_roi_align_params *p = &ex->p.roi_align;                                          \
+    return vo_ra_drive_##SUF(ex, p, p->channels, vo_ra_forward_rc_dispatch_##SUF,             \
+                             backward ? vo_ra_backward_plane_##SUF : NULL, acc);              \
+  }
+VO_DEFINE_RUN(float, f32)
+VO_DEFINE_RUN(double, f64)
 
 /* ------------------------------------------------------------ fast path
  *

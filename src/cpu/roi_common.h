@@ -162,6 +162,89 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
   return k;
 }
 
+/* The plain driver of the bilinear RoI ops, for one compute type: geometry of
+ * every RoI, then chunk by chunk (the chunk's sample tables fit the
+ * workspace limit): build the tables (parallel over RoIs), then run the work
+ * items. Forward items are (RoI, output channel) pairs, `fwd_channels` per
+ * RoI. Backward items (bwd != NULL) are (image, channel) planes of the
+ * contiguous accumulator acc, each owned by one thread that walks the
+ * chunk's RoIs in order, so the sums never depend on the thread count and
+ * need no atomics. A RoI whose table does not fit gets tab == NULL and
+ * computes its samples on the fly. */
+#define VO_DEFINE_RA_DRIVER(T, SUF)                                                                \
+  typedef void (*vo_ra_forward_item_##SUF)(const vo_exec *ex, const vo_ra_roi_##SUF *g,            \
+                                           const vo_ra_sample_##SUF *tab, int64_t k, int64_t c);   \
+  typedef void (*vo_ra_backward_item_##SUF)(const vo_exec *ex, const vo_ra_roi_##SUF *g,           \
+                                            const vo_ra_sample_##SUF *tab, int64_t k, int64_t c,   \
+                                            T *plane);                                             \
+  static inline vo_status vo_ra_drive_##SUF(const vo_exec *ex, const vo_roi_align_params *p,       \
+                                            int64_t fwd_channels, vo_ra_forward_item_##SUF fwd,    \
+                                            vo_ra_backward_item_##SUF bwd, T *acc) {               \
+    const int backward = bwd != NULL;                                                              \
+    const int64_t num_rois = p->rois->shape[0];                                                    \
+    /* table corner offsets: input strides forward, the contiguous plane backward */               \
+    const int64_t sh = backward ? p->width : p->input->stride[2];                                  \
+    const int64_t sw = backward ? 1 : p->input->stride[3];                                         \
+    const size_t per_roi = sizeof(vo_ra_roi_##SUF) + 2 * sizeof(int64_t);                          \
+    char *meta = vo_workspace_alloc(ex->ctx, ex->device, (size_t)num_rois * per_roi, ex->op_name); \
+    if (!meta) return VO_ERROR_OUT_OF_MEMORY;                                                      \
+    vo_ra_roi_##SUF *geo = (void *)meta;                                                           \
+    int64_t *entries = (void *)(meta + (size_t)num_rois * sizeof *geo);                            \
+    int64_t *tab_off = entries + num_rois;                                                         \
+    int64_t total = 0;                                                                             \
+    for (int64_t k = 0; k < num_rois; k++) {                                                       \
+      vo_ra_roi_geometry_##SUF(p, k, &geo[k]);                                                     \
+      entries[k] = vo_ra_table_entries(p, geo[k].grid_h, geo[k].grid_w);                           \
+      total = total > INT64_MAX - entries[k] ? INT64_MAX : total + entries[k];                     \
+    }                                                                                              \
+    int64_t capacity = (int64_t)(ex->ctx->workspace_limit / sizeof(vo_ra_sample_##SUF));           \
+    if (total < capacity) capacity = total;                                                        \
+    vo_ra_sample_##SUF *tab = NULL;                                                                \
+    if (capacity > 0) {                                                                            \
+      tab = vo_workspace_alloc(ex->ctx, ex->device, (size_t)capacity * sizeof(vo_ra_sample_##SUF), \
+                               ex->op_name);                                                       \
+      if (!tab) {                                                                                  \
+        vo_workspace_free(ex->ctx, ex->device, meta);                                              \
+        return VO_ERROR_OUT_OF_MEMORY;                                                             \
+      }                                                                                            \
+    }                                                                                              \
+    const int64_t planes = p->batch_size * p->channels;                                            \
+    for (int64_t k0 = 0, k1; k0 < num_rois; k0 = k1) {                                             \
+      k1 = vo_ra_next_chunk(entries, k0, num_rois, capacity, tab_off);                             \
+      const int tt = vo_cpu_threads(ex->ctx, k1 - k0);                                             \
+      VO_OMP_FOR(tt)                                                                               \
+      for (int64_t k = k0; k < k1; k++)                                                            \
+        if (tab && tab_off[k] >= 0 && entries[k] > 0)                                              \
+          vo_ra_fill_table_##SUF(p, &geo[k], sh, sw, tab + tab_off[k]);                            \
+      if (!backward) {                                                                             \
+        const int64_t items = (k1 - k0) * fwd_channels;                                            \
+        const int t = vo_cpu_threads(ex->ctx, items);                                              \
+        VO_OMP_FOR(t)                                                                              \
+        for (int64_t it = 0; it < items; it++) {                                                   \
+          const int64_t k = k0 + it / fwd_channels, c = it % fwd_channels;                         \
+          fwd(ex, &geo[k], tab &&tab_off[k] >= 0 ? tab + tab_off[k] : NULL, k, c);                 \
+        }                                                                                          \
+      } else {                                                                                     \
+        const int64_t hw = p->height * p->width;                                                   \
+        const int t = vo_cpu_threads(ex->ctx, planes);                                             \
+        VO_OMP_FOR(t)                                                                              \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                  \
+          const int64_t b = pl / p->channels, c = pl % p->channels;                                \
+          for (int64_t k = k0; k < k1; k++) {                                                      \
+            if (geo[k].batch != b) continue;                                                       \
+            bwd(ex, &geo[k], tab &&tab_off[k] >= 0 ? tab + tab_off[k] : NULL, k, c,                \
+                acc + pl * hw);                                                                    \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    if (tab) vo_workspace_free(ex->ctx, ex->device, tab);                                          \
+    vo_workspace_free(ex->ctx, ex->device, meta);                                                  \
+    return VO_OK;                                                                                  \
+  }
+VO_DEFINE_RA_DRIVER(float, f32)
+VO_DEFINE_RA_DRIVER(double, f64)
+
 /* Runs a plane-owned RoI backward into grad_input `out` (contiguous, dtype
  * ex->dtype): zeroes it and lets f64 / f32 add every RoI's share. Half types
  * accumulate in a float32 copy of grad_input, stored at the end, so no
