@@ -93,7 +93,7 @@ static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
   vo_cursor c = {src->schema};
   char name[32];
   if (!vo_ident(&c, name) || strcmp(name, src->name) != 0 || !vo_accept(&c, "(")) return 0;
-  int n = 0;
+  int n = 0, tensor_lists = 0;
   if (!vo_accept(&c, ")")) {
     do {
       if (n == VO_MAX_ARGS) return 0;
@@ -115,6 +115,8 @@ static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
       if (!vo_ident(&c, a->name)) return 0;
       if (vo_accept(&c, "=") && !vo_parse_default(&c, a)) return 0;
       if (n > 0 && e->args[n - 1].has_default && !a->has_default) return 0;
+      /* vo_exec holds the views of one tensor list (list_inputs). */
+      if (a->type == VO_ARG_TENSOR_LIST && tensor_lists++) return 0;
       n++;
     } while (vo_accept(&c, ","));
     if (!vo_accept(&c, ")")) return 0;
