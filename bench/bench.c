@@ -14,7 +14,7 @@
 #include "visionops/visionops.h"
 
 #define MAX_TENSORS 8
-#define MAX_ARGS 12
+#define MAX_ARGS 16
 
 /* ------------------------------------------------------------ inputs */
 
@@ -201,7 +201,25 @@ static int make_cases(bench_case *cases, int max) {
     add_value(&cases[n], vo_bool_value(1));
     n++;
   }
-  return make_more_roi_cases(cases, n, max);
+  n = make_more_roi_cases(cases, n, max);
+  /* DCN (deformable conv v2) as in a ResNet stage: 2x256x64x64, 3x3, 256
+   * out, offset groups 1, with mask, padding 1. */
+  const int64_t x_shape[4] = {2, 256, 64, 64}, w_shape[4] = {256, 256, 3, 3};
+  const int64_t o_shape[4] = {2, 18, 64, 64}, m_shape[4] = {2, 9, 64, 64}, b_shape[1] = {256};
+  for (int back = 0; back < 2 && n < max; back++, n++) {
+    build_case(&cases[n], back ? "deform_conv2d_backward" : "deform_conv2d",
+               "2x256x64x64, 3x3, 256 out, mask");
+    if (back) add_tensor(&cases[n], uniform_tensor(4, x_shape, -1, 1)); /* grad: same shape */
+    add_tensor(&cases[n], uniform_tensor(4, x_shape, -1, 1));
+    add_tensor(&cases[n], uniform_tensor(4, w_shape, -0.05, 0.05));
+    add_tensor(&cases[n], uniform_tensor(4, o_shape, -2, 2));
+    add_tensor(&cases[n], uniform_tensor(4, m_shape, 0, 1));
+    add_tensor(&cases[n], uniform_tensor(1, b_shape, -1, 1));
+    static const int64_t ints[8] = {1, 1, 1, 1, 1, 1, 1, 1}; /* stride, pad, dilation, groups */
+    for (int i = 0; i < 8; i++) add_value(&cases[n], vo_int_value(ints[i]));
+    add_value(&cases[n], vo_bool_value(1));
+  }
+  return n;
 }
 
 /* Output `which` of running `op` on `c`'s arguments once: the saved tensor
@@ -306,13 +324,14 @@ static double time_case(const bench_case *c, const vo_context *ctx, int reps) {
     fprintf(stderr, "bench: no op %s in this build\n", c->op);
     return -1;
   }
-  vo_tensor_desc desc[4];
-  if (vo_infer(ctx, op, c->args, c->num_args, desc, op->num_outputs) != VO_OK) {
+  vo_tensor_desc desc[5];
+  if (op->num_outputs > 5 ||
+      vo_infer(ctx, op, c->args, c->num_args, desc, op->num_outputs) != VO_OK) {
     fprintf(stderr, "bench: %s\n", vo_last_error());
     return -1;
   }
-  tensor *outs[4] = {0};
-  DLTensor *out_ptrs[4];
+  tensor *outs[5] = {0};
+  DLTensor *out_ptrs[5];
   double result = -1;
   for (int k = 0; k < op->num_outputs; k++) {
     outs[k] = tensor_new(desc[k].dtype, desc[k].ndim, desc[k].shape);

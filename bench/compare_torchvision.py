@@ -52,6 +52,8 @@ class Lib:
                              shape if a.ndim else None, None, 0)
                 keep += [shape, t]
                 conv.append(ctypes.byref(t))
+            elif a is None:
+                conv.append(None)
             elif isinstance(a, float):
                 conv.append(ctypes.c_double(a))
             elif isinstance(a, bool):
@@ -161,6 +163,29 @@ def cases(vo):
                     torch.from_numpy(g), tr, torch.from_numpy(cm), 0.25, 7, 7, 2, 490, 200, 272),
                 lambda: vo.call("vo_ps_roi_pool_backward", g, rois, cm, 0.25, 7, 7, 2, 490, 200,
                                 272, gi)))
+    # DCN v2 (mask), ResNet-stage sized: 2x256x64x64, 3x3, 256 out, offset groups 1.
+    label = "2x256x64x64, 3x3, 256 out, mask"
+    drng = np.random.default_rng(1)
+    xd = drng.uniform(-1, 1, (2, 256, 64, 64)).astype(np.float32)
+    wd = drng.uniform(-0.05, 0.05, (256, 256, 3, 3)).astype(np.float32)
+    od = drng.uniform(-2, 2, (2, 18, 64, 64)).astype(np.float32)
+    md = drng.uniform(0, 1, (2, 9, 64, 64)).astype(np.float32)
+    bd = drng.uniform(-1, 1, (256,)).astype(np.float32)
+    gd = drng.uniform(-1, 1, (2, 256, 64, 64)).astype(np.float32)
+    yd = np.empty_like(gd)
+    douts = [np.empty_like(xd), np.empty_like(wd), np.empty_like(od), np.empty_like(md),
+             np.empty_like(bd)]
+    tt = [torch.from_numpy(a) for a in (xd, wd, od, md, bd, gd)]
+    ints = (1, 1, 1, 1, 1, 1, 1, 1)
+    out.append(("deform_conv2d", label,
+                lambda: torch.ops.torchvision.deform_conv2d(tt[0], tt[1], tt[2], tt[3], tt[4],
+                                                            *ints, True),
+                lambda: vo.call("vo_deform_conv2d", xd, wd, od, md, bd, *ints, yd)))
+    out.append(("deform_conv2d_backward", label,
+                lambda: torch.ops.torchvision._deform_conv2d_backward(
+                    tt[5], tt[0], tt[1], tt[2], tt[3], tt[4], *ints, True),
+                lambda: vo.call("vo_deform_conv2d_backward", gd, xd, wd, od, md, bd, *ints,
+                                *douts)))
     return out
 
 

@@ -21,7 +21,9 @@ static const char *const expected_ops[] = {"nms",
                                            "roi_pool",
                                            "roi_pool_backward",
                                            "multi_scale_roi_align",
-                                           "multi_scale_roi_align_backward"};
+                                           "multi_scale_roi_align_backward",
+                                           "deform_conv2d",
+                                           "deform_conv2d_backward"};
 #define NUM_EXPECTED (sizeof expected_ops / sizeof expected_ops[0])
 
 /* [0,0,2,2] and [1,1,3,3]: IoU 1/7, enclosing box 3x3, centre distance^2 2,
@@ -232,8 +234,56 @@ static void call_multi_scale_by_name(const vo_op_info *op) {
   vt_tensor_free(out);
 }
 
+/* deform_conv2d on the 2x2 ramp {0, 1, 2, 3}: 1x1 kernel of weight 2, bias 1,
+ * every offset (0.5, 0.5) and mask 0.5, so output pixel (0, 0) samples the
+ * ramp's centre, 1.5: 2 * 0.5 * 1.5 + 1 = 2.5. Its backward with a unit
+ * gradient: grad_bias = 4 pixels, grad_weight = 0.5 * (1.5 + 1 + 1.25 + 0.75)
+ * (the samples at (y, x) = (0.5|1.5, 0.5|1.5); corners outside read 0). */
+static void call_deform_conv2d_by_name(const vo_op_info *op) {
+  const int64_t s_map[4] = {1, 1, 2, 2}, s_w[4] = {1, 1, 1, 1}, s_off[4] = {1, 2, 2, 2},
+                s_mask[4] = {1, 1, 2, 2}, s_b[1] = {1};
+  const double ramp[4] = {0, 1, 2, 3}, two[1] = {2}, half8[8] = {.5, .5, .5, .5, .5, .5, .5, .5},
+               ones[4] = {1, 1, 1, 1};
+  int backward = strcmp(op->name, "deform_conv2d_backward") == 0;
+  vt_tensor *in = vt_tensor_new(vt_f64, 4, s_map, ramp), *w = vt_tensor_new(vt_f64, 4, s_w, two);
+  vt_tensor *off = vt_tensor_new(vt_f64, 4, s_off, half8);
+  vt_tensor *mask = vt_tensor_new(vt_f64, 4, s_mask, half8);
+  vt_tensor *bias = vt_tensor_new(vt_f64, 1, s_b, ones),
+            *grad = vt_tensor_new(vt_f64, 4, s_map, ones);
+  vt_tensor *o[5] = {vt_tensor_new(vt_f64, 4, s_map, NULL), vt_tensor_new(vt_f64, 4, s_w, NULL),
+                     vt_tensor_new(vt_f64, 4, s_off, NULL), vt_tensor_new(vt_f64, 4, s_mask, NULL),
+                     vt_tensor_new(vt_f64, 1, s_b, NULL)};
+  vo_value args[15];
+  int nargs = 0;
+  if (backward) args[nargs++] = vo_tensor_value(&grad->dl);
+  args[nargs++] = vo_tensor_value(&in->dl);
+  args[nargs++] = vo_tensor_value(&w->dl);
+  args[nargs++] = vo_tensor_value(&off->dl);
+  args[nargs++] = vo_tensor_value(&mask->dl);
+  args[nargs++] = vo_tensor_value(&bias->dl);
+  const int64_t ints[8] = {1, 1, 0, 0, 1, 1, 1, 1}; /* stride, padding, dilation, groups */
+  for (int i = 0; i < 8; i++) args[nargs++] = vo_int_value(ints[i]);
+  args[nargs++] = vo_bool_value(1);
+  DLTensor *outs[5] = {&o[0]->dl, &o[1]->dl, &o[2]->dl, &o[3]->dl, &o[4]->dl};
+  if (CHECK_STATUS(vo_call(NULL, op, args, nargs, outs, backward ? 5 : 1), VO_OK)) {
+    if (backward)
+      CHECK_MSG(vt_get(outs[4], 0) == 4 && vt_get(outs[1], 0) == 2.25,
+                "%s: grad_bias %g grad_weight %g, expected 4 and 2.25", op->name,
+                vt_get(outs[4], 0), vt_get(outs[1], 0));
+    else
+      CHECK_MSG(vt_get(outs[0], 0) == 2.5, "%s: out[0] = %g, expected 2.5", op->name,
+                vt_get(outs[0], 0));
+  }
+  vt_tensor *all[] = {in, w, off, mask, bias, grad, o[0], o[1], o[2], o[3], o[4]};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vt_tensor_free(all[i]);
+}
+
 /* Runs `op` by name on the two boxes and checks its documented value. */
 static void call_by_name(const vo_op_info *op) {
+  if (strncmp(op->name, "deform_conv2d", 13) == 0) {
+    call_deform_conv2d_by_name(op);
+    return;
+  }
   if (strncmp(op->name, "multi_scale_roi_align", 21) == 0) {
     call_multi_scale_by_name(op);
     return;

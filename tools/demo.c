@@ -45,7 +45,7 @@
 #define FPN_CHANNELS 16
 
 #define MAX_INPUTS 8 /* multi_scale_roi_align_backward: grad, rois and 4 levels */
-#define MAX_ARGS 12  /* roi_align_backward has 11 */
+#define MAX_ARGS 16  /* deform_conv2d_backward has 15 */
 #define MAX_OUTPUTS VO_MAX_LIST
 
 /* ------------------------------------------------------------------ RNG */
@@ -707,6 +707,53 @@ static int build_roi_align_backward(op_case *c, const demo_inputs *in) {
   return 0;
 }
 
+/* deform_conv2d: a small DCNv2 layer (3x3, padding 1, 16 -> 16 channels, 2
+ * offset groups) on the first 16 channels of the RoI feature map's top-left
+ * 48x48 corner, with offsets of up to two pixels and a mask in (0, 1). */
+enum { DCN_C = 16, DCN_HW = 48, DCN_OG = 2 };
+
+static float *case_random(op_case *c, int ndim, const int64_t *shape, double lo, double hi,
+                          uint64_t seed) {
+  int64_t n = numel(ndim, shape);
+  float *v = case_own(c, mem_alloc(CPU, (size_t)n * sizeof(float)));
+  if (!v) return NULL;
+  rng r = {seed};
+  for (int64_t i = 0; i < n; ++i) v[i] = (float)rng_range(&r, lo, hi);
+  case_tensor_nd(c, v, F32, ndim, shape);
+  return v;
+}
+
+static int build_deform(op_case *c, const demo_inputs *in, int backward) {
+  const feature_map *m = &in->roi->map;
+  const int64_t xs[4] = {1, DCN_C, DCN_HW, DCN_HW}, ws[4] = {DCN_C, DCN_C, 3, 3};
+  const int64_t os[4] = {1, 2 * DCN_OG * 9, DCN_HW, DCN_HW},
+                ms[4] = {1, DCN_OG * 9, DCN_HW, DCN_HW};
+  const int64_t bs[1] = {DCN_C};
+  if (m->shape[1] < DCN_C || m->shape[2] < DCN_HW || m->shape[3] < DCN_HW) return -1;
+  if (backward && !case_gradient(c, 4, xs)) return -1;
+  float *x = case_own(c, mem_alloc(CPU, (size_t)numel(4, xs) * sizeof(float)));
+  if (!x) return -1;
+  for (int64_t ch = 0; ch < DCN_C; ++ch)
+    for (int64_t y = 0; y < DCN_HW; ++y)
+      memcpy(x + (ch * DCN_HW + y) * DCN_HW, m->data + (ch * m->shape[2] + y) * m->shape[3],
+             DCN_HW * sizeof(float));
+  case_tensor_nd(c, x, F32, 4, xs);
+  if (!case_random(c, 4, ws, -1.0 / 12, 1.0 / 12, 0x77) || !case_random(c, 4, os, -2, 2, 0x0ff) ||
+      !case_random(c, 4, ms, 0, 1, 0x3a5) || !case_random(c, 1, bs, -0.1, 0.1, 0xb1))
+    return -1;
+  for (int k = 0; k < 6; ++k) case_scalar(c, vo_int_value(1)); /* stride, padding, dilation */
+  case_scalar(c, vo_int_value(1));                             /* groups */
+  case_scalar(c, vo_int_value(DCN_OG));
+  case_scalar(c, vo_bool_value(1));
+  return 0;
+}
+
+static int build_deform_conv2d(op_case *c, const demo_inputs *in) { return build_deform(c, in, 0); }
+
+static int build_deform_conv2d_backward(op_case *c, const demo_inputs *in) {
+  return build_deform(c, in, 1);
+}
+
 /* roi_pool, ps_roi_pool: (input, rois, spatial_scale, PH, PW) */
 static int build_pool(op_case *c, const feature_map *m, const roi_inputs *roi) {
   case_map(c, m);
@@ -816,6 +863,8 @@ static const known_op KNOWN_OPS[] = {
     {"ps_roi_pool_backward", build_ps_roi_pool_backward, RESULT_VALUES, NULL},
     {"multi_scale_roi_align", build_multi_scale_roi_align, RESULT_VALUES, NULL},
     {"multi_scale_roi_align_backward", build_multi_scale_roi_align_backward, RESULT_VALUES, NULL},
+    {"deform_conv2d", build_deform_conv2d, RESULT_VALUES, NULL},
+    {"deform_conv2d_backward", build_deform_conv2d_backward, RESULT_VALUES, NULL},
 };
 
 static const known_op *find_known(const char *name) {
@@ -1059,7 +1108,11 @@ static int summarise_values(const result *r, const result *ref, const known_op *
     return -1;
   }
   size_t len = 0;
-  if (num_float > 1) len += (size_t)snprintf(out, size, "%d levels: ", num_float);
+  if (num_float > 1)
+    len += (size_t)snprintf(
+        out, size,
+        strcmp(k->name, "deform_conv2d_backward") == 0 ? "%d gradients: " : "%d levels: ",
+        num_float);
   if (len < size)
     len += (size_t)snprintf(out + len, size - len, "mean %.4f  max %.4f",
                             count ? sum / (double)count : 0.0, mx);

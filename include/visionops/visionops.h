@@ -419,6 +419,41 @@ VO_API vo_status vo_roi_pool_backward(const vo_context *ctx, const DLTensor *gra
                                       int64_t pooled_width, int64_t batch_size, int64_t channels,
                                       int64_t height, int64_t width, DLTensor *grad_input);
 
+/* Deformable convolution as torchvision.ops.deform_conv2d (v1; v2 with a
+ * mask): input [N,Cin,H,W], weight [Cout,Cin/groups,kh,kw], offset
+ * [N,2*offset_groups*kh*kw,Hout,Wout] (dy, dx per tap), mask
+ * [N,offset_groups*kh*kw,Hout,Wout] or NULL (no modulation), bias [Cout] or
+ * NULL; all one float dtype, any strides. out [N,Cout,Hout,Wout] with
+ * Hout = (H + 2*pad_h - (dilation_h*(kh-1) + 1)) / stride_h + 1 (likewise W).
+ * Samples outside the map, and NaN offsets, read 0. The matrix products run
+ * in OpenBLAS; temporary memory stays under the context's workspace limit
+ * (columns are tiled), whatever N, H and W. Half types compute in float32. */
+VO_API vo_status vo_deform_conv2d_shape(const vo_context *ctx, const DLTensor *input,
+                                        const DLTensor *weight, const DLTensor *offset,
+                                        const DLTensor *mask, const DLTensor *bias,
+                                        int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                        int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                        int64_t groups, int64_t offset_groups, vo_tensor_desc *out);
+VO_API vo_status vo_deform_conv2d(const vo_context *ctx, const DLTensor *input,
+                                  const DLTensor *weight, const DLTensor *offset,
+                                  const DLTensor *mask, const DLTensor *bias, int64_t stride_h,
+                                  int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                  int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                  int64_t offset_groups, DLTensor *out);
+
+/* Gradients of vo_deform_conv2d: grad is [N,Cout,Hout,Wout]; every output
+ * (grad's dtype, shapes of input, weight, offset, mask and bias) is fully
+ * overwritten. Without a mask (NULL), grad_mask is still
+ * [N,offset_groups*kh*kw,Hout,Wout] and all zeros; without a bias, grad_bias
+ * is still [Cout] and holds the sum of grad over N, Hout, Wout. The CPU result
+ * is deterministic (no atomics) for a given thread count. */
+VO_API vo_status vo_deform_conv2d_backward(
+    const vo_context *ctx, const DLTensor *grad, const DLTensor *input, const DLTensor *weight,
+    const DLTensor *offset, const DLTensor *mask, const DLTensor *bias, int64_t stride_h,
+    int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+    int64_t groups, int64_t offset_groups, DLTensor *grad_input, DLTensor *grad_weight,
+    DLTensor *grad_offset, DLTensor *grad_mask, DLTensor *grad_bias);
+
 #ifdef __cplusplus
 }
 #endif

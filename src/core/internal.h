@@ -194,6 +194,23 @@ typedef struct vo_multi_scale_roi_align_params {
   const vo_view *out; /* forward: [K,C,PH,PW]; backward: [num_levels] like features */
 } vo_multi_scale_roi_align_params;
 
+/* deform_conv2d and deform_conv2d_backward (sizes as in SPEC section 3). */
+typedef struct vo_deform_conv2d_params {
+  const vo_view *input;  /* [N,Cin,H,W] float */
+  const vo_view *weight; /* [Cout,Cin/groups,kh,kw] */
+  const vo_view *offset; /* [N,2*og*kh*kw,Hout,Wout] */
+  const vo_view *mask;   /* [N,og*kh*kw,Hout,Wout], NULL without a mask */
+  const vo_view *bias;   /* [Cout], NULL without a bias */
+  const vo_view *grad;   /* backward: [N,Cout,Hout,Wout]; NULL for the forward */
+  int64_t batch, in_channels, height, width, out_channels, kernel_h, kernel_w;
+  int64_t out_h, out_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  int64_t groups, offset_groups;
+  /* Outputs, contiguous: forward out [N,Cout,Hout,Wout]; the backward's five
+   * gradients (grad_input .. grad_bias), NULL in the forward. */
+  const vo_view *out;
+  const vo_view *grad_input, *grad_weight, *grad_offset, *grad_mask, *grad_bias;
+} vo_deform_conv2d_params;
+
 /* Everything about one call, built by the dispatcher and the op's check
  * function, read by the kernel. */
 typedef struct vo_exec {
@@ -218,6 +235,7 @@ typedef struct vo_exec {
     vo_roi_pool_params roi_pool;
     vo_ps_roi_align_params ps_roi_align;
     vo_ps_roi_pool_params ps_roi_pool;
+    vo_deform_conv2d_params deform_conv2d;
   } p;
 } vo_exec;
 

@@ -21,6 +21,8 @@ vo_status vo_cpu_ps_roi_pool(const vo_exec *ex);
 vo_status vo_cpu_ps_roi_pool_backward(const vo_exec *ex);
 vo_status vo_cpu_roi_pool(const vo_exec *ex);
 vo_status vo_cpu_roi_pool_backward(const vo_exec *ex);
+vo_status vo_cpu_deform_conv2d(const vo_exec *ex);
+vo_status vo_cpu_deform_conv2d_backward(const vo_exec *ex);
 
 static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_nms] = vo_cpu_nms,
@@ -39,6 +41,8 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_ps_roi_pool_backward] = vo_cpu_ps_roi_pool_backward,
     [VO_OP_roi_pool] = vo_cpu_roi_pool,
     [VO_OP_roi_pool_backward] = vo_cpu_roi_pool_backward,
+    [VO_OP_deform_conv2d] = vo_cpu_deform_conv2d,
+    [VO_OP_deform_conv2d_backward] = vo_cpu_deform_conv2d_backward,
 };
 
 static int vo_cpu_probe(char *detail, size_t size) {

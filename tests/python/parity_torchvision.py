@@ -416,5 +416,93 @@ for dtype in (np.float32, np.float64):
         check(np.allclose(got_b, w, rtol=1e-6, atol=1e-6),
               f"ps_roi_pool_backward {dtype} {ph}x{pw}: max diff {np.abs(got_b - w).max()}")
 
+# deform_conv2d forward and all five gradients against torchvision.ops.deform_conv2d
+# and autograd, on the unusual parameters and a plain 3x3 case.
+def vo_deform_conv2d(x, w, off, mask, bias, stride, pad, dil, groups, og, grad=None):
+    keep = []
+    ho, wo = off.shape[2], off.shape[3]
+    ints = [ctypes.c_int64(v) for v in (*stride, *pad, *dil, groups, og)]
+    opt = [dl(mask, keep) if mask is not None else None, dl(bias, keep) if bias is not None else None]
+    if grad is None:
+        out = np.empty((x.shape[0], w.shape[0], ho, wo), x.dtype)
+        args = [dl(x, keep), dl(w, keep), dl(off, keep)] + opt + ints + [dl(out, keep)]
+        if lib.vo_deform_conv2d(None, *args) != 0:
+            raise RuntimeError(lib.vo_last_error().decode())
+        return out
+    outs = [np.empty(x.shape, x.dtype), np.empty(w.shape, x.dtype), np.empty(off.shape, x.dtype),
+            np.empty((x.shape[0], off.shape[1] // 2, ho, wo), x.dtype),
+            np.empty((w.shape[0],), x.dtype)]
+    args = [dl(grad, keep), dl(x, keep), dl(w, keep), dl(off, keep)] + opt + ints
+    args += [dl(o, keep) for o in outs]
+    if lib.vo_deform_conv2d_backward(None, *args) != 0:
+        raise RuntimeError(lib.vo_last_error().decode())
+    return outs
+
+
+DCN_CASES = [  # n, cin, h, w, cout, kh, kw, stride, pad, dil, groups, og
+    (5, 6, 9, 7, 4, 3, 2, (2, 1), (1, 0), (2, 1), 2, 3),
+    (1, 6, 9, 7, 4, 3, 2, (2, 1), (1, 0), (2, 1), 2, 3),
+    (2, 8, 12, 10, 6, 3, 3, (1, 1), (1, 1), (1, 1), 1, 2),
+]
+for dtype in (np.float32, np.float64):
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for case in DCN_CASES:
+        n, cin, h, w, cout, kh, kw, stride, pad, dil, groups, og = case
+        ho = (h + 2 * pad[0] - (dil[0] * (kh - 1) + 1)) // stride[0] + 1
+        wo = (w + 2 * pad[1] - (dil[1] * (kw - 1) + 1)) // stride[1] + 1
+        for use_mask in (False, True):
+            for use_bias in (False, True):
+                x = rng.normal(size=(n, cin, h, w)).astype(dtype)
+                wt = rng.normal(size=(cout, cin // groups, kh, kw)).astype(dtype)
+                off = (rng.normal(size=(n, 2 * og * kh * kw, ho, wo)) * 2).astype(dtype)
+                mask = rng.uniform(size=(n, og * kh * kw, ho, wo)).astype(dtype) if use_mask else None
+                bias = rng.normal(size=(cout,)).astype(dtype) if use_bias else None
+                t = [torch.from_numpy(a).requires_grad_() if a is not None else None
+                     for a in (x, wt, off, mask, bias)]
+                want = torchvision.ops.deform_conv2d(t[0], t[2], t[1], t[4], stride, pad, dil, t[3])
+                got = vo_deform_conv2d(x, wt, off, mask, bias, stride, pad, dil, groups, og)
+                what = f"deform_conv2d {np.dtype(dtype).name} {case} mask={use_mask} bias={use_bias}"
+                wn = want.detach().numpy()
+                check(np.allclose(got, wn, rtol=tol, atol=tol),
+                      f"{what}: max diff {np.abs(got - wn).max()}")
+                g = rng.normal(size=want.shape).astype(dtype)
+                want.backward(torch.from_numpy(g))
+                grads = vo_deform_conv2d(x, wt, off, mask, bias, stride, pad, dil, groups, og, grad=g)
+                names = ["grad_input", "grad_weight", "grad_offset", "grad_mask", "grad_bias"]
+                for k, name in enumerate(names):
+                    if t[k] is None:
+                        if k == 3:
+                            check(not grads[3].any(), f"{what}: grad_mask without a mask not zero")
+                        else:
+                            s = g.sum(axis=(0, 2, 3))
+                            check(np.allclose(grads[4], s, rtol=tol, atol=tol),
+                                  f"{what}: grad_bias without bias is not the sum of grad")
+                        continue
+                    w_ = t[k].grad.numpy()
+                    check(np.allclose(grads[k], w_, rtol=tol * 10, atol=tol * 10),
+                          f"{what} {name}: max diff {np.abs(grads[k] - w_).max()}")
+
+
+# Zero offsets with padding 1 (how DCN layers are initialised): taps land exactly
+# on y = -1 / x = -1, where torchvision's offset gradient is still nonzero.
+for dtype in (np.float32, np.float64):
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    x = rng.normal(size=(2, 4, 6, 5)).astype(dtype)
+    wt = rng.normal(size=(3, 4, 3, 3)).astype(dtype)
+    off = np.zeros((2, 18, 6, 5), dtype)
+    mask = rng.uniform(size=(2, 9, 6, 5)).astype(dtype)
+    t = [torch.from_numpy(a).requires_grad_() for a in (x, wt, off, mask)]
+    want = torchvision.ops.deform_conv2d(t[0], t[2], t[1], None, 1, 1, 1, t[3])
+    g = rng.normal(size=want.shape).astype(dtype)
+    want.backward(torch.from_numpy(g))
+    got = vo_deform_conv2d(x, wt, off, mask, None, (1, 1), (1, 1), (1, 1), 1, 1)
+    check(np.allclose(got, want.detach().numpy(), rtol=tol, atol=tol), "deform_conv2d zero offsets")
+    grads = vo_deform_conv2d(x, wt, off, mask, None, (1, 1), (1, 1), (1, 1), 1, 1, grad=g)
+    for k, name in enumerate(["grad_input", "grad_weight", "grad_offset", "grad_mask"]):
+        w_ = t[k].grad.numpy()
+        check(np.allclose(grads[k], w_, rtol=tol * 10, atol=tol * 10),
+              f"deform_conv2d zero offsets {np.dtype(dtype).name} {name}: "
+              f"max diff {np.abs(grads[k] - w_).max()}")
+
 print(f"{checks - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)
