@@ -73,15 +73,6 @@ static int64_t vo_psp_clamp(int64_t v, int64_t hi) {
 VO_DEFINE_PSP_GEOMETRY(float, f32, roundf, floorf, ceilf)
 VO_DEFINE_PSP_GEOMETRY(double, f64, round, floor, ceil)
 
-#define VO_LOAD_F32(i) (((const float *)in->data)[i])
-#define VO_LOAD_F64(i) (((const double *)in->data)[i])
-#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_STORE_F32(i, v) (((float *)p->out->data)[i] = (v))
-#define VO_STORE_F64(i, v) (((double *)p->out->data)[i] = (v))
-#define VO_STORE_F16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_f16(v))
-#define VO_STORE_BF16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_bf16(v))
-
 /* Backward: RoI k's one bin that reads input channel c_in spreads
  * grad / area over that bin of the [H,W] plane (contiguous, compute type). */
 #define VO_DEFINE_PSP_BACKWARD(T, SUF)                                                            \

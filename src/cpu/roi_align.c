@@ -11,49 +11,24 @@
 
 /* Forward of RoI k, channel c, for one storage type. Half types (LOAD
  * converts) compute in float. */
-#define VO_DEFINE_FORWARD_RC(T, SUF, NAME, LOAD, STORE)                                       \
-  static void vo_ra_forward_rc_##NAME(const vo_roi_align_params *p, const vo_ra_roi_##SUF *g, \
-                                      const vo_ra_sample_##SUF *tab, int64_t k, int64_t c) {  \
-    const vo_view *in = p->input;                                                             \
-    const int64_t sh = in->stride[2], sw = in->stride[3];                                     \
-    const int64_t base = g->batch * in->stride[0] + c * in->stride[1];                        \
-    const int64_t out0 = (k * p->channels + c) * p->pooled_height * p->pooled_width;          \
-    int64_t i = 0;                                                                            \
-    for (int64_t ph = 0; ph < p->pooled_height; ph++) {                                       \
-      for (int64_t pw = 0; pw < p->pooled_width; pw++) {                                      \
-        T val = 0;                                                                            \
-        for (int64_t iy = 0; iy < g->grid_h; iy++) {                                          \
-          for (int64_t ix = 0; ix < g->grid_w; ix++) {                                        \
-            vo_ra_sample_##SUF local;                                                         \
-            const vo_ra_sample_##SUF *s = &local;                                             \
-            if (tab)                                                                          \
-              s = &tab[i++];                                                                  \
-            else                                                                              \
-              vo_ra_sample_at_##SUF(g, p->height, p->width, sh, sw, ph, pw, iy, ix, &local);  \
-            if (s->pos[0] < 0) continue;                                                      \
-            val += s->w[0] * LOAD(base + s->pos[0]) + s->w[1] * LOAD(base + s->pos[1]) +      \
-                   s->w[2] * LOAD(base + s->pos[2]) + s->w[3] * LOAD(base + s->pos[3]);       \
-          }                                                                                   \
-        }                                                                                     \
-        val /= g->count;                                                                      \
-        STORE(out0 + ph * p->pooled_width + pw, val);                                         \
-      }                                                                                       \
-    }                                                                                         \
+#define VO_DEFINE_FORWARD_RC(T, SUF, NAME, STORE)                                               \
+  static void vo_ra_forward_rc_##NAME(const vo_roi_align_params *p, const vo_ra_roi_##SUF *g,   \
+                                      const vo_ra_sample_##SUF *tab, int64_t k, int64_t c) {    \
+    const vo_view *in = p->input;                                                               \
+    const int64_t base = g->batch * in->stride[0] + c * in->stride[1];                          \
+    const int64_t out0 = (k * p->channels + c) * p->pooled_height * p->pooled_width;            \
+    for (int64_t ph = 0; ph < p->pooled_height; ph++) {                                         \
+      for (int64_t pw = 0; pw < p->pooled_width; pw++) {                                        \
+        const int64_t b = ph * p->pooled_width + pw;                                            \
+        STORE(out0 + b, vo_ra_bin_mean_##NAME(p, g, VO_RA_BIN_TABLE(tab, g, b), ph, pw, base)); \
+      }                                                                                         \
+    }                                                                                           \
   }
 
-#define VO_LOAD_F32(i) (((const float *)in->data)[i])
-#define VO_LOAD_F64(i) (((const double *)in->data)[i])
-#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_STORE_F32(i, v) (((float *)p->out->data)[i] = (v))
-#define VO_STORE_F64(i, v) (((double *)p->out->data)[i] = (v))
-#define VO_STORE_F16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_f16(v))
-#define VO_STORE_BF16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_bf16(v))
-
-VO_DEFINE_FORWARD_RC(float, f32, f32, VO_LOAD_F32, VO_STORE_F32)
-VO_DEFINE_FORWARD_RC(double, f64, f64, VO_LOAD_F64, VO_STORE_F64)
-VO_DEFINE_FORWARD_RC(float, f32, f16, VO_LOAD_F16, VO_STORE_F16)
-VO_DEFINE_FORWARD_RC(float, f32, bf16, VO_LOAD_BF16, VO_STORE_BF16)
+VO_DEFINE_FORWARD_RC(float, f32, f32, VO_STORE_F32)
+VO_DEFINE_FORWARD_RC(double, f64, f64, VO_STORE_F64)
+VO_DEFINE_FORWARD_RC(float, f32, f16, VO_STORE_F16)
+VO_DEFINE_FORWARD_RC(float, f32, bf16, VO_STORE_BF16)
 
 /* Backward: adds RoI k's contributions for channel c to one [H,W] plane
  * (contiguous, compute type), in (ph, pw, iy, ix) order and corner order, as
@@ -64,22 +39,11 @@ VO_DEFINE_FORWARD_RC(float, f32, bf16, VO_LOAD_BF16, VO_STORE_BF16)
                                       T *plane) {                                                 \
     const vo_view *gr = p->grad;                                                                  \
     const int64_t gbase = k * gr->stride[0] + c * gr->stride[1];                                  \
-    int64_t i = 0;                                                                                \
     for (int64_t ph = 0; ph < p->pooled_height; ph++) {                                           \
       for (int64_t pw = 0; pw < p->pooled_width; pw++) {                                          \
         const T gv = (T)vo_load_host(gr, gbase + ph * gr->stride[2] + pw * gr->stride[3]);        \
-        for (int64_t iy = 0; iy < g->grid_h; iy++) {                                              \
-          for (int64_t ix = 0; ix < g->grid_w; ix++) {                                            \
-            vo_ra_sample_##SUF local;                                                             \
-            const vo_ra_sample_##SUF *s = &local;                                                 \
-            if (tab)                                                                              \
-              s = &tab[i++];                                                                      \
-            else                                                                                  \
-              vo_ra_sample_at_##SUF(g, p->height, p->width, p->width, 1, ph, pw, iy, ix, &local); \
-            if (s->pos[0] < 0) continue;                                                          \
-            for (int j = 0; j < 4; j++) plane[s->pos[j]] += gv * s->w[j] / g->count;              \
-          }                                                                                       \
-        }                                                                                         \
+        vo_ra_bin_scatter_##SUF(p, g, VO_RA_BIN_TABLE(tab, g, ph * p->pooled_width + pw), ph, pw, \
+                                gv, plane);                                                       \
       }                                                                                           \
     }                                                                                             \
   }

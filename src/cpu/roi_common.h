@@ -137,6 +137,72 @@ static inline int64_t vo_ra_mul(int64_t a, int64_t b) {
 VO_DEFINE_GEOMETRY(float, f32, ceilf)
 VO_DEFINE_GEOMETRY(double, f64, ceil)
 
+/* Element loads and output stores per storage dtype, for kernels whose
+ * input view is `in` and whose params are `p`. */
+#define VO_LOAD_F32(i) (((const float *)in->data)[i])
+#define VO_LOAD_F64(i) (((const double *)in->data)[i])
+#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)in->data)[i])
+#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)in->data)[i])
+#define VO_STORE_F32(i, v) (((float *)p->out->data)[i] = (v))
+#define VO_STORE_F64(i, v) (((double *)p->out->data)[i] = (v))
+#define VO_STORE_F16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_f16(v))
+#define VO_STORE_BF16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_bf16(v))
+
+/* One bin (ph, pw) of a RoI, shared by roi_align and ps_roi_align: the mean
+ * of its bilinear samples of the plane at `base` (forward), or its gradient
+ * gv spread to a contiguous [H,W] plane (backward). tab is the bin's first
+ * table entry, or NULL to compute the samples on the fly; samples and
+ * corners go in torchvision's order. */
+#define VO_DEFINE_BIN_MEAN(T, SUF, NAME, LOAD)                                                  \
+  static inline T vo_ra_bin_mean_##NAME(const vo_roi_align_params *p, const vo_ra_roi_##SUF *g, \
+                                        const vo_ra_sample_##SUF *tab, int64_t ph, int64_t pw,  \
+                                        int64_t base) {                                         \
+    const vo_view *in = p->input;                                                               \
+    const int64_t sh = in->stride[2], sw = in->stride[3];                                       \
+    T val = 0;                                                                                  \
+    for (int64_t iy = 0; iy < g->grid_h; iy++) {                                                \
+      for (int64_t ix = 0; ix < g->grid_w; ix++) {                                              \
+        vo_ra_sample_##SUF local;                                                               \
+        const vo_ra_sample_##SUF *s = &local;                                                   \
+        if (tab)                                                                                \
+          s = tab++;                                                                            \
+        else                                                                                    \
+          vo_ra_sample_at_##SUF(g, p->height, p->width, sh, sw, ph, pw, iy, ix, &local);        \
+        if (s->pos[0] < 0) continue;                                                            \
+        val += s->w[0] * LOAD(base + s->pos[0]) + s->w[1] * LOAD(base + s->pos[1]) +            \
+               s->w[2] * LOAD(base + s->pos[2]) + s->w[3] * LOAD(base + s->pos[3]);             \
+      }                                                                                         \
+    }                                                                                           \
+    return val / g->count;                                                                      \
+  }
+VO_DEFINE_BIN_MEAN(float, f32, f32, VO_LOAD_F32)
+VO_DEFINE_BIN_MEAN(double, f64, f64, VO_LOAD_F64)
+VO_DEFINE_BIN_MEAN(float, f32, f16, VO_LOAD_F16)
+VO_DEFINE_BIN_MEAN(float, f32, bf16, VO_LOAD_BF16)
+
+#define VO_DEFINE_BIN_SCATTER(T, SUF)                                                         \
+  static inline void vo_ra_bin_scatter_##SUF(                                                 \
+      const vo_roi_align_params *p, const vo_ra_roi_##SUF *g, const vo_ra_sample_##SUF *tab,  \
+      int64_t ph, int64_t pw, T gv, T *plane) {                                               \
+    for (int64_t iy = 0; iy < g->grid_h; iy++) {                                              \
+      for (int64_t ix = 0; ix < g->grid_w; ix++) {                                            \
+        vo_ra_sample_##SUF local;                                                             \
+        const vo_ra_sample_##SUF *s = &local;                                                 \
+        if (tab)                                                                              \
+          s = tab++;                                                                          \
+        else                                                                                  \
+          vo_ra_sample_at_##SUF(g, p->height, p->width, p->width, 1, ph, pw, iy, ix, &local); \
+        if (s->pos[0] < 0) continue;                                                          \
+        for (int j = 0; j < 4; j++) plane[s->pos[j]] += gv * s->w[j] / g->count;              \
+      }                                                                                       \
+    }                                                                                         \
+  }
+VO_DEFINE_BIN_SCATTER(float, f32)
+VO_DEFINE_BIN_SCATTER(double, f64)
+
+/* Bin b's first entry in a RoI's sample table (NULL stays NULL). */
+#define VO_RA_BIN_TABLE(tab, g, b) ((tab) ? (tab) + (b) * (g)->grid_h * (g)->grid_w : NULL)
+
 /* Samples in one RoI's table (saturating). */
 static inline int64_t vo_ra_table_entries(const vo_roi_align_params *p, int64_t grid_h,
                                           int64_t grid_w) {
