@@ -3,6 +3,7 @@
  * output descriptions.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/load.h"
@@ -168,4 +169,27 @@ vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]) 
     sizes[i] = ex->args[first + i].u.i;
   }
   return vo_expect_fits4(ex, "grad_input", sizes);
+}
+
+vo_status vo_check_ps_backward_args(const vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
+                                    int pw_arg, int n_arg, int64_t sizes[4]) {
+  enum { GRAD = 0, ROIS = 1 };
+  vo_status st;
+  const int64_t any4[4] = {-1, -1, -1, -1};
+  if ((st = vo_expect_shape(ex, GRAD, 4, any4, "K, C/(PH*PW), PH, PW")) != VO_OK) return st;
+  if ((st = vo_expect_float(ex, GRAD)) != VO_OK) return st;
+  if ((st = vo_check_roi_args(ex, ROIS, GRAD, scale_arg, ph_arg, pw_arg)) != VO_OK) return st;
+  if ((st = vo_expect_input_sizes(ex, n_arg, sizes)) != VO_OK) return st;
+  const int64_t k = ex->inputs[ROIS].shape[0];
+  const int64_t ph = ex->args[ph_arg].u.i, pw = ex->args[pw_arg].u.i;
+  if ((st = vo_check_channel_groups(ex, n_arg + 1, sizes[1], ph, pw)) != VO_OK) return st;
+  const int64_t grad_dims[4] = {k, sizes[1] / (ph * pw), ph, pw};
+  char what[96]; /* K from rois; C/(PH*PW), PH, PW from the int arguments */
+  snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)grad_dims[1],
+           (long long)ph, (long long)pw);
+  if ((st = vo_expect_shape(ex, GRAD, 4, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, mapping_arg, 4, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_dtype(ex, mapping_arg, VO_I32)) != VO_OK) return st;
+  if ((st = vo_check_rois_data(ex, ROIS, sizes[0])) != VO_OK) return st;
+  return vo_check_channel_mapping(ex, mapping_arg, ph, pw);
 }

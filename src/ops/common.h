@@ -33,6 +33,12 @@ vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n);
  * `like`, spatial_scale finite and > 0, pooled height and width >= 1. */
 vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
                             int pw_arg);
+/* The backward arguments both position-sensitive ops share: grad (arg 0)
+ * [K, C/(PH*PW), PH, PW] float, rois (arg 1), channel_mapping int32 of
+ * grad's shape holding what the forward writes, the RoI arguments, and the
+ * grad_input sizes from n_arg on (into sizes; C a multiple of PH*PW). */
+vo_status vo_check_ps_backward_args(const vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
+                                    int pw_arg, int n_arg, int64_t sizes[4]);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);
 /* Position-sensitive RoI ops: the channel count `c` (of tensor argument

@@ -17,10 +17,7 @@ enum {
   ARG_B_PH = 4,
   ARG_B_PW = 5,
   ARG_B_SAMPLING = 6,
-  ARG_B_N = 7,
-  ARG_B_C = 8,
-  ARG_B_H = 9,
-  ARG_B_W = 10
+  ARG_B_N = 7 /* batch_size, then channels, height, width */
 };
 
 static void vo_fill_params(vo_exec *ex, int scale_arg, int ph_arg, int pw_arg, int sampling_arg,
@@ -70,27 +67,11 @@ vo_status vo_check_ps_roi_align(vo_exec *ex) {
 }
 
 vo_status vo_check_ps_roi_align_backward(vo_exec *ex) {
-  vo_status st;
-  const int64_t any4[4] = {-1, -1, -1, -1};
-  if ((st = vo_expect_shape(ex, ARG_GRAD, 4, any4, "K, C/(PH*PW), PH, PW")) != VO_OK) return st;
-  if ((st = vo_expect_float(ex, ARG_GRAD)) != VO_OK) return st;
-  if ((st = vo_check_roi_args(ex, ARG_ROIS, ARG_GRAD, ARG_B_SCALE, ARG_B_PH, ARG_B_PW)) != VO_OK)
-    return st;
   int64_t sizes[4]; /* batch_size, channels, height, width */
-  if ((st = vo_expect_input_sizes(ex, ARG_B_N, sizes)) != VO_OK) return st;
+  vo_status st =
+      vo_check_ps_backward_args(ex, ARG_B_MAPPING, ARG_B_SCALE, ARG_B_PH, ARG_B_PW, ARG_B_N, sizes);
+  if (st != VO_OK) return st;
   const int64_t n = sizes[0], c = sizes[1], h = sizes[2], w = sizes[3];
-  const int64_t k = ex->inputs[ARG_ROIS].shape[0];
-  const int64_t ph = ex->args[ARG_B_PH].u.i, pw = ex->args[ARG_B_PW].u.i;
-  if ((st = vo_check_channel_groups(ex, ARG_B_C, c, ph, pw)) != VO_OK) return st;
-  const int64_t grad_dims[4] = {k, c / (ph * pw), ph, pw};
-  char what[96]; /* K from rois; C/(PH*PW), PH, PW from the int arguments */
-  snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)grad_dims[1],
-           (long long)ph, (long long)pw);
-  if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
-  if ((st = vo_expect_shape(ex, ARG_B_MAPPING, 4, grad_dims, what)) != VO_OK) return st;
-  if ((st = vo_expect_dtype(ex, ARG_B_MAPPING, VO_I32)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
-  if ((st = vo_check_channel_mapping(ex, ARG_B_MAPPING, ph, pw)) != VO_OK) return st;
 
   ex->dtype = ex->inputs[ARG_GRAD].dtype;
   const int64_t shape[4] = {n, c, h, w};
