@@ -137,17 +137,6 @@ static inline int64_t vo_ra_mul(int64_t a, int64_t b) {
 VO_DEFINE_GEOMETRY(float, f32, ceilf)
 VO_DEFINE_GEOMETRY(double, f64, ceil)
 
-/* Element loads and output stores per storage dtype, for kernels whose
- * input view is `in` and whose params are `p`. */
-#define VO_LOAD_F32(i) (((const float *)in->data)[i])
-#define VO_LOAD_F64(i) (((const double *)in->data)[i])
-#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_STORE_F32(i, v) (((float *)p->out->data)[i] = (v))
-#define VO_STORE_F64(i, v) (((double *)p->out->data)[i] = (v))
-#define VO_STORE_F16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_f16(v))
-#define VO_STORE_BF16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_bf16(v))
-
 /* One bin (ph, pw) of a RoI, shared by roi_align and ps_roi_align: the mean
  * of its bilinear samples of the plane at `base` (forward), or its gradient
  * gv spread to a contiguous [H,W] plane (backward). tab is the bin's first

@@ -104,15 +104,6 @@ VO_DEFINE_GEOMETRY(double, f64, round, floor, ceil)
     }                                                                                        \
   }
 
-#define VO_LOAD_F32(i) (((const float *)in->data)[i])
-#define VO_LOAD_F64(i) (((const double *)in->data)[i])
-#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_STORE_F32(i, v) (((float *)p->out->data)[i] = (v))
-#define VO_STORE_F64(i, v) (((double *)p->out->data)[i] = (v))
-#define VO_STORE_F16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_f16(v))
-#define VO_STORE_BF16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_bf16(v))
-
 VO_DEFINE_FORWARD_RC(float, f32, f32, VO_LOAD_F32, VO_STORE_F32)
 VO_DEFINE_FORWARD_RC(double, f64, f64, VO_LOAD_F64, VO_STORE_F64)
 VO_DEFINE_FORWARD_RC(float, f32, f16, VO_LOAD_F16, VO_STORE_F16)
