@@ -214,9 +214,17 @@ typedef struct vo_tensor_desc {
 
 /* Validates `args` against the op's schema and fills the descriptions of its
  * `num_outputs` outputs (for a list output, exactly as many as the op
- * produces for these arguments). */
+ * produces for these arguments: see vo_infer_num_outputs). Only shapes,
+ * strides, dtypes and devices are read, so input tensors may have NULL data
+ * (shape inference without data, e.g. for PyTorch's Meta tensors); checks of
+ * input values (e.g. the batch indices in rois) then happen in vo_call. */
 VO_API vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
                           int num_args, vo_tensor_desc *outputs, int num_outputs);
+/* How many outputs the op produces for these arguments (a fixed number, or
+ * for a list output such as one gradient per feature level, the list's
+ * length). Inputs may have NULL data, as for vo_infer. */
+VO_API vo_status vo_infer_num_outputs(const vo_context *ctx, const vo_op_info *op,
+                                      const vo_value *args, int num_args, int *num_outputs);
 /* Runs the op: validates, picks the kernel for the tensors' device and dtype,
  * computes into the caller's outputs (which must match vo_infer's
  * descriptions and be contiguous). On error no output has been written. */

@@ -60,8 +60,10 @@ static const vo_op_entry *vo_entry_of(const vo_exec *ex) { return vo_registry_op
 const char *vo_arg_name(const vo_exec *ex, int arg) { return vo_entry_of(ex)->args[arg].name; }
 
 /* Validates a DLTensor and normalises it into a view. `what` is e.g.
- * "boxes" or "output keep". */
-static vo_status vo_make_view(const char *op, const char *what, const DLTensor *t, vo_view *v) {
+ * "boxes" or "output keep". With `shape_only` (shape inference) a tensor may
+ * have NULL data: only its shape, strides, dtype and device are read. */
+static vo_status vo_make_view(const char *op, const char *what, const DLTensor *t, int shape_only,
+                              vo_view *v) {
   char buf[160];
   if (!t) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op, what);
   if (t->ndim < 0 || t->ndim > VO_MAX_DIMS)
@@ -105,7 +107,7 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
       return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has strides too large to address", op,
                      what);
   }
-  if (numel > 0 && !t->data)
+  if (numel > 0 && !t->data && !shape_only)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has NULL data but %lld elements", op, what,
                    (long long)numel);
   v->data = t->data ? (char *)t->data + t->byte_offset : NULL;
@@ -167,7 +169,7 @@ vo_status vo_expect_shape(const vo_exec *ex, int arg, int ndim, const int64_t *d
 /* Schema check of the boxed arguments, tensor views, device agreement and
  * the op's own check. Leaves ex ready for output validation. */
 static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info *op,
-                            const vo_value *args, int num_args) {
+                            const vo_value *args, int num_args, int shape_only) {
   memset(ex, 0, sizeof *ex);
   if (!op) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "visionops: op is NULL (unknown op name?)");
   const vo_op_entry *e = vo_registry_op(op->index);
@@ -249,7 +251,7 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
         tensor = v.u.tensors.items[t];
         ex->num_list_inputs = num_tensors;
       }
-      vo_status st = vo_make_view(op->name, name, tensor, view);
+      vo_status st = vo_make_view(op->name, name, tensor, shape_only, view);
       if (st != VO_OK) return st;
       if (!have_device) {
         ex->device = view->device;
@@ -274,13 +276,24 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
 vo_status vo_infer(const vo_context *ctx, const vo_op_info *op, const vo_value *args, int num_args,
                    vo_tensor_desc *outputs, int num_outputs) {
   vo_exec ex;
-  vo_status st = vo_prepare(&ex, ctx, op, args, num_args);
+  vo_status st = vo_prepare(&ex, ctx, op, args, num_args, 1);
   if (st != VO_OK) return st;
   if (!outputs || num_outputs != ex.num_outputs)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "%s: expected room for %d output descriptions, got %d%s", ex.op_name,
                    ex.num_outputs, num_outputs, outputs ? "" : " (NULL)");
   memcpy(outputs, ex.out_desc, sizeof(vo_tensor_desc) * (size_t)ex.num_outputs);
+  return VO_OK;
+}
+
+vo_status vo_infer_num_outputs(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
+                               int num_args, int *num_outputs) {
+  if (!num_outputs)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "vo_infer_num_outputs: num_outputs is NULL");
+  vo_exec ex;
+  vo_status st = vo_prepare(&ex, ctx, op, args, num_args, 1);
+  if (st != VO_OK) return st;
+  *num_outputs = ex.num_outputs;
   return VO_OK;
 }
 
@@ -297,7 +310,7 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
       snprintf(what, sizeof what, "output %s", e->output_names[k]);
     vo_view *v = &ex->outputs[k];
     const vo_tensor_desc *d = &ex->out_desc[k];
-    vo_status st = vo_make_view(ex->op_name, what, outputs[k], v);
+    vo_status st = vo_make_view(ex->op_name, what, outputs[k], 0, v);
     if (st != VO_OK) return st;
     int shape_ok = v->ndim == d->ndim;
     for (int i = 0; shape_ok && i < d->ndim; i++) shape_ok = v->shape[i] == d->shape[i];
@@ -334,7 +347,7 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
 vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *args, int num_args,
                   DLTensor *const *outputs, int num_outputs) {
   vo_exec ex;
-  vo_status st = vo_prepare(&ex, ctx, op, args, num_args);
+  vo_status st = vo_prepare(&ex, ctx, op, args, num_args, 0);
   if (st != VO_OK) return st;
   st = vo_check_outputs(&ex, outputs, num_outputs);
   if (st != VO_OK) return st;

@@ -82,6 +82,7 @@ int64_t vo_product4(int64_t a, int64_t b, int64_t c, int64_t d) {
 vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n) {
   const vo_view *r = &ex->inputs[rois_arg];
   if (r->device.device_type != kDLCPU && r->device.device_type != kDLCUDAHost) return VO_OK;
+  if (!r->data) return VO_OK; /* shape inference without data (vo_infer) */
   const int64_t k = r->shape[0];
   for (int64_t i = 0; i < k; i++) {
     for (int64_t j = 0; j < 5; j++) {
@@ -137,6 +138,7 @@ vo_status vo_check_channel_groups(const vo_exec *ex, int arg, int64_t c, int64_t
 vo_status vo_check_channel_mapping(const vo_exec *ex, int arg, int64_t ph, int64_t pw) {
   const vo_view *m = &ex->inputs[arg];
   if (m->device.device_type != kDLCPU && m->device.device_type != kDLCUDAHost) return VO_OK;
+  if (!m->data) return VO_OK; /* shape inference without data (vo_infer) */
   const int32_t *d = (const int32_t *)m->data;
   for (int64_t k = 0; k < m->shape[0]; k++)
     for (int64_t c = 0; c < m->shape[1]; c++)

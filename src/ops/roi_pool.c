@@ -75,7 +75,7 @@ vo_status vo_check_roi_pool(vo_exec *ex) {
 static vo_status vo_check_argmax_data(const vo_exec *ex, int64_t hw) {
   const vo_view *a = &ex->inputs[ARG_B_ARGMAX];
   if (a->device.device_type != kDLCPU && a->device.device_type != kDLCUDAHost) return VO_OK;
-  if (a->numel == 0) return VO_OK;
+  if (a->numel == 0 || !a->data) return VO_OK; /* no data: shape inference (vo_infer) */
   const int32_t *d = a->data;
   for (int64_t i0 = 0; i0 < a->shape[0]; i0++)
     for (int64_t i1 = 0; i1 < a->shape[1]; i1++)

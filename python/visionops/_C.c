@@ -1,0 +1,505 @@
+/*
+ * visionops._C: the CPython extension over the C library.
+ *
+ * Tensors come in through DLPack: a "dltensor" capsule, any object with
+ * __dlpack__ (NumPy, PyTorch, ...), or, for objects that refuse to export
+ * (NumPy's read-only arrays), the buffer protocol. They are borrowed for the
+ * call and never copied. Outputs are created in the caller's framework by a
+ * Python callable (torch.empty, numpy.empty, ...) from the shapes the library
+ * infers, and written in place. For shape inference a tensor may also be a spec dict
+ * {"shape": (...), "dtype": "float32", "device": (type, id)} with no data.
+ *
+ *   ops()                       -> [(name, schema, backward or None), ...]
+ *   backends()                  -> [(name, built, available, detail), ...]
+ *   infer(op, args)             -> [(shape, dtype, (device_type, device_id)), ...]
+ *   call(op, args, alloc, stream=0, num_threads=0, deterministic=False)
+ *                               -> [output, ...], each made by alloc(shape, dtype, device)
+ *
+ * Errors: ValueError (bad argument values or devices), TypeError (dtypes,
+ * Python types), RuntimeError (everything else), each with the C message.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <visionops/visionops.h>
+
+/* Most tensors one call can involve: schema tensors, list items, outputs. */
+#define MAX_TENSORS 64
+#define MAX_ARGS 32
+
+/* Everything a call borrows; released by store_release. */
+typedef struct store {
+  DLTensor tensors[MAX_TENSORS];
+  int64_t shapes[MAX_TENSORS][VO_MAX_DIMS];
+  int64_t strides[MAX_TENSORS][VO_MAX_DIMS];
+  PyObject *refs[MAX_TENSORS]; /* capsules or buffer owners */
+  Py_buffer buffers[MAX_TENSORS];
+  int has_buffer[MAX_TENSORS];
+  int num_tensors;
+  const DLTensor *lists[MAX_ARGS][VO_MAX_LIST];
+  double floats[MAX_ARGS][VO_MAX_LIST];
+  vo_value values[MAX_ARGS];
+  int num_values;
+} store;
+
+static void store_release(store *s) {
+  for (int i = 0; i < s->num_tensors; i++) {
+    if (s->has_buffer[i]) PyBuffer_Release(&s->buffers[i]);
+    Py_XDECREF(s->refs[i]);
+  }
+  s->num_tensors = 0;
+}
+
+static PyObject *raise_status(vo_status st) {
+  const char *msg = vo_last_error();
+  if (!msg || !*msg) msg = vo_status_string(st);
+  PyObject *type = PyExc_RuntimeError;
+  if (st == VO_ERROR_INVALID_ARGUMENT || st == VO_ERROR_DEVICE_MISMATCH) type = PyExc_ValueError;
+  if (st == VO_ERROR_UNSUPPORTED_DTYPE) type = PyExc_TypeError;
+  PyErr_SetString(type, msg);
+  return NULL;
+}
+
+static const struct {
+  const char *name;
+  uint8_t code, bits;
+} dtype_names[] = {
+    {"float32", kDLFloat, 32}, {"float64", kDLFloat, 64}, {"float16", kDLFloat, 16},
+    {"bfloat16", kDLBfloat, 16}, {"int64", kDLInt, 64},   {"int32", kDLInt, 32},
+    {"int16", kDLInt, 16},      {"int8", kDLInt, 8},      {"uint8", kDLUInt, 8},
+    {"bool", 6 /* kDLBool, DLPack >= 0.8 */, 8},
+};
+
+static const char *dtype_name(DLDataType t) {
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (dtype_names[i].code == t.code && dtype_names[i].bits == t.bits && t.lanes == 1)
+      return dtype_names[i].name;
+  return "unknown";
+}
+
+static int dtype_from_name(const char *name, DLDataType *out) {
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (!strcmp(dtype_names[i].name, name)) {
+      out->code = dtype_names[i].code;
+      out->bits = dtype_names[i].bits;
+      out->lanes = 1;
+      return 1;
+    }
+  return 0;
+}
+
+/* Buffer-protocol format character to a DLPack dtype. */
+static int dtype_from_format(const char *fmt, Py_ssize_t itemsize, DLDataType *out) {
+  if (!fmt) fmt = "B";
+  if (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+  if (fmt[0] == '\0' || fmt[1] != '\0') return 0;
+  out->lanes = 1;
+  out->bits = (uint8_t)(itemsize * 8);
+  switch (fmt[0]) {
+    case 'e':
+    case 'f':
+    case 'd': out->code = kDLFloat; return itemsize == 2 || itemsize == 4 || itemsize == 8;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q': out->code = kDLInt; return 1;
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q': out->code = kDLUInt; return 1;
+    case '?': out->code = 6 /* kDLBool */; return itemsize == 1;
+    default: return 0;
+  }
+}
+
+static DLTensor *new_slot(store *s, const char *op, const char *what) {
+  if (s->num_tensors >= MAX_TENSORS) {
+    PyErr_Format(PyExc_ValueError, "%s: too many tensors in one call (%s)", op, what);
+    return NULL;
+  }
+  int i = s->num_tensors++;
+  s->refs[i] = NULL;
+  s->has_buffer[i] = 0;
+  memset(&s->tensors[i], 0, sizeof s->tensors[i]);
+  return &s->tensors[i];
+}
+
+static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, const char *what) {
+  int i = (int)(t - s->tensors);
+  PyObject *shape = PyDict_GetItemString(obj, "shape");
+  PyObject *dtype = PyDict_GetItemString(obj, "dtype");
+  PyObject *device = PyDict_GetItemString(obj, "device");
+  if (!shape || !dtype || !PyUnicode_Check(dtype)) {
+    PyErr_Format(PyExc_TypeError, "%s: %s: a tensor spec needs 'shape' and 'dtype'", op, what);
+    return -1;
+  }
+  PyObject *seq = PySequence_Fast(shape, "shape must be a sequence");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n > VO_MAX_DIMS) {
+    Py_DECREF(seq);
+    PyErr_Format(PyExc_ValueError, "%s: %s has %zd dimensions, at most %d are supported", op,
+                 what, n, VO_MAX_DIMS);
+    return -1;
+  }
+  for (Py_ssize_t d = 0; d < n; d++) {
+    s->shapes[i][d] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, d));
+    if (s->shapes[i][d] == -1 && PyErr_Occurred()) {
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  Py_DECREF(seq);
+  if (!dtype_from_name(PyUnicode_AsUTF8(dtype), &t->dtype)) {
+    PyErr_Format(PyExc_TypeError, "%s: %s has unsupported dtype %U", op, what, dtype);
+    return -1;
+  }
+  t->device.device_type = kDLCPU;
+  if (device && device != Py_None &&
+      !PyArg_ParseTuple(device, "ii", (int *)&t->device.device_type, &t->device.device_id))
+    return -1;
+  t->ndim = (int32_t)n;
+  t->shape = s->shapes[i];
+  t->strides = NULL;
+  t->data = NULL;
+  return 0;
+}
+
+static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, const char *op,
+                         const char *what) {
+  int i = (int)(t - s->tensors);
+  Py_buffer *b = &s->buffers[i];
+  int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(obj, b, flags) != 0) return -1;
+  s->has_buffer[i] = 1;
+  if (!dtype_from_format(b->format, b->itemsize, &t->dtype)) {
+    PyErr_Format(PyExc_TypeError, "%s: %s has unsupported buffer format '%s'", op, what,
+                 b->format ? b->format : "B");
+    return -1;
+  }
+  if (b->ndim > VO_MAX_DIMS) {
+    PyErr_Format(PyExc_ValueError, "%s: %s has %d dimensions, at most %d are supported", op,
+                 what, b->ndim, VO_MAX_DIMS);
+    return -1;
+  }
+  for (int d = 0; d < b->ndim; d++) {
+    s->shapes[i][d] = b->shape[d];
+    if (b->strides[d] % b->itemsize != 0) {
+      PyErr_Format(PyExc_ValueError, "%s: %s has a stride not a multiple of its item size", op,
+                   what);
+      return -1;
+    }
+    s->strides[i][d] = b->strides[d] / b->itemsize;
+  }
+  t->data = b->buf;
+  t->device.device_type = kDLCPU;
+  t->ndim = b->ndim;
+  t->shape = s->shapes[i];
+  t->strides = s->strides[i];
+  return 0;
+}
+
+/* A Python tensor-like to a borrowed DLTensor. `spec_ok`: spec dicts allowed. */
+static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec_ok,
+                                 const char *op, const char *what) {
+  DLTensor *t = new_slot(s, op, what);
+  if (!t) return NULL;
+  int i = (int)(t - s->tensors);
+  if (spec_ok && PyDict_Check(obj)) return spec_tensor(s, obj, t, op, what) ? NULL : t;
+  PyObject *capsule = NULL;
+  if (PyCapsule_CheckExact(obj)) {
+    Py_INCREF(obj);
+    capsule = obj;
+  } else if (PyObject_HasAttrString(obj, "__dlpack__")) {
+    capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
+    if (!capsule) {
+      /* NumPy will not export read-only arrays; read them in place. */
+      if (!writable && PyErr_ExceptionMatches(PyExc_BufferError) && PyObject_CheckBuffer(obj)) {
+        PyErr_Clear();
+        return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
+      }
+      return NULL;
+    }
+  } else if (PyObject_CheckBuffer(obj)) {
+    return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
+  } else {
+    PyErr_Format(PyExc_TypeError,
+                 "%s: %s must be a tensor (an object with __dlpack__ or the buffer protocol), "
+                 "got %s",
+                 op, what, Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
+  s->refs[i] = capsule;
+  if (!PyCapsule_IsValid(capsule, "dltensor")) {
+    PyErr_Format(PyExc_TypeError, "%s: %s: __dlpack__ did not return an unused DLPack capsule",
+                 op, what);
+    return NULL;
+  }
+  DLManagedTensor *m = (DLManagedTensor *)PyCapsule_GetPointer(capsule, "dltensor");
+  if (!m) return NULL;
+  /* The capsule stays unconsumed: its own destructor frees the tensor when
+   * store_release drops our reference. */
+  *t = m->dl_tensor;
+  return t;
+}
+
+static int is_tensor_like(PyObject *o) {
+  if (PyLong_Check(o) || PyFloat_Check(o)) return 0; /* NumPy scalars export buffers too */
+  return PyCapsule_CheckExact(o) || PyDict_Check(o) || PyObject_HasAttrString(o, "__dlpack__") ||
+         PyObject_CheckBuffer(o);
+}
+
+/* Boxes the Python arguments by their Python type; the library checks them
+ * against the schema and reports mismatches by argument name. */
+static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec_ok) {
+  PyObject *seq = PySequence_Fast(args, "args must be a sequence");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n > MAX_ARGS) {
+    Py_DECREF(seq);
+    PyErr_Format(PyExc_ValueError, "%s: too many arguments (%zd)", op->name, n);
+    return -1;
+  }
+  for (Py_ssize_t a = 0; a < n; a++) {
+    PyObject *o = PySequence_Fast_GET_ITEM(seq, a);
+    vo_value *v = &s->values[a];
+    char what[48];
+    snprintf(what, sizeof what, "argument %zd", a);
+    if (o == Py_None) {
+      v->kind = VO_VALUE_NONE;
+    } else if (PyBool_Check(o)) {
+      *v = vo_bool_value(o == Py_True);
+    } else if (PyLong_Check(o)) {
+      long long x = PyLong_AsLongLong(o);
+      if (x == -1 && PyErr_Occurred()) goto fail;
+      *v = vo_int_value(x);
+    } else if (PyFloat_Check(o)) {
+      *v = vo_float_value(PyFloat_AsDouble(o));
+    } else if (PyList_Check(o) || PyTuple_Check(o)) {
+      Py_ssize_t k = PySequence_Size(o);
+      if (k > VO_MAX_LIST) {
+        PyErr_Format(PyExc_ValueError, "%s: %s holds %zd items, at most %d are supported",
+                     op->name, what, k, VO_MAX_LIST);
+        goto fail;
+      }
+      PyObject *first = k > 0 ? PySequence_GetItem(o, 0) : NULL;
+      int tensors = first && is_tensor_like(first);
+      Py_XDECREF(first);
+      for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *item = PySequence_GetItem(o, j);
+        if (!item) goto fail;
+        if (tensors) {
+          char name[64];
+          snprintf(name, sizeof name, "%s[%zd]", what, j);
+          s->lists[a][j] = to_tensor(s, item, 0, spec_ok, op->name, name);
+          Py_DECREF(item);
+          if (!s->lists[a][j]) goto fail;
+        } else {
+          s->floats[a][j] = PyFloat_AsDouble(item);
+          Py_DECREF(item);
+          if (s->floats[a][j] == -1.0 && PyErr_Occurred()) goto fail;
+        }
+      }
+      *v = tensors ? vo_tensor_list_value(s->lists[a], k) : vo_float_list_value(s->floats[a], k);
+    } else if (is_tensor_like(o)) {
+      const DLTensor *t = to_tensor(s, o, 0, spec_ok, op->name, what);
+      if (!t) goto fail;
+      *v = vo_tensor_value(t);
+    } else {
+      PyErr_Format(PyExc_TypeError, "%s: argument %zd has unsupported type %s", op->name, a,
+                   Py_TYPE(o)->tp_name);
+      goto fail;
+    }
+  }
+  s->num_values = (int)n;
+  Py_DECREF(seq);
+  return 0;
+fail:
+  Py_DECREF(seq);
+  return -1;
+}
+
+static const vo_op_info *find_op(const char *name) {
+  const vo_op_info *op = vo_op_find(name);
+  if (!op) PyErr_Format(PyExc_ValueError, "visionops: no operator named '%s'", name);
+  return op;
+}
+
+static PyObject *describe(const vo_tensor_desc *d) {
+  PyObject *shape = PyTuple_New(d->ndim);
+  for (int i = 0; shape && i < d->ndim; i++)
+    PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(d->shape[i]));
+  if (!shape) return NULL;
+  return Py_BuildValue("(Ns(ii))", shape, dtype_name(d->dtype), (int)d->device.device_type,
+                       (int)d->device.device_id);
+}
+
+static PyObject *py_infer(PyObject *self, PyObject *pargs) {
+  (void)self;
+  const char *name;
+  PyObject *args;
+  if (!PyArg_ParseTuple(pargs, "sO:infer", &name, &args)) return NULL;
+  const vo_op_info *op = find_op(name);
+  if (!op) return NULL;
+  store *s = PyMem_Calloc(1, sizeof *s);
+  if (!s) return PyErr_NoMemory();
+  PyObject *result = NULL;
+  vo_tensor_desc desc[VO_MAX_LIST];
+  int count = 0;
+  if (convert_args(s, op, args, 1) != 0) goto done;
+  vo_status st = vo_infer_num_outputs(NULL, op, s->values, s->num_values, &count);
+  if (st == VO_OK) st = vo_infer(NULL, op, s->values, s->num_values, desc, count);
+  if (st != VO_OK) {
+    raise_status(st);
+    goto done;
+  }
+  result = PyList_New(count);
+  for (int k = 0; result && k < count; k++) {
+    PyObject *item = describe(&desc[k]);
+    if (!item) {
+      Py_CLEAR(result);
+      break;
+    }
+    PyList_SET_ITEM(result, k, item);
+  }
+done:
+  store_release(s);
+  PyMem_Free(s);
+  return result;
+}
+
+/* Converts the arguments once, infers the outputs, has `alloc(shape, dtype,
+ * device)` create each in the caller's framework, then runs the op with the
+ * GIL released. Returns the list of allocated outputs. */
+static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
+  (void)self;
+  static char *kwlist[] = {"op", "args", "alloc", "stream", "num_threads", "deterministic", NULL};
+  const char *name;
+  PyObject *args, *alloc;
+  unsigned long long stream = 0;
+  int num_threads = 0, deterministic = 0;
+  if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|Kip:call", kwlist, &name, &args, &alloc,
+                                   &stream, &num_threads, &deterministic))
+    return NULL;
+  const vo_op_info *op = find_op(name);
+  if (!op) return NULL;
+  store *s = PyMem_Calloc(1, sizeof *s);
+  if (!s) return PyErr_NoMemory();
+  PyObject *result = NULL;
+  DLTensor *outs[VO_MAX_LIST];
+  vo_tensor_desc desc[VO_MAX_LIST];
+  vo_context *ctx = NULL;
+  int n = 0;
+  if (convert_args(s, op, args, 0) != 0) goto done;
+  vo_status st = vo_infer_num_outputs(NULL, op, s->values, s->num_values, &n);
+  if (st == VO_OK) st = vo_infer(NULL, op, s->values, s->num_values, desc, n);
+  if (st != VO_OK) {
+    raise_status(st);
+    goto done;
+  }
+  result = PyList_New(n);
+  for (int k = 0; result && k < n; k++) {
+    PyObject *d = describe(&desc[k]);
+    PyObject *obj = d ? PyObject_CallObject(alloc, d) : NULL;
+    Py_XDECREF(d);
+    if (!obj) {
+      Py_CLEAR(result);
+      goto done;
+    }
+    PyList_SET_ITEM(result, k, obj);
+    char what[32];
+    snprintf(what, sizeof what, "output %d", k);
+    outs[k] = (DLTensor *)to_tensor(s, obj, 1, 0, op->name, what);
+    if (!outs[k]) {
+      Py_CLEAR(result);
+      goto done;
+    }
+  }
+  st = vo_context_create(&ctx);
+  if (st == VO_OK) st = vo_context_set_num_threads(ctx, num_threads);
+  if (st == VO_OK) st = vo_context_set_deterministic(ctx, deterministic);
+  if (st == VO_OK && stream) st = vo_context_set_cuda_stream(ctx, (void *)(uintptr_t)stream);
+  if (st == VO_OK) {
+    Py_BEGIN_ALLOW_THREADS st = vo_call(ctx, op, s->values, s->num_values, outs, n);
+    Py_END_ALLOW_THREADS
+  }
+  if (st != VO_OK) {
+    Py_CLEAR(result);
+    raise_status(st);
+  }
+done:
+  vo_context_destroy(ctx);
+  store_release(s);
+  PyMem_Free(s);
+  return result;
+}
+
+static PyObject *py_ops(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  int n = vo_op_count();
+  PyObject *list = PyList_New(n);
+  for (int i = 0; list && i < n; i++) {
+    const vo_op_info *op = vo_op_get(i);
+    PyObject *item = Py_BuildValue("(ssz)", op->name, op->schema, op->backward);
+    if (!item) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, i, item);
+  }
+  return list;
+}
+
+static PyObject *py_backends(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  int n = vo_backend_count();
+  PyObject *list = PyList_New(n);
+  for (int i = 0; list && i < n; i++) {
+    vo_backend_info b;
+    vo_status st = vo_backend_status(i, &b);
+    if (st != VO_OK) {
+      Py_DECREF(list);
+      return raise_status(st);
+    }
+    PyObject *item = Py_BuildValue("(sNNs)", b.name, PyBool_FromLong(b.built),
+                                   PyBool_FromLong(b.available), b.detail);
+    if (!item) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, i, item);
+  }
+  return list;
+}
+
+static PyMethodDef methods[] = {
+    {"ops", py_ops, METH_NOARGS, "ops() -> [(name, schema, backward or None), ...]"},
+    {"backends", py_backends, METH_NOARGS,
+     "backends() -> [(name, built, available, detail), ...]"},
+    {"infer", py_infer, METH_VARARGS,
+     "infer(op, args) -> [(shape, dtype, (device_type, device_id)), ...]: the outputs op "
+     "would produce; tensors may be spec dicts without data"},
+    {"call", (PyCFunction)(void (*)(void))py_call, METH_VARARGS | METH_KEYWORDS,
+     "call(op, args, alloc, stream=0, num_threads=0, deterministic=False) -> outputs: "
+     "alloc(shape, dtype, device) creates each output in the caller's framework"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "visionops._C", "visionops' C library, over DLPack.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__C(void) {
+  PyObject *m = PyModule_Create(&module);
+  if (!m) return NULL;
+  if (PyModule_AddStringConstant(m, "version", vo_version()) != 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,126 @@
+"""The thin layer over visionops._C: the op schemas (parsed from the C
+library's own list), global settings, and running an op on NumPy arrays or
+PyTorch tensors with outputs allocated in the same framework."""
+import re
+import threading
+
+from . import _C
+
+# ------------------------------------------------------------------ schemas
+
+
+class Arg:
+    """One argument of a schema: its type ("Tensor", "Tensor?", "Tensor[]",
+    "float", "float[]", "int", "bool"), name, and default (or NO_DEFAULT)."""
+
+    __slots__ = ("type", "name", "default")
+
+    def __init__(self, type_, name, default):
+        self.type, self.name, self.default = type_, name, default
+
+    def __repr__(self):
+        return "Arg(%s %s)" % (self.type, self.name)
+
+
+NO_DEFAULT = object()
+
+
+def _parse_default(type_, text):
+    if text == "None":
+        return None
+    if type_ == "bool":
+        return text == "True"
+    if type_ == "int":
+        return int(text)
+    if type_ == "float":
+        return float(text)
+    raise ValueError("unsupported default %r for %s" % (text, type_))
+
+
+class Schema:
+    """An op's schema, parsed from its torch-syntax text, e.g.
+    "roi_align(Tensor input, ...) -> Tensor"."""
+
+    def __init__(self, text, backward):
+        self.text, self.backward = text, backward
+        m = re.fullmatch(r"(\w+)\((.*)\) -> (.*)", text)
+        if not m:
+            raise ValueError("cannot parse schema %r" % text)
+        self.name = m.group(1)
+        self.args = []
+        for part in filter(None, (p.strip() for p in m.group(2).split(","))):
+            decl, _, default = part.partition("=")
+            type_, name = decl.split()
+            self.args.append(Arg(type_, name, _parse_default(type_, default) if default else NO_DEFAULT))
+        returns = m.group(3).strip()
+        if returns.startswith("("):
+            returns = returns[1:-1]
+        self.returns = [r.split()[-1] if len(r.split()) > 1 else "out" for r in returns.split(",")]
+        self.returns_list = returns.strip() == "Tensor[]"
+        self.tensor_args = [a.name for a in self.args if a.type.startswith("Tensor")]
+
+    def complete(self, args):
+        """Positional args with the trailing defaults filled in."""
+        args = list(args)
+        for a in self.args[len(args):]:
+            if a.default is NO_DEFAULT:
+                raise TypeError("%s: missing argument %s" % (self.name, a.name))
+            args.append(a.default)
+        return args
+
+
+SCHEMAS = {name: Schema(schema, backward) for name, schema, backward in _C.ops()}
+
+# ----------------------------------------------------------------- settings
+
+_settings = {"num_threads": 0, "deterministic": False}
+_lock = threading.Lock()
+
+
+def set_num_threads(n):
+    """Threads the CPU kernels use (0: all cores, the default)."""
+    n = int(n)
+    if n < 0:
+        raise ValueError("set_num_threads: n must be >= 0, got %d" % n)
+    with _lock:
+        _settings["num_threads"] = n
+
+
+def get_num_threads():
+    return _settings["num_threads"]
+
+
+def set_deterministic(flag):
+    """Bit-identical CUDA backward results run to run (CPU backward always is).
+    Under PyTorch, torch.use_deterministic_algorithms(True) turns it on too."""
+    with _lock:
+        _settings["deterministic"] = bool(flag)
+
+
+def is_deterministic():
+    return _settings["deterministic"]
+
+
+def backends():
+    """[(name, built, available, detail)] of the C library's backends."""
+    return _C.backends()
+
+
+# ------------------------------------------------------------------ running
+
+
+def _numpy_alloc(shape, dtype, device):
+    import numpy as np
+
+    if device[0] != 1:
+        raise RuntimeError("visionops: NumPy inputs live on the CPU, got device type %d" % device[0])
+    if dtype == "bfloat16":
+        raise TypeError("visionops: NumPy has no bfloat16")
+    return np.empty(shape, dtype=dtype)
+
+
+def run_numpy(name, args, deterministic=None):
+    """Runs op `name` on NumPy (or any DLPack / buffer) inputs; the outputs are
+    NumPy arrays."""
+    return _C.call(name, args, _numpy_alloc, 0, _settings["num_threads"],
+                   _settings["deterministic"] if deterministic is None else deterministic)

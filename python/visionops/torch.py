@@ -1,0 +1,261 @@
+"""PyTorch integration: every op of the C library registered with
+torch.library in the "visionops" namespace, generated from the library's own
+schema list. Each op gets CPU and CUDA kernels (tensors through DLPack,
+outputs from torch.empty, CUDA work on the current stream), a Meta kernel
+(output shapes from the library's shape functions, without data), and, where
+the registry names a backward op, an autograd kernel that calls it.
+
+Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
+Meta and Autograd keys are used, which both support."""
+import torch
+
+from . import _C, _core
+
+_DTYPES = {
+    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
+    "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+}
+_DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
+_KDL_CPU, _KDL_CUDA = 1, 2
+_CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy: torch's default stream is the legacy one
+
+_lib = torch.library.Library("visionops", "DEF")
+
+
+def _detach(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
+        return [v.detach() for v in value]
+    return value
+
+
+def _first_tensor(args):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+            return a[0]
+    return None
+
+
+def _alloc(shape, dtype, device):
+    if device[0] == _KDL_CUDA:
+        dev = torch.device("cuda", device[1])
+    elif device[0] == _KDL_CPU:
+        dev = torch.device("cpu")
+    else:
+        raise RuntimeError("visionops: outputs on DLPack device type %d are not supported" % device[0])
+    return torch.empty(shape, dtype=_DTYPES[dtype], device=dev)
+
+
+def _pack(schema, outs):
+    if schema.returns_list:
+        return list(outs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _deterministic():
+    return _core.is_deterministic() or torch.are_deterministic_algorithms_enabled()
+
+
+def _make_kernel(schema):
+    name = schema.name
+
+    def kernel(*args):
+        args = [_detach(a) for a in schema.complete(args)]
+        first = _first_tensor(args)
+        if first is not None and first.is_cuda:
+            with torch.cuda.device(first.device):
+                stream = torch.cuda.current_stream(first.device).cuda_stream or _CUDA_STREAM_LEGACY
+                outs = _C.call(name, args, _alloc, stream, 0, _deterministic())
+        else:
+            outs = _C.call(name, args, _alloc, 0, _core.get_num_threads(), _deterministic())
+        return _pack(schema, outs)
+
+    kernel.__name__ = "visionops_%s" % name
+    return kernel
+
+
+def _spec(t):
+    if t.dtype not in _DTYPE_NAMES:
+        raise TypeError("visionops: unsupported dtype %s" % t.dtype)
+    return {"shape": tuple(t.shape), "dtype": _DTYPE_NAMES[t.dtype], "device": (_KDL_CPU, 0)}
+
+
+def _make_meta(schema):
+    name = schema.name
+
+    def meta(*args):
+        args = schema.complete(args)
+        specs = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                a = _spec(a)
+            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+                a = [_spec(t) for t in a]
+            specs.append(a)
+        first = _first_tensor(args)
+        device = first.device if first is not None else torch.device("meta")
+        outs = [torch.empty(shape, dtype=_DTYPES[dtype], device=device)
+                for shape, dtype, _ in _C.infer(name, specs)]
+        return _pack(schema, outs)
+
+    meta.__name__ = "visionops_%s_meta" % name
+    return meta
+
+
+# ------------------------------------------------------------------ autograd
+#
+# The backward op's arguments are found by name among the forward's arguments
+# and outputs; its first argument receives the gradient of the forward's first
+# output (every backward here is linear in it); batch_size/channels/height/
+# width are the forward input's sizes. Its outputs named grad_X are the
+# gradients of argument X; an unnamed (or first) output is the gradient of
+# the forward's first tensor argument.
+
+_SIZE_NAMES = ("batch_size", "channels", "height", "width")
+
+
+def _flatten(schema, args):
+    """Tensor arguments (list items included) as one flat tuple, so
+    autograd.Function tracks each; `layout` rebuilds the argument list."""
+    flat, layout = [], []
+    for a, value in zip(schema.args, args):
+        if a.type == "Tensor[]":
+            layout.append(("list", len(value)))
+            flat.extend(value)
+        elif a.type.startswith("Tensor"):
+            layout.append(("tensor", 1))
+            flat.append(value)
+        else:
+            layout.append(("value", value))
+    return flat, layout
+
+
+def _unflatten(layout, flat):
+    args, i = [], 0
+    for kind, v in layout:
+        if kind == "list":
+            args.append(list(flat[i:i + v]))
+            i += v
+        elif kind == "tensor":
+            args.append(flat[i])
+            i += 1
+        else:
+            args.append(v)
+    return args
+
+
+def _backward_args(schema, bschema, args, outs, grad):
+    named = {a.name: v for a, v in zip(schema.args, args)}
+    named.update(zip(schema.returns, outs))
+    first_input = named[schema.tensor_args[0]]
+    result = []
+    for i, a in enumerate(bschema.args):
+        if i == 0:
+            result.append(grad)
+        elif a.name in named:
+            result.append(named[a.name])
+        elif a.name in _SIZE_NAMES and isinstance(first_input, torch.Tensor):
+            result.append(int(first_input.shape[_SIZE_NAMES.index(a.name)]))
+        else:
+            raise RuntimeError("visionops: cannot supply %s of %s for the backward of %s"
+                               % (a.name, bschema.name, schema.name))
+    return result
+
+
+def _make_autograd(schema):
+    bschema = _core.SCHEMAS[schema.backward]
+    op = getattr(torch.ops.visionops, schema.name)
+    backward_op = getattr(torch.ops.visionops, bschema.name)
+
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, layout, *flat):
+            args = _unflatten(layout, flat)
+            guard = torch._C._AutoDispatchBelowAutograd()
+            try:
+                result = op(*args)
+            finally:
+                del guard
+            outs = result if isinstance(result, (tuple, list)) else (result,)
+            ctx.layout = layout
+            ctx.num_flat = len(flat)
+            ctx.save_for_backward(*flat, *outs)
+            ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+            return tuple(result) if isinstance(result, list) else result
+
+        @staticmethod
+        def backward(ctx, *grads):
+            saved = ctx.saved_tensors
+            flat, outs = saved[:ctx.num_flat], saved[ctx.num_flat:]
+            args = _unflatten(ctx.layout, flat)
+            grad = grads[0]
+            if grad is None:
+                return (None,) * (1 + ctx.num_flat)
+            result = backward_op(*_backward_args(schema, bschema, args, outs, grad))
+            results = list(result) if isinstance(result, (tuple, list)) else [result]
+            per_arg = {}
+            if bschema.returns_list:
+                per_arg[schema.tensor_args[0]] = results
+            else:
+                for k, (out_name, value) in enumerate(zip(bschema.returns, results)):
+                    if out_name.startswith("grad_"):
+                        per_arg[out_name[5:]] = value
+                    elif k == 0:
+                        per_arg[schema.tensor_args[0]] = value
+            grads_in = []
+            for a, value, (kind, n) in zip(schema.args, args, ctx.layout):
+                if kind == "value":
+                    continue
+                g = per_arg.get(a.name)
+                if kind == "list":
+                    grads_in.extend(g if g is not None else [None] * n)
+                else:
+                    grads_in.append(g if value is not None else None)
+            return (None, *grads_in)
+
+    Function.__name__ = "%sFunction" % schema.name
+
+    def autograd_kernel(*args):
+        args = schema.complete(args)
+        flat, layout = _flatten(schema, args)
+        result = Function.apply(layout, *flat)
+        return list(result) if schema.returns_list else result
+
+    autograd_kernel.__name__ = "visionops_%s_autograd" % schema.name
+    return autograd_kernel
+
+
+def _make_below_autograd(schema):
+    """The Autograd kernel of an op without a backward: runs it below
+    autograd (its outputs do not require grad). Also covers AutogradMeta,
+    which has no fallthrough in torch 1.13."""
+    op = getattr(torch.ops.visionops, schema.name)
+
+    def below_autograd(*args):
+        guard = torch._C._AutoDispatchBelowAutograd()
+        try:
+            return op(*args)
+        finally:
+            del guard
+
+    below_autograd.__name__ = "visionops_%s_no_grad" % schema.name
+    return below_autograd
+
+
+def _register():
+    for name, schema in _core.SCHEMAS.items():
+        _lib.define(schema.text)
+        kernel = _make_kernel(schema)
+        _lib.impl(name, kernel, "CPU")
+        _lib.impl(name, kernel, "CUDA")
+        _lib.impl(name, _make_meta(schema), "Meta")
+    for name, schema in _core.SCHEMAS.items():
+        autograd = _make_autograd(schema) if schema.backward else _make_below_autograd(schema)
+        _lib.impl(name, autograd, "Autograd")
+
+
+_register()
