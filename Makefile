@@ -10,7 +10,10 @@ else
 BUILD ?= build-sanitize
 endif
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-SOURCES := $(shell find include src tools tests bench -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
+# The interpreter the Python extension is built for and tested with: Debian's
+# /usr/bin/python3 holds python3-torchvision, the tests' reference.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+SOURCES := $(shell find include src tools tests bench python -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
 
 .PHONY: all deps configure build run test bench install format lint clean
 
@@ -22,7 +25,7 @@ deps:
 configure: deps
 	cmake -S . -B $(BUILD) -DVISIONOPS_CUDA=$(CUDA) -DVISIONOPS_SANITIZE=$(SANITIZE) \
 	  -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
-	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DPython3_EXECUTABLE=$(PYTHON)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -33,8 +36,13 @@ run: build
 	$(BUILD)/visionops info
 	$(BUILD)/visionops demo --out $(BUILD)
 
+# The C suite, then (except in sanitized builds, whose instrumented library
+# cannot load into Python) the Python suite on the package the build staged.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+ifeq ($(SANITIZE),)
+	./scripts/test-python.sh $(BUILD) $(PYTHON)
+endif
 
 # Medians at model-sized inputs, 1 thread and all threads (see bench/RESULTS.md).
 bench: configure

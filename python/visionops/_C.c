@@ -64,10 +64,11 @@ static const struct {
   const char *name;
   uint8_t code, bits;
 } dtype_names[] = {
-    {"float32", kDLFloat, 32}, {"float64", kDLFloat, 64}, {"float16", kDLFloat, 16},
-    {"bfloat16", kDLBfloat, 16}, {"int64", kDLInt, 64},   {"int32", kDLInt, 32},
-    {"int16", kDLInt, 16},      {"int8", kDLInt, 8},      {"uint8", kDLUInt, 8},
-    {"bool", 6 /* kDLBool, DLPack >= 0.8 */, 8},
+    {"float32", kDLFloat, 32}, {"float64", kDLFloat, 64},
+    {"float16", kDLFloat, 16}, {"bfloat16", kDLBfloat, 16},
+    {"int64", kDLInt, 64},     {"int32", kDLInt, 32},
+    {"int16", kDLInt, 16},     {"int8", kDLInt, 8},
+    {"uint8", kDLUInt, 8},     {"bool", 6 /* kDLBool, DLPack >= 0.8 */, 8},
 };
 
 static const char *dtype_name(DLDataType t) {
@@ -140,8 +141,8 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > VO_MAX_DIMS) {
     Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "%s: %s has %zd dimensions, at most %d are supported", op,
-                 what, n, VO_MAX_DIMS);
+    PyErr_Format(PyExc_ValueError, "%s: %s has %zd dimensions, at most %d are supported", op, what,
+                 n, VO_MAX_DIMS);
     return -1;
   }
   for (Py_ssize_t d = 0; d < n; d++) {
@@ -180,8 +181,8 @@ static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, con
     return -1;
   }
   if (b->ndim > VO_MAX_DIMS) {
-    PyErr_Format(PyExc_ValueError, "%s: %s has %d dimensions, at most %d are supported", op,
-                 what, b->ndim, VO_MAX_DIMS);
+    PyErr_Format(PyExc_ValueError, "%s: %s has %d dimensions, at most %d are supported", op, what,
+                 b->ndim, VO_MAX_DIMS);
     return -1;
   }
   for (int d = 0; d < b->ndim; d++) {
@@ -202,8 +203,8 @@ static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, con
 }
 
 /* A Python tensor-like to a borrowed DLTensor. `spec_ok`: spec dicts allowed. */
-static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec_ok,
-                                 const char *op, const char *what) {
+static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec_ok, const char *op,
+                                 const char *what) {
   DLTensor *t = new_slot(s, op, what);
   if (!t) return NULL;
   int i = (int)(t - s->tensors);
@@ -233,8 +234,8 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   }
   s->refs[i] = capsule;
   if (!PyCapsule_IsValid(capsule, "dltensor")) {
-    PyErr_Format(PyExc_TypeError, "%s: %s: __dlpack__ did not return an unused DLPack capsule",
-                 op, what);
+    PyErr_Format(PyExc_TypeError, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op,
+                 what);
     return NULL;
   }
   DLManagedTensor *m = (DLManagedTensor *)PyCapsule_GetPointer(capsule, "dltensor");
@@ -280,8 +281,8 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
       Py_ssize_t k = PySequence_Size(o);
       if (k > VO_MAX_LIST) {
-        PyErr_Format(PyExc_ValueError, "%s: %s holds %zd items, at most %d are supported",
-                     op->name, what, k, VO_MAX_LIST);
+        PyErr_Format(PyExc_ValueError, "%s: %s holds %zd items, at most %d are supported", op->name,
+                     what, k, VO_MAX_LIST);
         goto fail;
       }
       PyObject *first = k > 0 ? PySequence_GetItem(o, 0) : NULL;
@@ -478,8 +479,7 @@ static PyObject *py_backends(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"ops", py_ops, METH_NOARGS, "ops() -> [(name, schema, backward or None), ...]"},
-    {"backends", py_backends, METH_NOARGS,
-     "backends() -> [(name, built, available, detail), ...]"},
+    {"backends", py_backends, METH_NOARGS, "backends() -> [(name, built, available, detail), ...]"},
     {"infer", py_infer, METH_VARARGS,
      "infer(op, args) -> [(shape, dtype, (device_type, device_id)), ...]: the outputs op "
      "would produce; tensors may be spec dicts without data"},
@@ -490,8 +490,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "visionops._C", "visionops' C library, over DLPack.", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "visionops._C",
+    "visionops' C library, over DLPack.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__C(void) {
