@@ -44,10 +44,25 @@ ifeq ($(SANITIZE),)
 	./scripts/test-python.sh $(BUILD) $(PYTHON)
 endif
 
-# Medians at model-sized inputs, 1 thread and all threads (see bench/RESULTS.md).
+# visionops and torchvision side by side (bench/compare_torchvision.py: same
+# inputs, same process, medians at 1 thread and all threads, CUDA columns
+# where there is a GPU): prints the tables, rewrites the generated block of
+# bench/RESULTS.md and bench/ratios.svg. Where $(BENCH_PYTHON) lacks
+# torch/torchvision it times visionops alone (bench/bench.c) and writes
+# nothing. BENCH_ARGS: e.g. --quick, --filter roi_align, --out /tmp/r.md
+# (--help lists them).
+BENCH_PYTHON ?= /usr/bin/python3
+BENCH_ARGS ?=
 bench: configure
-	cmake --build $(BUILD) -j $(JOBS) --target visionops_bench
-	$(BUILD)/visionops_bench
+	cmake --build $(BUILD) -j $(JOBS) --target visionops visionops_bench
+	@if $(BENCH_PYTHON) -c 'import torch, torchvision' 2>/dev/null; then \
+	  echo "$(BENCH_PYTHON) bench/compare_torchvision.py $(BUILD)/libvisionops.so $(BENCH_ARGS)"; \
+	  $(BENCH_PYTHON) bench/compare_torchvision.py $(BUILD)/libvisionops.so $(BENCH_ARGS); \
+	else \
+	  echo "bench: $(BENCH_PYTHON) cannot import torch and torchvision, so no comparison:"; \
+	  echo "bench: timing visionops alone (bench/bench.c); bench/RESULTS.md is left as it is."; \
+	  $(BUILD)/visionops_bench --markdown $(filter --quick,$(BENCH_ARGS)); \
+	fi
 
 install: build
 	cmake --install $(BUILD)

@@ -1,7 +1,10 @@
 /*
  * visionops_bench: times each op at model-sized inputs on the CPU, at one
  * thread and at all threads, and prints medians (a Markdown table with
- * --markdown). Benchmarks are never tests: nothing here fails on speed.
+ * --markdown). It is what `make bench` falls back to where /usr/bin/python3
+ * lacks torch/torchvision (the side-by-side comparison is
+ * bench/compare_torchvision.py). --quick: one timed run per cell.
+ * Benchmarks are never tests: nothing here fails on speed.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -367,8 +370,11 @@ int main(int argc, char **argv) {
       filter = argv[++i];
     } else if (strcmp(argv[i], "--markdown") == 0) {
       markdown = 1;
+    } else if (strcmp(argv[i], "--quick") == 0) {
+      reps = 1;
     } else {
-      fprintf(stderr, "usage: %s [--reps N] [--filter OP_SUBSTRING] [--markdown]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--reps N] [--quick] [--filter OP_SUBSTRING] [--markdown]\n",
+              argv[0]);
       return 2;
     }
   }

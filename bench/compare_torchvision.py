@@ -1,215 +1,250 @@
-"""Times visionops (through ctypes on the built shared library) and Debian's
-torchvision on the same inputs in one process, op by op, at 1 thread and at
-all threads, and prints a Markdown table of medians and ratios.
-Usage: /usr/bin/python3 bench/compare_torchvision.py build/libvisionops.so [--reps N] [--filter S]
+"""`make bench`: times visionops (through ctypes on the built shared library)
+and torchvision on the same inputs in one process, op by op (forward and
+backward), at 1 thread and at all threads (and on CUDA where both have it),
+prints the tables, writes them into bench/RESULTS.md between the
+bench:begin/end markers and draws bench/ratios.svg.
+Usage: /usr/bin/python3 bench/compare_torchvision.py build/libvisionops.so
+       [--quick] [--reps N] [--budget S] [--filter S] [--out FILE.md] [--svg FILE.svg]
+       [--no-write]
 A benchmark, never a test: nothing here fails on speed."""
 import argparse
 import ctypes
 import os
+import sys
 import time
 
 import numpy as np
 import torch
 import torchvision
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cases  # noqa: E402
+import report  # noqa: E402
+from vo_ctypes import Lib  # noqa: E402
 
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-CODES = {np.dtype(np.float32): (2, 32), np.dtype(np.int64): (0, 64), np.dtype(np.int32): (0, 32)}
+# ----------------------------------------------------------------- timing
 
-
-class Lib:
-    def __init__(self, path):
-        self.lib = ctypes.CDLL(path)
-        self.lib.vo_last_error.restype = ctypes.c_char_p
-        self.lib.vo_context_create.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        self.ctx = ctypes.c_void_p()
-        self.lib.vo_context_create(ctypes.byref(self.ctx))
-
-    def threads(self, n):
-        self.lib.vo_context_set_num_threads(self.ctx, ctypes.c_int(n))
-
-    def call(self, fn, *args):
-        keep = []
-        conv = []
-        for a in args:
-            if isinstance(a, np.ndarray):
-                shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
-                code, bits = CODES[a.dtype]
-                t = DLTensor(a.ctypes.data, DLDevice(1, 0), a.ndim, DLDataType(code, bits, 1),
-                             shape if a.ndim else None, None, 0)
-                keep += [shape, t]
-                conv.append(ctypes.byref(t))
-            elif a is None:
-                conv.append(None)
-            elif isinstance(a, float):
-                conv.append(ctypes.c_double(a))
-            elif isinstance(a, bool):
-                conv.append(ctypes.c_int(a))
-            else:
-                conv.append(ctypes.c_int64(a))
-        if getattr(self.lib, fn)(self.ctx, *conv) != 0:
-            raise RuntimeError(self.lib.vo_last_error().decode())
-
-
-def median_ms(f, reps):
+def median_ms(f, reps, budget_s, min_reps):
+    """Median ms of up to `reps` runs after a warm-up; fewer (not under
+    min_reps) when the warm-up says they would take over budget_s."""
+    t0 = time.perf_counter()
     f()
+    first = time.perf_counter() - t0
+    n = max(min_reps, min(reps, int(budget_s / max(first, 1e-9))))
     ts = []
-    for _ in range(reps):
+    for _ in range(n):
         t0 = time.perf_counter()
         f()
         ts.append(time.perf_counter() - t0)
     return 1000 * sorted(ts)[len(ts) // 2]
 
 
-rng = np.random.default_rng(0)
+def cuda_median_ms(f, reps):
+    """Median ms between CUDA events around f on the current stream."""
+    f()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        f()
+        end.record()
+        end.synchronize()
+        ts.append(start.elapsed_time(end))
+    return sorted(ts)[len(ts) // 2]
 
 
-def detections(n):
-    m = n // 30 + 1
-    c, s = rng.uniform(0, [1333, 800], (m, 2)), rng.uniform(16, 300, (m, 2))
-    k = rng.integers(0, m, n)
-    ctr = c[k] + rng.normal(0, 0.05, (n, 2)) * s[k]
-    wh = s[k] * rng.uniform(0.8, 1.2, (n, 2))
-    return np.concatenate([ctr - wh / 2, ctr + wh / 2], 1).astype(np.float32)
+def guarded(what, f):
+    """f() or None (with the reason on stderr) if it raises."""
+    try:
+        return f()
+    except Exception as e:  # a missing CUDA kernel must not stop the CPU run
+        print(f"  {what}: n/a ({str(e).splitlines()[0][:160]})", file=sys.stderr)
+        return None
 
 
-def proposals(k, n=2):
-    w, h = 16 * 32 ** rng.random(k), 16 * 32 ** rng.random(k)
-    x1, y1 = rng.random(k) * (1088 - w), rng.random(k) * (800 - h)
-    return np.stack([rng.integers(0, n, k), x1, y1, x1 + w, y1 + h], 1).astype(np.float32)
+# ------------------------------------------------------------------ peaks
+
+def copy_peaks(mib, reps):
+    """(memmove at 1 thread, torch copy_ at all threads) in bytes/s, counting
+    the bytes read and written."""
+    a = np.ones(mib << 20, np.uint8)
+    b = np.empty_like(a)
+    size = a.nbytes
+    memmove = median_ms(lambda: ctypes.memmove(b.ctypes.data, a.ctypes.data, size), reps, 10, 3)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    torch_copy = median_ms(lambda: tb.copy_(ta), reps, 10, 3)
+    return 2 * size / (memmove / 1e3), 2 * size / (torch_copy / 1e3)
 
 
-def cases(vo):
-    """(op, case, torchvision callable, visionops callable)."""
-    out = []
-    for n in (1000, 5000, 20000):
-        b, s = detections(n), rng.random(n).astype(np.float32)
-        tb, ts = torch.from_numpy(b), torch.from_numpy(s)
-        keep, nk = np.empty(n, np.int64), np.zeros((), np.int64)
-        out.append(("nms", f"{n:,} boxes", lambda tb=tb, ts=ts: torchvision.ops.nms(tb, ts, 0.5),
-                    lambda b=b, s=s, keep=keep, nk=nk: vo.call("vo_nms", b, s, 0.5, keep, nk)))
-    n = 20000
-    b, s, c = detections(n), rng.random(n).astype(np.float32), rng.integers(0, 80, n)
-    keep, nk = np.empty(n, np.int64), np.zeros((), np.int64)
-    out.append(("batched_nms", "20,000 boxes, 80 classes",
-                lambda: torchvision.ops.batched_nms(torch.from_numpy(b), torch.from_numpy(s),
-                                                    torch.from_numpy(c), 0.5),
-                lambda: vo.call("vo_batched_nms", b, s, c, 0.5, keep, nk)))
-    a1, a2 = detections(5000), detections(5000)
-    iou = np.empty((5000, 5000), np.float32)
-    out.append(("box_iou", "5,000 x 5,000",
-                lambda: torchvision.ops.box_iou(torch.from_numpy(a1), torch.from_numpy(a2)),
-                lambda: vo.call("vo_box_iou", a1, a2, iou)))
-    x = rng.normal(size=(2, 256, 200, 272)).astype(np.float32)
-    xps = rng.normal(size=(2, 490, 200, 272)).astype(np.float32)
-    rois = proposals(1000)
-    tx, txps, tr = torch.from_numpy(x), torch.from_numpy(xps), torch.from_numpy(rois)
-    for ph in (7, 14):
-        label = f"2x256x200x272, 1000 RoIs, {ph}x{ph}"
-        o = np.empty((1000, 256, ph, ph), np.float32)
-        g = rng.normal(size=o.shape).astype(np.float32)
-        gi = np.empty_like(x)
-        out.append(("roi_align", label,
-                    lambda ph=ph: torchvision.ops.roi_align(tx, tr, ph, 0.25, 2, True),
-                    lambda ph=ph, o=o: vo.call("vo_roi_align", x, rois, 0.25, ph, ph, 2, True, o)))
-        out.append(("roi_align_backward", label,
-                    lambda ph=ph, g=g: torch.ops.torchvision._roi_align_backward(
-                        torch.from_numpy(g), tr, 0.25, ph, ph, 2, 256, 200, 272, 2, True),
-                    lambda ph=ph, g=g, gi=gi: vo.call("vo_roi_align_backward", g, rois, 0.25, ph,
-                                                      ph, 2, 256, 200, 272, 2, True, gi)))
-        am = np.empty((1000, 256, ph, ph), np.int32)
-        vo.call("vo_roi_pool", x, rois, 0.25, ph, ph, o, am)
-        out.append(("roi_pool", label,
-                    lambda ph=ph: torchvision.ops.roi_pool(tx, tr, ph, 0.25),
-                    lambda ph=ph, o=o, am=am: vo.call("vo_roi_pool", x, rois, 0.25, ph, ph, o, am)))
-        out.append(("roi_pool_backward", label,
-                    lambda ph=ph, g=g, am=am: torch.ops.torchvision._roi_pool_backward(
-                        torch.from_numpy(g), tr, torch.from_numpy(am), 0.25, ph, ph, 2, 256, 200,
-                        272),
-                    lambda ph=ph, g=g, am=am, gi=gi: vo.call("vo_roi_pool_backward", g, rois, am,
-                                                             0.25, ph, ph, 2, 256, 200, 272, gi)))
-    label = "2x490x200x272, 1000 RoIs, 7x7"
-    o = np.empty((1000, 10, 7, 7), np.float32)
-    cm = np.empty((1000, 10, 7, 7), np.int32)
-    g = rng.normal(size=o.shape).astype(np.float32)
-    gi = np.empty_like(xps)
-    vo.call("vo_ps_roi_align", xps, rois, 0.25, 7, 7, 2, o, cm)
-    out.append(("ps_roi_align", label,
-                lambda: torchvision.ops.ps_roi_align(txps, tr, 7, 0.25, 2),
-                lambda: vo.call("vo_ps_roi_align", xps, rois, 0.25, 7, 7, 2, o, cm)))
-    out.append(("ps_roi_align_backward", label,
-                lambda: torch.ops.torchvision._ps_roi_align_backward(
-                    torch.from_numpy(g), tr, torch.from_numpy(cm), 0.25, 7, 7, 2, 2, 490, 200, 272),
-                lambda: vo.call("vo_ps_roi_align_backward", g, rois, cm, 0.25, 7, 7, 2, 2, 490, 200,
-                                272, gi)))
-    out.append(("ps_roi_pool", label,
-                lambda: torchvision.ops.ps_roi_pool(txps, tr, 7, 0.25),
-                lambda: vo.call("vo_ps_roi_pool", xps, rois, 0.25, 7, 7, o, cm)))
-    out.append(("ps_roi_pool_backward", label,
-                lambda: torch.ops.torchvision._ps_roi_pool_backward(
-                    torch.from_numpy(g), tr, torch.from_numpy(cm), 0.25, 7, 7, 2, 490, 200, 272),
-                lambda: vo.call("vo_ps_roi_pool_backward", g, rois, cm, 0.25, 7, 7, 2, 490, 200,
-                                272, gi)))
-    # DCN v2 (mask), ResNet-stage sized: 2x256x64x64, 3x3, 256 out, offset groups 1.
-    label = "2x256x64x64, 3x3, 256 out, mask"
-    drng = np.random.default_rng(1)
-    xd = drng.uniform(-1, 1, (2, 256, 64, 64)).astype(np.float32)
-    wd = drng.uniform(-0.05, 0.05, (256, 256, 3, 3)).astype(np.float32)
-    od = drng.uniform(-2, 2, (2, 18, 64, 64)).astype(np.float32)
-    md = drng.uniform(0, 1, (2, 9, 64, 64)).astype(np.float32)
-    bd = drng.uniform(-1, 1, (256,)).astype(np.float32)
-    gd = drng.uniform(-1, 1, (2, 256, 64, 64)).astype(np.float32)
-    yd = np.empty_like(gd)
-    douts = [np.empty_like(xd), np.empty_like(wd), np.empty_like(od), np.empty_like(md),
-             np.empty_like(bd)]
-    tt = [torch.from_numpy(a) for a in (xd, wd, od, md, bd, gd)]
-    ints = (1, 1, 1, 1, 1, 1, 1, 1)
-    out.append(("deform_conv2d", label,
-                lambda: torch.ops.torchvision.deform_conv2d(tt[0], tt[1], tt[2], tt[3], tt[4],
-                                                            *ints, True),
-                lambda: vo.call("vo_deform_conv2d", xd, wd, od, md, bd, *ints, yd)))
-    out.append(("deform_conv2d_backward", label,
-                lambda: torch.ops.torchvision._deform_conv2d_backward(
-                    tt[5], tt[0], tt[1], tt[2], tt[3], tt[4], *ints, True),
-                lambda: vo.call("vo_deform_conv2d_backward", gd, xd, wd, od, md, bd, *ints,
-                                *douts)))
-    return out
+def iou_peak(vo, n, reps):
+    """visionops' box_iou rate (IoUs/s) on an in-cache n x n problem."""
+    rng = np.random.default_rng(5)
+    a, b = (torch.from_numpy(cases.detections(rng, n)) for _ in range(2))
+    out = torch.empty((n, n))
+    return n * n / (median_ms(lambda: vo.call("vo_box_iou", a, b, out), reps, 5, 3) / 1e3)
+
+
+def gemm_peak(n, reps):
+    a, b = torch.rand(n, n), torch.rand(n, n)
+    c = torch.empty(n, n)
+    return 2.0 * n ** 3 / (median_ms(lambda: torch.mm(a, b, out=c), reps, 5, 3) / 1e3)
+
+
+def measure_peaks(vo, cores, quick):
+    torch.set_num_threads(cores)
+    vo.threads(cores)
+    mib, reps = (64, 3) if quick else (256, 7)
+    memmove, torch_copy = copy_peaks(mib, reps)
+    peaks = {"memmove": memmove, "torch_copy": torch_copy, "bandwidth": max(memmove, torch_copy),
+             "copy_mib": mib, "iou_n": 1000, "gemm_n": 1024 if quick else 2048}
+    peaks["iou"] = guarded("box_iou peak", lambda: iou_peak(vo, peaks["iou_n"], reps))
+    peaks["flop"] = gemm_peak(peaks["gemm_n"], reps)
+    return peaks
+
+
+# ------------------------------------------------------------------- runs
+
+def time_cpu(case, cores, vo, opts):
+    """{tv_1, vo_1, tv_n, vo_n} of one case."""
+    tv, mine = case.make("cpu")
+    row = {}
+    for threads, tag in ((1, "1"), (cores, "n")):
+        torch.set_num_threads(threads)
+        vo.threads(threads)
+        row["tv_" + tag] = median_ms(tv, opts.reps, opts.budget, opts.min_reps)
+        row["vo_" + tag] = median_ms(mine, opts.reps, opts.budget, opts.min_reps)
+    return row
+
+
+def time_cuda_pair(case, reps):
+    """{tv_cuda, vo_cuda} on the current stream; None where a side fails."""
+    made = guarded(f"{case.op} CUDA inputs", lambda: case.make("cuda"))
+    if made is None:
+        return {}
+    tv, mine = made
+    return {"tv_cuda": guarded(f"torchvision CUDA {case.op}", lambda: cuda_median_ms(tv, reps)),
+            "vo_cuda": guarded(f"visionops CUDA {case.op}", lambda: cuda_median_ms(mine, reps))}
+
+
+def time_cuda(case, opts, stream):
+    """CUDA cells of one case on the stream visionops' CUDA context uses;
+    n/a where visionops has no CUDA kernel for the op yet."""
+    with torch.cuda.stream(stream):
+        row = time_cuda_pair(case, opts.reps)
+    torch.cuda.empty_cache()
+    return row
+
+
+def setup_cuda(vo):
+    """A torch stream that visionops' CUDA context also uses, or None
+    without a GPU or without the library's CUDA backend."""
+    if not torch.cuda.is_available():
+        return None
+    if not vo.cuda_available():
+        print("bench: torch sees a GPU but this visionops build has no usable CUDA backend: "
+              f"{vo.backends().get('cuda', (False, 'not built'))[1]}", file=sys.stderr)
+        return None
+    stream = guarded("CUDA stream", torch.cuda.Stream)
+    if stream is None or guarded("visionops CUDA stream",
+                                 lambda: vo.use_cuda_stream(stream.cuda_stream) or True) is None:
+        return None
+    return stream
+
+
+def print_row(r, cores):
+    rat = lambda a, b: report.fmt_ratio(report.ratio(r.get(a), r.get(b)))
+    line = (f"{r['op']:<24} {r['label']:<34} tv1 {report.fmt_ms(r['tv_1']):>8} "
+            f"vo1 {report.fmt_ms(r['vo_1']):>8} {rat('tv_1', 'vo_1'):>7}   "
+            f"tv{cores} {report.fmt_ms(r['tv_n']):>8} vo{cores} {report.fmt_ms(r['vo_n']):>8} "
+            f"{rat('tv_n', 'vo_n'):>7}")
+    if "tv_cuda" in r or "vo_cuda" in r:
+        line += (f"   cuda tv {report.fmt_ms(r.get('tv_cuda')):>8} "
+                 f"vo {report.fmt_ms(r.get('vo_cuda')):>8} {rat('tv_cuda', 'vo_cuda'):>7}")
+    print(line, flush=True)
+
+
+def run(vo, opts, cores, stream):
+    sizes = cases.QUICK if opts.quick else cases.Sizes()
+    wanted = lambda op: opts.filter in op or opts.filter in op + "_backward"
+    rows = []
+    for case in cases.all_cases(vo, sizes, wanted):
+        if opts.filter not in case.op:
+            continue
+        row = {"op": case.op, "label": case.label, "case": case}
+        row.update(time_cpu(case, cores, vo, opts))
+        if stream is not None:
+            row.update(time_cuda(case, opts, stream))
+        print_row(row, cores)
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------- main
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("lib", help="path of the built libvisionops.so")
+    ap.add_argument("--quick", action="store_true",
+                    help="small cases (100 RoIs, small deform_conv2d), 1 run each: a smoke test")
+    ap.add_argument("--reps", type=int, default=None, help="timed runs per cell (default 7)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds per cell beyond which fewer runs (at least 3) are taken")
+    ap.add_argument("--filter", default="", help="only ops whose name contains this")
+    ap.add_argument("--out", default=None,
+                    help="Markdown file whose bench:begin/end block is replaced (default "
+                    "bench/RESULTS.md; with --quick, bench-quick/RESULTS.md next to the library, "
+                    "so smoke runs never overwrite the recorded figures)")
+    ap.add_argument("--svg", default=None, help="chart path (default: ratios.svg next to --out)")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    opts = ap.parse_args()
+    opts.reps = opts.reps or (1 if opts.quick else 7)
+    opts.budget = opts.budget or (1.0 if opts.quick else 4.0)
+    opts.min_reps = min(opts.reps, 1 if opts.quick else 3)
+    quick_dir = os.path.join(os.path.dirname(os.path.abspath(opts.lib)), "bench-quick")
+    opts.out = opts.out or (os.path.join(quick_dir, "RESULTS.md") if opts.quick
+                            else os.path.join(HERE, "RESULTS.md"))
+    opts.svg = opts.svg or os.path.join(os.path.dirname(os.path.abspath(opts.out)), "ratios.svg")
+    return opts
+
+
+def write_outputs(rows, opts, cores, vo, peaks, stream):
+    gpu = torch.cuda.get_device_name() if stream is not None else None
+    versions = (f"visionops {vo.version()}, torch {torch.__version__}, "
+                f"torchvision {torchvision.__version__}")
+    reps = (f"up to {opts.reps} timed runs per cell (fewer, but at least {opts.min_reps}, "
+            f"where they would take over {opts.budget:g} s)")
+    info = {"date": report.today(), "machine": report.machine(cores, versions, gpu),
+            "command": " ".join([sys.executable] + sys.argv), "cores": cores,
+            "cuda": stream is not None, "peaks": peaks, "reps_text": reps,
+            "svg_name": os.path.relpath(opts.svg, os.path.dirname(os.path.abspath(opts.out)))}
+    text = report.block(rows, info)
+    print("\n" + text)
+    if opts.no_write:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(opts.out)), exist_ok=True)
+    report.splice(opts.out, text)
+    title = f"visionops vs torchvision, {report.cpu_model()} ({cores} cores), {info['date']}"
+    with open(opts.svg, "w") as f:
+        f.write(report.svg(rows, cores, stream is not None, title))
+    print(f"bench: wrote {opts.out} and {opts.svg}")
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("lib")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--filter", default="")
-    args = ap.parse_args()
-    vo = Lib(args.lib)
+    opts = parse_args()
+    vo = Lib(opts.lib)
     cores = os.cpu_count() or 1
-    print(f"| op | case | torchvision 1 thr (ms) | visionops 1 thr (ms) | ratio | "
-          f"torchvision {cores} thr (ms) | visionops {cores} thr (ms) | ratio |")
-    print("|---|---|---|---|---|---|---|---|")
-    for op, label, tv, mine in cases(vo):
-        if args.filter not in op:
-            continue
-        row = []
-        for threads in (1, cores):
-            torch.set_num_threads(threads)
-            vo.threads(threads)
-            t_tv, t_vo = median_ms(tv, args.reps), median_ms(mine, args.reps)
-            row += [f"{t_tv:.2f}", f"{t_vo:.2f}", f"{t_tv / t_vo:.1f}x"]
-        print(f"| {op} | {label} | " + " | ".join(row) + " |", flush=True)
+    stream = setup_cuda(vo)
+    print(f"bench: {cores} threads; CUDA columns: {'yes' if stream is not None else 'no'}; "
+          f"{'quick sizes, ' if opts.quick else ''}up to {opts.reps} runs per cell", flush=True)
+    peaks = measure_peaks(vo, cores, opts.quick)
+    rows = run(vo, opts, cores, stream)
+    if not rows:
+        sys.exit(f"bench: no op matches --filter {opts.filter!r}")
+    write_outputs(rows, opts, cores, vo, peaks, stream)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ the registry names a backward op, an autograd kernel that calls it.
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
 Meta and Autograd keys are used, which both support."""
 import torch
+from torch.utils.dlpack import to_dlpack
 
 from . import _C, _core
 
@@ -23,11 +24,13 @@ _CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy: torch's default stream is the legac
 _lib = torch.library.Library("visionops", "DEF")
 
 
-def _detach(value):
+def _borrow(value):
+    """A tensor argument as a DLPack capsule (no copy, no stream sync: the
+    op runs on the tensor's current stream)."""
     if isinstance(value, torch.Tensor):
-        return value.detach()
+        return to_dlpack(value.detach())
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
-        return [v.detach() for v in value]
+        return [to_dlpack(v.detach()) for v in value]
     return value
 
 
@@ -50,6 +53,26 @@ def _alloc(shape, dtype, device):
     return torch.empty(shape, dtype=_DTYPES[dtype], device=dev)
 
 
+class _BelowAutograd:
+    """Dispatch below the Autograd keys for the duration of a with block.
+    torch 1.13's _AutoDispatchBelowAutograd is a guard that acts while the
+    object lives; torch 2.x made it a context manager."""
+
+    def __enter__(self):
+        guard = torch._C._AutoDispatchBelowAutograd()
+        if hasattr(guard, "__enter__"):
+            guard.__enter__()
+        self._guard = guard
+        return self
+
+    def __exit__(self, *exc):
+        guard, self._guard = self._guard, None
+        if hasattr(guard, "__exit__"):
+            guard.__exit__(*exc)
+        del guard
+        return False
+
+
 def _pack(schema, outs):
     if schema.returns_list:
         return list(outs)
@@ -64,8 +87,9 @@ def _make_kernel(schema):
     name = schema.name
 
     def kernel(*args):
-        args = [_detach(a) for a in schema.complete(args)]
+        args = schema.complete(args)
         first = _first_tensor(args)
+        args = [_borrow(a) for a in args]
         if first is not None and first.is_cuda:
             with torch.cuda.device(first.device):
                 stream = torch.cuda.current_stream(first.device).cuda_stream or _CUDA_STREAM_LEGACY
@@ -175,11 +199,8 @@ def _make_autograd(schema):
         @staticmethod
         def forward(ctx, layout, *flat):
             args = _unflatten(layout, flat)
-            guard = torch._C._AutoDispatchBelowAutograd()
-            try:
+            with _BelowAutograd():
                 result = op(*args)
-            finally:
-                del guard
             outs = result if isinstance(result, (tuple, list)) else (result,)
             ctx.layout = layout
             ctx.num_flat = len(flat)
@@ -236,11 +257,8 @@ def _make_below_autograd(schema):
     op = getattr(torch.ops.visionops, schema.name)
 
     def below_autograd(*args):
-        guard = torch._C._AutoDispatchBelowAutograd()
-        try:
+        with _BelowAutograd():
             return op(*args)
-        finally:
-            del guard
 
     below_autograd.__name__ = "visionops_%s_no_grad" % schema.name
     return below_autograd
