@@ -78,7 +78,7 @@ lint: configure
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --suppress=ctunullpointer --suppress=ctuuninitvar \
 	  --std=c11 --inline-suppr -I include -I src -DVISIONOPS_HAVE_OPENMP src tools
-	run-clang-tidy -quiet -p $(BUILD) '$(CURDIR)/(src|tools|tests)/.*\.c$$' > $(BUILD)/clang-tidy.log 2>&1 \
+	run-clang-tidy -quiet -p $(BUILD) '$(CURDIR)/(src|tools|tests|python)/.*\.c$$' > $(BUILD)/clang-tidy.log 2>&1 \
 	  || (cat $(BUILD)/clang-tidy.log; exit 1)
 
 clean:

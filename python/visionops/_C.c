@@ -96,23 +96,24 @@ static int dtype_from_format(const char *fmt, Py_ssize_t itemsize, DLDataType *o
   if (fmt[0] == '\0' || fmt[1] != '\0') return 0;
   out->lanes = 1;
   out->bits = (uint8_t)(itemsize * 8);
-  switch (fmt[0]) {
-    case 'e':
-    case 'f':
-    case 'd': out->code = kDLFloat; return itemsize == 2 || itemsize == 4 || itemsize == 8;
-    case 'b':
-    case 'h':
-    case 'i':
-    case 'l':
-    case 'q': out->code = kDLInt; return 1;
-    case 'B':
-    case 'H':
-    case 'I':
-    case 'L':
-    case 'Q': out->code = kDLUInt; return 1;
-    case '?': out->code = 6 /* kDLBool */; return itemsize == 1;
-    default: return 0;
+  const char c = fmt[0];
+  if (strchr("efd", c)) {
+    out->code = kDLFloat;
+    return itemsize == 2 || itemsize == 4 || itemsize == 8;
   }
+  if (strchr("bhilq", c)) {
+    out->code = kDLInt;
+    return 1;
+  }
+  if (strchr("BHILQ", c)) {
+    out->code = kDLUInt;
+    return 1;
+  }
+  if (c == '?') {
+    out->code = 6; /* kDLBool, DLPack >= 0.8 */
+    return itemsize == 1;
+  }
+  return 0;
 }
 
 static DLTensor *new_slot(store *s, const char *op, const char *what) {
@@ -210,6 +211,7 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   int i = (int)(t - s->tensors);
   if (spec_ok && PyDict_Check(obj)) return spec_tensor(s, obj, t, op, what) ? NULL : t;
   PyObject *capsule = NULL;
+  int use_buffer = 0;
   if (PyCapsule_CheckExact(obj)) {
     Py_INCREF(obj);
     capsule = obj;
@@ -217,21 +219,22 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
     capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
     if (!capsule) {
       /* NumPy will not export read-only arrays; read them in place. */
-      if (!writable && PyErr_ExceptionMatches(PyExc_BufferError) && PyObject_CheckBuffer(obj)) {
-        PyErr_Clear();
-        return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
-      }
+      if (writable || !PyErr_ExceptionMatches(PyExc_BufferError) || !PyObject_CheckBuffer(obj))
+        return NULL;
+      PyErr_Clear();
+      use_buffer = 1;
+    }
+  } else {
+    use_buffer = PyObject_CheckBuffer(obj);
+    if (!use_buffer) {
+      PyErr_Format(PyExc_TypeError,
+                   "%s: %s must be a tensor (an object with __dlpack__ or the buffer protocol), "
+                   "got %s",
+                   op, what, Py_TYPE(obj)->tp_name);
       return NULL;
     }
-  } else if (PyObject_CheckBuffer(obj)) {
-    return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
-  } else {
-    PyErr_Format(PyExc_TypeError,
-                 "%s: %s must be a tensor (an object with __dlpack__ or the buffer protocol), "
-                 "got %s",
-                 op, what, Py_TYPE(obj)->tp_name);
-    return NULL;
   }
+  if (use_buffer) return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
   s->refs[i] = capsule;
   if (!PyCapsule_IsValid(capsule, "dltensor")) {
     PyErr_Format(PyExc_TypeError, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op,
