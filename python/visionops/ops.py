@@ -63,8 +63,40 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     return keep[:int(num_kept)]
 
 
-def box_iou(boxes1, boxes2):
-    return _call("box_iou", boxes1, boxes2)
+_BOX_FORMATS = ("xyxy", "xywh", "cxcywh")
+
+
+def _to_xyxy(boxes, fmt):
+    """Boxes in torchvision's formats to (x1, y1, x2, y2), in the caller's
+    framework (elementwise arithmetic, as torchvision's box_convert)."""
+    if fmt == "xyxy":
+        return boxes
+    if _is_torch(boxes):
+        import torch
+
+        cat = lambda cols: torch.stack(cols, dim=-1)  # noqa: E731
+    else:
+        import numpy as np
+
+        cat = lambda cols: np.stack(cols, axis=-1)  # noqa: E731
+    a, b, c, d = (boxes[..., i] for i in range(4))
+    if fmt == "xywh":
+        return cat([a, b, a + c, b + d])
+    return cat([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d])
+
+
+def box_iou(boxes1, boxes2, fmt="xyxy"):
+    """Pairwise IoU. `fmt` ("xyxy", "xywh" or "cxcywh", as in newer
+    torchvision) is the format of both box sets."""
+    fmt = str(fmt).lower()
+    if fmt not in _BOX_FORMATS:
+        raise ValueError("box_iou: fmt must be one of %s, got %r" % (", ".join(_BOX_FORMATS), fmt))
+    if fmt != "xyxy":
+        for name, b in (("boxes1", boxes1), ("boxes2", boxes2)):
+            if len(b.shape) != 2 or b.shape[1] != 4:
+                raise ValueError("box_iou: %s must have shape [N, 4], got %s"
+                                 % (name, tuple(b.shape)))
+    return _call("box_iou", _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt))
 
 
 def generalized_box_iou(boxes1, boxes2):
@@ -139,7 +171,11 @@ def multi_scale_roi_align(features, boxes, scales, output_size, sampling_ratio, 
     torchvision's LevelMapper assigns it (scales[i] is level i's stride
     reciprocal, e.g. 1/4, 1/8, ...)."""
     ph, pw = _pair(output_size, "output_size")
-    return _call("multi_scale_roi_align", list(features), _rois(boxes, features[0]),
+    features = list(features)
+    if not features:
+        raise ValueError("multi_scale_roi_align: features must be a non-empty list of "
+                         "[N, C, H, W] tensors")
+    return _call("multi_scale_roi_align", features, _rois(boxes, features[0]),
                  [float(s) for s in scales], ph, pw, int(sampling_ratio), int(canonical_scale),
                  int(canonical_level), bool(aligned))
 
