@@ -7,6 +7,7 @@
 set -euo pipefail
 build=${1:?usage: test-python.sh BUILD_DIR [PYTHON]}
 python=${2:-python3}
+build=$(cd "$build" && pwd)
 cd "$(dirname "$0")/.."
 if ! ls "$build"/python/visionops/_C.*.so >/dev/null 2>&1; then
   echo "test-python: $build has no Python extension (python3-dev missing, or VISIONOPS_PYTHON=OFF)" >&2
@@ -20,5 +21,5 @@ if ! "$venv/bin/python" -c "import pytest" 2>/dev/null; then
   echo "test-python: pytest is not importable from $python (apt-get install python3-pytest)" >&2
   exit 1
 fi
-PYTHONPATH="$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}" \
+PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" \
   exec "$venv/bin/python" -m pytest tests/python -q -p no:cacheprovider

@@ -58,8 +58,10 @@ def nms(boxes, scores, iou_threshold):
 
 
 def batched_nms(boxes, scores, idxs, iou_threshold):
-    """NMS within each category of idxs; kept indices by decreasing score."""
-    keep, num_kept = _call("batched_nms", boxes, scores, idxs, float(iou_threshold))
+    """NMS within each category of idxs; kept indices by decreasing score.
+    idxs may be of any integer dtype, as in torchvision (the library reads
+    int64; others are widened, an N-element copy)."""
+    keep, num_kept = _call("batched_nms", boxes, scores, _int64(idxs), float(iou_threshold))
     return keep[:int(num_kept)]
 
 
@@ -83,6 +85,22 @@ def _to_xyxy(boxes, fmt):
     if fmt == "xywh":
         return cat([a, b, a + c, b + d])
     return cat([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d])
+
+
+def _int64(t):
+    """Integer tensors of another width widened to int64; anything else as is
+    (the library reports a wrong dtype)."""
+    if _is_torch(t):
+        import torch
+
+        if not t.is_floating_point() and not t.is_complex() and t.dtype not in (torch.int64,
+                                                                                torch.bool):
+            return t.to(torch.int64)
+        return t
+    kind = getattr(getattr(t, "dtype", None), "kind", None)
+    if kind in ("i", "u") and t.dtype.itemsize != 8 or kind == "u":
+        return t.astype("int64")
+    return t
 
 
 def box_iou(boxes1, boxes2, fmt="xyxy"):

@@ -113,13 +113,18 @@ def _make_meta(schema):
 
     def meta(*args):
         args = schema.complete(args)
-        specs = []
+        specs, devices = [], set()
         for a in args:
             if isinstance(a, torch.Tensor):
+                devices.add(a.device)
                 a = _spec(a)
             elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+                devices.update(t.device for t in a)
                 a = [_spec(t) for t in a]
             specs.append(a)
+        if len(devices) > 1:  # e.g. CPU and Meta tensors in one call
+            raise ValueError("%s: all tensors must be on one device, got %s"
+                             % (name, " and ".join(sorted(str(d) for d in devices))))
         first = _first_tensor(args)
         device = first.device if first is not None else torch.device("meta")
         outs = [torch.empty(shape, dtype=_DTYPES[dtype], device=device)
