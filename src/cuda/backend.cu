@@ -11,13 +11,25 @@ namespace {
 // of the op id rather than a positional list, so the table below cannot drift
 // out of order when ops.def grows.
 constexpr vo_kernel_fn cuda_kernel_for(int op) {
-  return op == VO_OP_nms                   ? vo_cuda_nms
-         : op == VO_OP_batched_nms         ? vo_cuda_nms
-         : op == VO_OP_box_iou             ? vo_cuda_pairwise_iou
-         : op == VO_OP_generalized_box_iou ? vo_cuda_pairwise_iou
-         : op == VO_OP_distance_box_iou    ? vo_cuda_pairwise_iou
-         : op == VO_OP_complete_box_iou    ? vo_cuda_pairwise_iou
-                                           : nullptr;
+  return op == VO_OP_nms                              ? vo_cuda_nms
+         : op == VO_OP_batched_nms                    ? vo_cuda_nms
+         : op == VO_OP_box_iou                        ? vo_cuda_pairwise_iou
+         : op == VO_OP_generalized_box_iou            ? vo_cuda_pairwise_iou
+         : op == VO_OP_distance_box_iou               ? vo_cuda_pairwise_iou
+         : op == VO_OP_complete_box_iou               ? vo_cuda_pairwise_iou
+         : op == VO_OP_roi_align                      ? vo_cuda_roi_align
+         : op == VO_OP_roi_align_backward             ? vo_cuda_roi_align_backward
+         : op == VO_OP_roi_pool                       ? vo_cuda_roi_pool
+         : op == VO_OP_roi_pool_backward              ? vo_cuda_roi_pool_backward
+         : op == VO_OP_multi_scale_roi_align          ? vo_cuda_multi_scale_roi_align
+         : op == VO_OP_multi_scale_roi_align_backward ? vo_cuda_multi_scale_roi_align_backward
+         : op == VO_OP_ps_roi_align                   ? vo_cuda_ps_roi_align
+         : op == VO_OP_ps_roi_align_backward          ? vo_cuda_ps_roi_align_backward
+         : op == VO_OP_ps_roi_pool                    ? vo_cuda_ps_roi_pool
+         : op == VO_OP_ps_roi_pool_backward           ? vo_cuda_ps_roi_pool_backward
+         : op == VO_OP_deform_conv2d                  ? vo_cuda_deform_conv2d
+         : op == VO_OP_deform_conv2d_backward         ? vo_cuda_deform_conv2d_backward
+                                                      : nullptr;
 }
 
 // Constant-initialised (no dynamic initialiser): registration must survive
@@ -39,6 +51,26 @@ static_assert(vo_cuda_kernels[VO_OP_distance_box_iou] == vo_cuda_pairwise_iou,
               "distance_box_iou slot");
 static_assert(vo_cuda_kernels[VO_OP_complete_box_iou] == vo_cuda_pairwise_iou,
               "complete_box_iou slot");
+static_assert(vo_cuda_kernels[VO_OP_roi_align] == vo_cuda_roi_align, "roi_align slot");
+static_assert(vo_cuda_kernels[VO_OP_roi_align_backward] == vo_cuda_roi_align_backward,
+              "roi_align_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_roi_pool] == vo_cuda_roi_pool, "roi_pool slot");
+static_assert(vo_cuda_kernels[VO_OP_roi_pool_backward] == vo_cuda_roi_pool_backward,
+              "roi_pool_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_multi_scale_roi_align] == vo_cuda_multi_scale_roi_align,
+              "multi_scale_roi_align slot");
+static_assert(vo_cuda_kernels[VO_OP_multi_scale_roi_align_backward] ==
+                  vo_cuda_multi_scale_roi_align_backward,
+              "multi_scale_roi_align_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_ps_roi_align] == vo_cuda_ps_roi_align, "ps_roi_align slot");
+static_assert(vo_cuda_kernels[VO_OP_ps_roi_align_backward] == vo_cuda_ps_roi_align_backward,
+              "ps_roi_align_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_ps_roi_pool] == vo_cuda_ps_roi_pool, "ps_roi_pool slot");
+static_assert(vo_cuda_kernels[VO_OP_ps_roi_pool_backward] == vo_cuda_ps_roi_pool_backward,
+              "ps_roi_pool_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_deform_conv2d] == vo_cuda_deform_conv2d, "deform_conv2d slot");
+static_assert(vo_cuda_kernels[VO_OP_deform_conv2d_backward] == vo_cuda_deform_conv2d_backward,
+              "deform_conv2d_backward slot");
 
 // Appends printf-style text at *used, never past n (vsnprintf truncates and
 // NUL-terminates; *used saturates at n - 1).

@@ -18,6 +18,22 @@ extern "C" {
 vo_status vo_cuda_nms(const vo_exec *ex);
 // box_iou and its variants: ex->p.iou.kind picks the formula.
 vo_status vo_cuda_pairwise_iou(const vo_exec *ex);
+// roi_align, roi_pool, multi_scale_roi_align and their backwards
+// (roi_align.cu, roi_pool.cu, multi_scale_roi_align.cu).
+vo_status vo_cuda_roi_align(const vo_exec *ex);
+vo_status vo_cuda_roi_align_backward(const vo_exec *ex);
+vo_status vo_cuda_roi_pool(const vo_exec *ex);
+vo_status vo_cuda_roi_pool_backward(const vo_exec *ex);
+vo_status vo_cuda_multi_scale_roi_align(const vo_exec *ex);
+vo_status vo_cuda_multi_scale_roi_align_backward(const vo_exec *ex);
+// ps_roi_align / ps_roi_pool and their backwards (ps_roi_align.cu, ps_roi_pool.cu).
+vo_status vo_cuda_ps_roi_align(const vo_exec *ex);
+vo_status vo_cuda_ps_roi_align_backward(const vo_exec *ex);
+vo_status vo_cuda_ps_roi_pool(const vo_exec *ex);
+vo_status vo_cuda_ps_roi_pool_backward(const vo_exec *ex);
+// deform_conv2d and its backward (deform_conv2d.cu; cuBLAS loaded at first use).
+vo_status vo_cuda_deform_conv2d(const vo_exec *ex);
+vo_status vo_cuda_deform_conv2d_backward(const vo_exec *ex);
 }
 
 // ------------------------------------------------------------ host helpers

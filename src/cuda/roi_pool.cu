@@ -1,0 +1,149 @@
+// CUDA roi_pool (with argmax) and roi_pool_backward: one thread per output
+// element (cuda/roi_common.cuh holds the per-element math). The backward
+// either scatters grad to argmax with atomics (fast) or, under
+// ctx->deterministic, gathers: one thread per grad_input element sums the
+// bins that chose it, in the CPU's (RoI, ph, pw) order.
+#include "cuda/roi_common.cuh"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename S>
+__global__ void roi_pool_forward_kernel(vo_crp_args a, vo_cuda_view in, vo_cuda_view rois,
+                                        int64_t n, S *out, int32_t *argmax) {
+  VO_CUDA_GRID_STRIDE(i, n) {
+    int32_t am;
+    vo_cuda_store(out, i, vo_crp_forward_at<S>(a, in, rois, i, &am));
+    argmax[i] = am;
+  }
+}
+
+template <typename S, typename A>
+__global__ void roi_pool_scatter_kernel(vo_crp_args a, vo_cuda_view grad, vo_cuda_view argmax,
+                                        vo_cuda_view rois, int64_t n, A *acc) {
+  VO_CUDA_GRID_STRIDE(i, n) vo_crp_scatter_at<S, A>(a, grad, argmax, rois, i, acc);
+}
+
+// *in_bins stays 1 when every argmax is -1 or inside its own bin.
+template <typename T>
+__global__ void roi_pool_in_bins_kernel(vo_crp_args a, vo_cuda_view argmax, vo_cuda_view rois,
+                                        int64_t n, int *in_bins) {
+  VO_CUDA_GRID_STRIDE(i, n) {
+    if (!vo_crp_argmax_in_bin<T>(a, argmax, rois, i)) *in_bins = 0;
+  }
+}
+
+template <typename S>
+__global__ void roi_pool_gather_kernel(vo_crp_args a, vo_cuda_view grad, vo_cuda_view argmax,
+                                       vo_cuda_view rois, int64_t num_rois, const int *in_bins,
+                                       int64_t n, S *out) {
+  const bool restrict_bins = *in_bins != 0;
+  VO_CUDA_GRID_STRIDE(i, n)
+  vo_cuda_store(out, i, vo_crp_gather_at<S>(a, grad, argmax, rois, num_rois, restrict_bins, i));
+}
+
+template <typename S>
+vo_status forward_run(const vo_exec *ex, cudaStream_t stream) {
+  const vo_roi_pool_params &p = ex->p.roi_pool;
+  const int64_t n = p.out->numel;
+  roi_pool_forward_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
+      vo_crp_args_of(&p), vo_cuda_view_of(p.input), vo_cuda_view_of(p.rois), n,
+      static_cast<S *>(p.out->data), static_cast<int32_t *>(p.argmax_out->data));
+  return vo_cuda_check_launch(ex);
+}
+
+template <typename S>
+vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
+  typedef typename vo_cuda_compute<S>::type T;
+  const vo_roi_pool_params &p = ex->p.roi_pool;
+  const int64_t n = p.out->numel, num_rois = p.rois->shape[0], ng = p.grad->numel;
+  S *out = static_cast<S *>(p.out->data);
+  const vo_crp_args a = vo_crp_args_of(&p);
+  const vo_cuda_view grad = vo_cuda_view_of(p.grad), rois = vo_cuda_view_of(p.rois);
+  const vo_cuda_view argmax = vo_cuda_view_of(p.argmax);
+  if (num_rois == 0 || ng == 0)
+    return vo_cuda_check(ex, cudaMemsetAsync(out, 0, (size_t)n * sizeof(S), stream));
+  vo_status st;
+  vo_cuda_workspace ws(ex);
+  if (!ex->ctx->deterministic) {
+    if constexpr (sizeof(S) == sizeof(T)) {
+      st = vo_cuda_check(ex, cudaMemsetAsync(out, 0, (size_t)n * sizeof(S), stream));
+      if (st != VO_OK) return st;
+      roi_pool_scatter_kernel<S, T><<<vo_cuda_blocks(ng, kThreads), kThreads, 0, stream>>>(
+          a, grad, argmax, rois, ng, reinterpret_cast<T *>(out));
+      return vo_cuda_check_launch(ex);
+    } else {
+      // Half types: a float32 copy of grad_input when it fits the limit.
+      const uint64_t bytes = (uint64_t)n * sizeof(float);
+      float *acc = nullptr;
+      if (bytes <= vo_cr_workspace_limit(ex)) {
+        acc = static_cast<float *>(ws.alloc((size_t)bytes));
+        if (!acc) vo_clear_error();  // the gather needs (almost) no workspace
+      }
+      if (acc) {
+        st = vo_cuda_check(ex, cudaMemsetAsync(acc, 0, (size_t)bytes, stream));
+        if (st != VO_OK) return st;
+        roi_pool_scatter_kernel<S, float>
+            <<<vo_cuda_blocks(ng, kThreads), kThreads, 0, stream>>>(a, grad, argmax, rois, ng, acc);
+        if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+        vo_cr_convert_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(acc, n, out);
+        return vo_cuda_check_launch(ex);
+      }
+    }
+  }
+  int *in_bins = static_cast<int *>(ws.alloc(sizeof(int)));
+  if (!in_bins) return VO_ERROR_OUT_OF_MEMORY;
+  // any nonzero value means "every argmax in its bin"
+  st = vo_cuda_check(ex, cudaMemsetAsync(in_bins, 1, sizeof(int), stream));
+  if (st != VO_OK) return st;
+  roi_pool_in_bins_kernel<T>
+      <<<vo_cuda_blocks(ng, kThreads), kThreads, 0, stream>>>(a, argmax, rois, ng, in_bins);
+  if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+  roi_pool_gather_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
+      a, grad, argmax, rois, num_rois, in_bins, n, out);
+  return vo_cuda_check_launch(ex);
+}
+
+template <typename S>
+struct forward_op {
+  static vo_status run(const vo_exec *ex, cudaStream_t s) { return forward_run<S>(ex, s); }
+};
+template <typename S>
+struct backward_op {
+  static vo_status run(const vo_exec *ex, cudaStream_t s) { return backward_run<S>(ex, s); }
+};
+
+template <template <typename> class Run>
+vo_status dispatch(const vo_exec *ex) {
+  vo_cuda_device_guard guard(ex->device.device_id);
+  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
+  const vo_roi_pool_params &p = ex->p.roi_pool;
+  vo_status st = vo_cuda_check_rois(ex, p.rois, p.batch_size, vo_arg_name(ex, 1));
+  if (st != VO_OK) return st;
+  if (p.argmax) {       // the backward indexes grad_input with it
+    const int64_t hw =  // saturated: every int32 is below an H*W beyond int64
+        p.height != 0 && p.width > INT64_MAX / p.height ? INT64_MAX : p.height * p.width;
+    st = vo_cuda_check_argmax(ex, p.argmax, hw, vo_arg_name(ex, 2));
+    if (st != VO_OK) return st;
+  }
+  if (p.out->numel == 0) return VO_OK;
+  const cudaStream_t stream = vo_cuda_stream(ex);
+  switch (ex->dtype) {
+    case VO_F32: return Run<float>::run(ex, stream);
+    case VO_F64: return Run<double>::run(ex, stream);
+    case VO_F16: return Run<__half>::run(ex, stream);
+    case VO_BF16: return Run<__nv_bfloat16>::run(ex, stream);
+    default:
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
+                     vo_dtype_name(ex->dtype));
+  }
+}
+
+}  // namespace
+
+extern "C" vo_status vo_cuda_roi_pool(const vo_exec *ex) { return dispatch<forward_op>(ex); }
+
+extern "C" vo_status vo_cuda_roi_pool_backward(const vo_exec *ex) {
+  return dispatch<backward_op>(ex);
+}
