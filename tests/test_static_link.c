@@ -23,7 +23,11 @@ static const char *const expected_ops[] = {"nms",
                                            "multi_scale_roi_align",
                                            "multi_scale_roi_align_backward",
                                            "deform_conv2d",
-                                           "deform_conv2d_backward"};
+                                           "deform_conv2d_backward",
+                                           "box_iou_backward",
+                                           "generalized_box_iou_backward",
+                                           "distance_box_iou_backward",
+                                           "complete_box_iou_backward"};
 #define NUM_EXPECTED (sizeof expected_ops / sizeof expected_ops[0])
 
 /* [0,0,2,2] and [1,1,3,3]: IoU 1/7, enclosing box 3x3, centre distance^2 2,
@@ -278,8 +282,49 @@ static void call_deform_conv2d_by_name(const vo_op_info *op) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vt_tensor_free(all[i]);
 }
 
+/* The IoU backwards on the two boxes with a unit gradient: box 1's x1 and x2
+ * gradients. IoU 1/7: x2 moves the intersection (+1, height 1) and box 1's
+ * area (+2), x1 only the area (-2), so d/dx2 = (7 - 1) / 49 and d/dx1 =
+ * 2 / 49. GIoU = IoU - 1 + U/C with C = 9 (x1 also widens the enclosing box:
+ * -3): +1/9 at x2, +(-2*9 + 7*3)/81 = 1/27 at x1. DIoU = IoU - rho2/D with
+ * rho2 = 2, D = 18 + 1e-7: x2 moves the centre (d rho2 = -1): +1/D; x1 the
+ * centre and the enclosing box (dD = -6): +(D - 12)/D^2. CIoU == DIoU here
+ * (equal aspect ratios: v = 0 and alpha = 0). Box 2's gradient sums with box
+ * 1's to 0 in x (a shift of both changes nothing). */
+static void call_iou_backward_by_name(const vo_op_info *op) {
+  const int64_t s14[2] = {1, 4}, s11[2] = {1, 1};
+  const double one[1] = {1}, d = 18 + 1e-7;
+  vt_tensor *a = vt_tensor_new(vt_f64, 2, s14, boxes),
+            *b = vt_tensor_new(vt_f64, 2, s14, boxes + 4);
+  vt_tensor *g = vt_tensor_new(vt_f64, 2, s11, one);
+  vt_tensor *ga = vt_tensor_new(vt_f64, 2, s14, NULL), *gb = vt_tensor_new(vt_f64, 2, s14, NULL);
+  double want_x1 = 2.0 / 49, want_x2 = 6.0 / 49;
+  if (strcmp(op->name, "generalized_box_iou_backward") == 0)
+    want_x1 += 1.0 / 27, want_x2 += 1.0 / 9;
+  else if (strcmp(op->name, "box_iou_backward") != 0)
+    want_x1 += (d - 12) / (d * d), want_x2 += 1 / d;
+  vo_value args[3] = {vo_tensor_value(&g->dl), vo_tensor_value(&a->dl), vo_tensor_value(&b->dl)};
+  DLTensor *outs[2] = {&ga->dl, &gb->dl};
+  CHECK(op->num_outputs == 2);
+  if (CHECK_STATUS(vo_call(NULL, op, args, 3, outs, 2), VO_OK)) {
+    double x1 = vt_get(outs[0], 0), x2 = vt_get(outs[0], 2);
+    CHECK_MSG(fabs(x1 - want_x1) < 1e-12 && fabs(x2 - want_x2) < 1e-12,
+              "%s: grad_boxes1 x1 %.17g x2 %.17g, expected %.17g %.17g", op->name, x1, x2, want_x1,
+              want_x2);
+    double sum_x = x1 + x2 + vt_get(outs[1], 0) + vt_get(outs[1], 2);
+    CHECK_MSG(fabs(sum_x) < 1e-12, "%s: x gradients sum to %g, expected 0", op->name, sum_x);
+  }
+  vt_tensor *all[] = {a, b, g, ga, gb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vt_tensor_free(all[i]);
+}
+
 /* Runs `op` by name on the two boxes and checks its documented value. */
 static void call_by_name(const vo_op_info *op) {
+  const size_t len = strlen(op->name);
+  if (len >= 16 && strcmp(op->name + len - 16, "box_iou_backward") == 0) {
+    call_iou_backward_by_name(op);
+    return;
+  }
   if (strncmp(op->name, "deform_conv2d", 13) == 0) {
     call_deform_conv2d_by_name(op);
     return;

@@ -623,6 +623,22 @@ static float *case_gradient(op_case *c, int ndim, const int64_t *shape) {
   return g;
 }
 
+/* The IoU ops' backward: (grad, boxes1, boxes2[, eps]) with a gradient
+ * shaped like the forward's [N, M] matrix. */
+static int build_pairwise_backward(op_case *c, const demo_inputs *in) {
+  const scene *s = in->s;
+  const int64_t shape[2] = {s->n < IOU_ROWS ? s->n : IOU_ROWS, s->num_objects};
+  if (!case_gradient(c, 2, shape)) return -1;
+  return build_pairwise(c, in);
+}
+
+static int build_pairwise_eps_backward(op_case *c, const demo_inputs *in) {
+  const scene *s = in->s;
+  const int64_t shape[2] = {s->n < IOU_ROWS ? s->n : IOU_ROWS, s->num_objects};
+  if (!case_gradient(c, 2, shape)) return -1;
+  return build_pairwise_eps(c, in);
+}
+
 typedef struct result {
   int num_outputs;
   vo_tensor_desc desc[MAX_OUTPUTS];
@@ -865,6 +881,10 @@ static const known_op KNOWN_OPS[] = {
     {"multi_scale_roi_align_backward", build_multi_scale_roi_align_backward, RESULT_VALUES, NULL},
     {"deform_conv2d", build_deform_conv2d, RESULT_VALUES, NULL},
     {"deform_conv2d_backward", build_deform_conv2d_backward, RESULT_VALUES, NULL},
+    {"box_iou_backward", build_pairwise_backward, RESULT_VALUES, NULL},
+    {"generalized_box_iou_backward", build_pairwise_backward, RESULT_VALUES, NULL},
+    {"distance_box_iou_backward", build_pairwise_eps_backward, RESULT_VALUES, NULL},
+    {"complete_box_iou_backward", build_pairwise_eps_backward, RESULT_VALUES, NULL},
 };
 
 static const known_op *find_known(const char *name) {
@@ -1111,7 +1131,7 @@ static int summarise_values(const result *r, const result *ref, const known_op *
   if (num_float > 1)
     len += (size_t)snprintf(
         out, size,
-        strcmp(k->name, "deform_conv2d_backward") == 0 ? "%d gradients: " : "%d levels: ",
+        strncmp(k->name, "multi_scale_roi_align", 21) == 0 ? "%d levels: " : "%d gradients: ",
         num_float);
   if (len < size)
     len += (size_t)snprintf(out + len, size - len, "mean %.4f  max %.4f",

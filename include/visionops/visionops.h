@@ -267,6 +267,29 @@ VO_API vo_status vo_distance_box_iou(const vo_context *ctx, const DLTensor *a, c
 VO_API vo_status vo_complete_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                                      double eps, DLTensor *out);
 
+/* Gradients of the four pairwise ops above with respect to both box sets, as
+ * torchvision's autograd computes them for its implementation: grad [N,M]
+ * (the boxes' dtype) is the gradient of `out`; grad_a [N,4] and grad_b [M,4]
+ * (the boxes' dtype) are fully overwritten. torch.max / torch.min ties split
+ * the gradient half and half, clamp(min=0) passes it at 0, and
+ * complete_box_iou's alpha is a constant. grad_a[i] sums over j in order and
+ * grad_b[j] over i: the result is the same for any thread count (CPU) and
+ * run to run (CUDA). Half types compute in float32; sums are in float64. */
+VO_API vo_status vo_box_iou_backward_shape(const vo_context *ctx, const DLTensor *grad,
+                                           const DLTensor *a, const DLTensor *b,
+                                           vo_tensor_desc out[2]);
+VO_API vo_status vo_box_iou_backward(const vo_context *ctx, const DLTensor *grad, const DLTensor *a,
+                                     const DLTensor *b, DLTensor *grad_a, DLTensor *grad_b);
+VO_API vo_status vo_generalized_box_iou_backward(const vo_context *ctx, const DLTensor *grad,
+                                                 const DLTensor *a, const DLTensor *b,
+                                                 DLTensor *grad_a, DLTensor *grad_b);
+VO_API vo_status vo_distance_box_iou_backward(const vo_context *ctx, const DLTensor *grad,
+                                              const DLTensor *a, const DLTensor *b, double eps,
+                                              DLTensor *grad_a, DLTensor *grad_b);
+VO_API vo_status vo_complete_box_iou_backward(const vo_context *ctx, const DLTensor *grad,
+                                              const DLTensor *a, const DLTensor *b, double eps,
+                                              DLTensor *grad_a, DLTensor *grad_b);
+
 /* --------------------------------------------------- RoI operators (typed)
  *
  * input is [N,C,H,W] of float32, float64, float16 or bfloat16 (any strides);

@@ -130,6 +130,18 @@ typedef struct vo_pairwise_iou_params {
   double eps; /* distance/complete only */
 } vo_pairwise_iou_params;
 
+/* box_iou_backward and its variants: the gradient of the pairwise op with
+ * respect to both box sets (src/core/box_iou_grad.h has the per-pair math). */
+typedef struct vo_pairwise_iou_backward_params {
+  const vo_view *grad;   /* [N,M], the boxes' dtype */
+  const vo_view *a;      /* [N,4] */
+  const vo_view *b;      /* [M,4] */
+  const vo_view *grad_a; /* out: [N,4], contiguous */
+  const vo_view *grad_b; /* out: [M,4], contiguous */
+  vo_iou_kind kind;
+  double eps; /* distance/complete only */
+} vo_pairwise_iou_backward_params;
+
 /* roi_align and roi_align_backward: one geometry, two directions. */
 typedef struct vo_roi_align_params {
   const vo_view *input;                /* forward: [N,C,H,W] float; NULL for the backward */
@@ -230,6 +242,7 @@ typedef struct vo_exec {
   union {
     vo_nms_params nms;
     vo_pairwise_iou_params iou;
+    vo_pairwise_iou_backward_params iou_backward;
     vo_roi_align_params roi_align;
     vo_multi_scale_roi_align_params multi_scale_roi_align;
     vo_roi_pool_params roi_pool;

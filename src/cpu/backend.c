@@ -13,6 +13,7 @@
 
 vo_status vo_cpu_nms(const vo_exec *ex);
 vo_status vo_cpu_pairwise_iou(const vo_exec *ex);
+vo_status vo_cpu_pairwise_iou_backward(const vo_exec *ex);
 vo_status vo_cpu_multi_scale_roi_align(const vo_exec *ex);
 vo_status vo_cpu_multi_scale_roi_align_backward(const vo_exec *ex);
 vo_status vo_cpu_ps_roi_align(const vo_exec *ex);
@@ -43,6 +44,10 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
     [VO_OP_roi_pool_backward] = vo_cpu_roi_pool_backward,
     [VO_OP_deform_conv2d] = vo_cpu_deform_conv2d,
     [VO_OP_deform_conv2d_backward] = vo_cpu_deform_conv2d_backward,
+    [VO_OP_box_iou_backward] = vo_cpu_pairwise_iou_backward,
+    [VO_OP_generalized_box_iou_backward] = vo_cpu_pairwise_iou_backward,
+    [VO_OP_distance_box_iou_backward] = vo_cpu_pairwise_iou_backward,
+    [VO_OP_complete_box_iou_backward] = vo_cpu_pairwise_iou_backward,
 };
 
 static int vo_cpu_probe(char *detail, size_t size) {

@@ -3,10 +3,12 @@
  * boxes gathered into structure-of-arrays form with per-box terms
  * precomputed, rows in parallel, a vectorised loop over columns. The
  * arithmetic follows torchvision's order (and its NaN propagation).
+ * Their backward: one thread owns a box and sums its pairs in order.
  */
 #include <math.h>
 #include <string.h>
 
+#include "core/box_iou_grad.h"
 #include "cpu/common.h"
 
 #ifdef VISIONOPS_HAVE_OPENMP
@@ -187,6 +189,129 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
       }
     }
   }
+  vo_workspace_free(ex->ctx, ex->device, mem);
+  return VO_OK;
+}
+
+/* ------------------------------------------------------------- backward */
+
+/* One box set in the compute type T: coordinates and atan(w/h) per box. */
+#define VO_DEFINE_BACKWARD(T, SUFFIX)                                                           \
+  typedef struct vo_iou_grad_side_##SUFFIX {                                                    \
+    const T *x1, *y1, *x2, *y2, *atan_wh;                                                       \
+  } vo_iou_grad_side_##SUFFIX;                                                                  \
+                                                                                                \
+  /* Gathers `boxes` into mem (5 arrays of n). */                                               \
+  static void vo_iou_grad_prepare_##SUFFIX(const vo_view *boxes, T *mem, int64_t n,             \
+                                           vo_iou_grad_side_##SUFFIX *s) {                      \
+    vo_cpu_boxes_##SUFFIX bx = {mem, mem + n, mem + 2 * n, mem + 3 * n};                        \
+    T *at = mem + 4 * n;                                                                        \
+    vo_cpu_gather_boxes_##SUFFIX(boxes, NULL, n, &bx);                                          \
+    for (int64_t i = 0; i < n; i++) {                                                           \
+      const T box[4] = {bx.x1[i], bx.y1[i], bx.x2[i], bx.y2[i]};                                \
+      at[i] = vo_iou_atan_ratio_##SUFFIX(box);                                                  \
+    }                                                                                           \
+    s->x1 = bx.x1, s->y1 = bx.y1, s->x2 = bx.x2, s->y2 = bx.y2, s->atan_wh = at;                \
+  }                                                                                             \
+                                                                                                \
+  /* The gradient of box i of `own` summed over every box j of `other` in                       \
+   * order, in double, into acc. own_is_a: own is the op's first box set                        \
+   * (grad[i, j]); otherwise its second (grad[j, i]). */                                        \
+  static void vo_iou_grad_box_##SUFFIX(const vo_pairwise_iou_backward_params *p, int own_is_a,  \
+                                       const vo_iou_grad_side_##SUFFIX *own, int64_t i,         \
+                                       const vo_iou_grad_side_##SUFFIX *other, int64_t count,   \
+                                       double acc[4]) {                                         \
+    const T eps = (T)p->eps;                                                                    \
+    const T mine[4] = {own->x1[i], own->y1[i], own->x2[i], own->y2[i]};                         \
+    const T t_mine = own->atan_wh[i];                                                           \
+    const int64_t gs0 = p->grad->stride[0], gs1 = p->grad->stride[1];                           \
+    for (int k = 0; k < 4; k++) acc[k] = 0;                                                     \
+    if (own_is_a) {                                                                             \
+      for (int64_t j = 0; j < count; j++) {                                                     \
+        const T theirs[4] = {other->x1[j], other->y1[j], other->x2[j], other->y2[j]};           \
+        const T g = (T)vo_load_host(p->grad, i * gs0 + j * gs1);                                \
+        T ga[4], gb[4];                                                                         \
+        vo_iou_pair_grad_##SUFFIX(p->kind, eps, mine, theirs, t_mine, other->atan_wh[j], g, ga, \
+                                  gb);                                                          \
+        for (int k = 0; k < 4; k++) acc[k] += (double)ga[k];                                    \
+      }                                                                                         \
+    } else {                                                                                    \
+      for (int64_t j = 0; j < count; j++) {                                                     \
+        const T theirs[4] = {other->x1[j], other->y1[j], other->x2[j], other->y2[j]};           \
+        const T g = (T)vo_load_host(p->grad, j * gs0 + i * gs1);                                \
+        T ga[4], gb[4];                                                                         \
+        vo_iou_pair_grad_##SUFFIX(p->kind, eps, theirs, mine, other->atan_wh[j], t_mine, g, ga, \
+                                  gb);                                                          \
+        for (int k = 0; k < 4; k++) acc[k] += (double)gb[k];                                    \
+      }                                                                                         \
+    }                                                                                           \
+  }                                                                                             \
+                                                                                                \
+  /* One box set's gradient into out [count_own, 4]: a thread owns a box. */                    \
+  static void vo_iou_grad_set_##SUFFIX(                                                         \
+      const vo_exec *ex, int own_is_a, const vo_iou_grad_side_##SUFFIX *own, int64_t count_own, \
+      const vo_iou_grad_side_##SUFFIX *other, int64_t count_other, const vo_view *out) {        \
+    const vo_pairwise_iou_backward_params *p = &ex->p.iou_backward;                             \
+    const int threads = vo_cpu_threads(ex->ctx, count_own);                                     \
+    (void)threads;                                                                              \
+    VO_OMP_FOR_BOXES                                                                            \
+    for (int64_t i = 0; i < count_own; i++) {                                                   \
+      double acc[4];                                                                            \
+      vo_iou_grad_box_##SUFFIX(p, own_is_a, own, i, other, count_other, acc);                   \
+      vo_iou_grad_store(out, i, acc);                                                           \
+    }                                                                                           \
+  }                                                                                             \
+                                                                                                \
+  static void vo_iou_grad_run_##SUFFIX(const vo_exec *ex, T *mem, int64_t n, int64_t m) {       \
+    const vo_pairwise_iou_backward_params *p = &ex->p.iou_backward;                             \
+    vo_iou_grad_side_##SUFFIX a, b;                                                             \
+    vo_iou_grad_prepare_##SUFFIX(p->a, mem, n, &a);                                             \
+    vo_iou_grad_prepare_##SUFFIX(p->b, mem + 5 * n, m, &b);                                     \
+    vo_iou_grad_set_##SUFFIX(ex, 1, &a, n, &b, m, p->grad_a);                                   \
+    vo_iou_grad_set_##SUFFIX(ex, 0, &b, m, &a, n, p->grad_b);                                   \
+  }
+
+#ifdef VISIONOPS_HAVE_OPENMP
+#define VO_OMP_FOR_BOXES \
+  _Pragma("omp parallel for num_threads(threads) schedule(static) if (threads > 1)")
+#else
+#define VO_OMP_FOR_BOXES
+#endif
+
+/* Stores the four sums of box i into a contiguous [n,4] output. */
+static void vo_iou_grad_store(const vo_view *out, int64_t i, const double acc[4]) {
+  for (int k = 0; k < 4; k++) {
+    const int64_t e = i * 4 + k;
+    switch (out->dtype) {
+      case VO_F64: ((double *)out->data)[e] = acc[k]; break;
+      case VO_F16: ((uint16_t *)out->data)[e] = vo_f32_to_f16((float)acc[k]); break;
+      case VO_BF16: ((uint16_t *)out->data)[e] = vo_f32_to_bf16((float)acc[k]); break;
+      default: ((float *)out->data)[e] = (float)acc[k]; break;
+    }
+  }
+}
+
+VO_DEFINE_BACKWARD(float, f32)
+VO_DEFINE_BACKWARD(double, f64)
+
+vo_status vo_cpu_pairwise_iou_backward(const vo_exec *ex) {
+  const vo_pairwise_iou_backward_params *p = &ex->p.iou_backward;
+  const int64_t n = p->a->shape[0], m = p->b->shape[0];
+  if (n == 0 || m == 0) {
+    /* No pairs: the other side's gradient is all zeros. */
+    const size_t elem = vo_dtype_size(ex->dtype);
+    if (n) memset(p->grad_a->data, 0, (size_t)n * 4 * elem);
+    if (m) memset(p->grad_b->data, 0, (size_t)m * 4 * elem);
+    return VO_OK;
+  }
+  const int use_f64 = ex->dtype == VO_F64;
+  const size_t elem = use_f64 ? sizeof(double) : sizeof(float);
+  void *mem = vo_workspace_alloc(ex->ctx, ex->device, 5 * (size_t)(n + m) * elem, ex->op_name);
+  if (!mem) return VO_ERROR_OUT_OF_MEMORY;
+  if (use_f64)
+    vo_iou_grad_run_f64(ex, mem, n, m);
+  else
+    vo_iou_grad_run_f32(ex, mem, n, m);
   vo_workspace_free(ex->ctx, ex->device, mem);
   return VO_OK;
 }

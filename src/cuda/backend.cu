@@ -29,6 +29,10 @@ constexpr vo_kernel_fn cuda_kernel_for(int op) {
          : op == VO_OP_ps_roi_pool_backward           ? vo_cuda_ps_roi_pool_backward
          : op == VO_OP_deform_conv2d                  ? vo_cuda_deform_conv2d
          : op == VO_OP_deform_conv2d_backward         ? vo_cuda_deform_conv2d_backward
+         : op == VO_OP_box_iou_backward               ? vo_cuda_pairwise_iou_backward
+         : op == VO_OP_generalized_box_iou_backward   ? vo_cuda_pairwise_iou_backward
+         : op == VO_OP_distance_box_iou_backward      ? vo_cuda_pairwise_iou_backward
+         : op == VO_OP_complete_box_iou_backward      ? vo_cuda_pairwise_iou_backward
                                                       : nullptr;
 }
 
@@ -71,6 +75,14 @@ static_assert(vo_cuda_kernels[VO_OP_ps_roi_pool_backward] == vo_cuda_ps_roi_pool
 static_assert(vo_cuda_kernels[VO_OP_deform_conv2d] == vo_cuda_deform_conv2d, "deform_conv2d slot");
 static_assert(vo_cuda_kernels[VO_OP_deform_conv2d_backward] == vo_cuda_deform_conv2d_backward,
               "deform_conv2d_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_box_iou_backward] == vo_cuda_pairwise_iou_backward,
+              "box_iou_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_generalized_box_iou_backward] == vo_cuda_pairwise_iou_backward,
+              "generalized_box_iou_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_distance_box_iou_backward] == vo_cuda_pairwise_iou_backward,
+              "distance_box_iou_backward slot");
+static_assert(vo_cuda_kernels[VO_OP_complete_box_iou_backward] == vo_cuda_pairwise_iou_backward,
+              "complete_box_iou_backward slot");
 
 // Appends printf-style text at *used, never past n (vsnprintf truncates and
 // NUL-terminates; *used saturates at n - 1).

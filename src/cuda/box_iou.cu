@@ -1,5 +1,7 @@
 // CUDA box_iou, generalized_box_iou, distance_box_iou and complete_box_iou:
-// one thread per output element.
+// one thread per output element. Their backward: one warp per box, summing
+// its pairs in a fixed order (no atomics, the same bits every run).
+#include "core/box_iou_grad.h"
 #include "cuda/common.cuh"
 
 namespace {
@@ -74,7 +76,111 @@ vo_status pairwise_run(const vo_exec *ex, cudaStream_t stream) {
   return vo_cuda_check_launch(ex);
 }
 
+// ------------------------------------------------------------ backward
+
+constexpr int kWarp = 32;
+
+__device__ __forceinline__ float atan_ratio(const float *box) { return vo_iou_atan_ratio_f32(box); }
+__device__ __forceinline__ double atan_ratio(const double *box) {
+  return vo_iou_atan_ratio_f64(box);
+}
+__device__ __forceinline__ void pair_grad(vo_iou_kind kind, float eps, const float *a,
+                                          const float *b, float ta, float tb, float g, float *ga,
+                                          float *gb) {
+  vo_iou_pair_grad_f32(kind, eps, a, b, ta, tb, g, ga, gb);
+}
+__device__ __forceinline__ void pair_grad(vo_iou_kind kind, double eps, const double *a,
+                                          const double *b, double ta, double tb, double g,
+                                          double *ga, double *gb) {
+  vo_iou_pair_grad_f64(kind, eps, a, b, ta, tb, g, ga, gb);
+}
+
+// The gradient of one box set: warp w owns box i = w of `own` (grid-stride
+// over boxes); lane l sums the pairs j = l, l + 32, ... of `other` in order
+// (in double), then a fixed shuffle tree adds the 32 partial sums. grad is
+// [N, M] with `own` its rows (own_is_a) or its columns.
+template <typename S>
+__global__ void pairwise_iou_backward_kernel(vo_cuda_view grad, vo_cuda_view own,
+                                             vo_cuda_view other, int64_t count_own,
+                                             int64_t count_other, int own_is_a, vo_iou_kind kind,
+                                             typename vo_cuda_compute<S>::type eps, S *out) {
+  typedef typename vo_cuda_compute<S>::type T;
+  const int lane = (int)(threadIdx.x % kWarp);
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
+  for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / kWarp; i < count_own;
+       i += warps) {
+    T mine[4];
+    for (int k = 0; k < 4; ++k) mine[k] = vo_cuda_load<S>(own.data, vo_cuda_offset(own, i, k));
+    // atan(w / h) is read by complete_box_iou only: computed once per box.
+    const bool complete = kind == VO_IOU_COMPLETE;
+    const T t_mine = complete ? atan_ratio(mine) : T(0);
+    double acc[4] = {0, 0, 0, 0};
+    for (int64_t j = lane; j < count_other; j += kWarp) {
+      T theirs[4], ga[4], gb[4];
+      for (int k = 0; k < 4; ++k)
+        theirs[k] = vo_cuda_load<S>(other.data, vo_cuda_offset(other, j, k));
+      const T t_theirs = complete ? atan_ratio(theirs) : T(0);
+      if (own_is_a) {
+        const T g = vo_cuda_load<S>(grad.data, vo_cuda_offset(grad, i, j));
+        pair_grad(kind, eps, mine, theirs, t_mine, t_theirs, g, ga, gb);
+        for (int k = 0; k < 4; ++k) acc[k] += (double)ga[k];
+      } else {
+        const T g = vo_cuda_load<S>(grad.data, vo_cuda_offset(grad, j, i));
+        pair_grad(kind, eps, theirs, mine, t_theirs, t_mine, g, ga, gb);
+        for (int k = 0; k < 4; ++k) acc[k] += (double)gb[k];
+      }
+    }
+    // i is the same in every lane, so the whole warp is here.
+    for (int off = kWarp / 2; off > 0; off /= 2)
+      for (int k = 0; k < 4; ++k) acc[k] += __shfl_down_sync(0xffffffffu, acc[k], off);
+    if (lane == 0)
+      for (int k = 0; k < 4; ++k) vo_cuda_store(out, i * 4 + k, (T)acc[k]);
+  }
+}
+
+template <typename S>
+vo_status pairwise_backward_run(const vo_exec *ex, cudaStream_t stream) {
+  typedef typename vo_cuda_compute<S>::type T;
+  const vo_pairwise_iou_backward_params &p = ex->p.iou_backward;
+  const int64_t n = p.a->shape[0];
+  const int64_t m = p.b->shape[0];
+  S *grad_a = static_cast<S *>(p.grad_a->data);
+  S *grad_b = static_cast<S *>(p.grad_b->data);
+  if (n == 0 || m == 0) {
+    // No pairs: the other side's gradient is all zeros.
+    if (n) return vo_cuda_check(ex, cudaMemsetAsync(grad_a, 0, (size_t)n * 4 * sizeof(S), stream));
+    if (m) return vo_cuda_check(ex, cudaMemsetAsync(grad_b, 0, (size_t)m * 4 * sizeof(S), stream));
+    return VO_OK;
+  }
+  const vo_cuda_view g = vo_cuda_view_of(p.grad);
+  const vo_cuda_view a = vo_cuda_view_of(p.a);
+  const vo_cuda_view b = vo_cuda_view_of(p.b);
+  const T eps = (T)p.eps;
+  pairwise_iou_backward_kernel<S><<<vo_cuda_blocks(n * kWarp, kThreads), kThreads, 0, stream>>>(
+      g, a, b, n, m, 1, p.kind, eps, grad_a);
+  vo_status st = vo_cuda_check_launch(ex);
+  if (st != VO_OK) return st;
+  pairwise_iou_backward_kernel<S><<<vo_cuda_blocks(m * kWarp, kThreads), kThreads, 0, stream>>>(
+      g, b, a, m, n, 0, p.kind, eps, grad_b);
+  return vo_cuda_check_launch(ex);
+}
+
 }  // namespace
+
+extern "C" vo_status vo_cuda_pairwise_iou_backward(const vo_exec *ex) {
+  vo_cuda_device_guard guard(ex->device.device_id);
+  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
+  const cudaStream_t stream = vo_cuda_stream(ex);
+  switch (ex->dtype) {
+    case VO_F32: return pairwise_backward_run<float>(ex, stream);
+    case VO_F64: return pairwise_backward_run<double>(ex, stream);
+    case VO_F16: return pairwise_backward_run<__half>(ex, stream);
+    case VO_BF16: return pairwise_backward_run<__nv_bfloat16>(ex, stream);
+    default:
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
+                     vo_dtype_name(ex->dtype));
+  }
+}
 
 extern "C" vo_status vo_cuda_pairwise_iou(const vo_exec *ex) {
   vo_cuda_device_guard guard(ex->device.device_id);

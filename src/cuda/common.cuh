@@ -18,6 +18,8 @@ extern "C" {
 vo_status vo_cuda_nms(const vo_exec *ex);
 // box_iou and its variants: ex->p.iou.kind picks the formula.
 vo_status vo_cuda_pairwise_iou(const vo_exec *ex);
+// Their backward ops (box_iou.cu): ex->p.iou_backward.kind picks the formula.
+vo_status vo_cuda_pairwise_iou_backward(const vo_exec *ex);
 // roi_align, roi_pool, multi_scale_roi_align and their backwards
 // (roi_align.cu, roi_pool.cu, multi_scale_roi_align.cu).
 vo_status vo_cuda_roi_align(const vo_exec *ex);

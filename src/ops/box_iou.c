@@ -1,6 +1,7 @@
 /*
  * box_iou and its generalized / distance / complete variants: one file
- * because they differ only in the formula the kernel applies.
+ * because they differ only in the formula the kernel applies; and their
+ * backward ops (the gradient with respect to both box sets).
  */
 #include "ops/common.h"
 
@@ -67,4 +68,100 @@ vo_status vo_distance_box_iou(const vo_context *ctx, const DLTensor *a, const DL
 vo_status vo_complete_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                               double eps, DLTensor *out) {
   return vo_pairwise_call(ctx, VO_OP_complete_box_iou, a, b, 1, eps, out);
+}
+
+/* ------------------------------------------------------------- backward */
+
+enum { BARG_GRAD, BARG_A, BARG_B, BARG_EPS };
+
+static vo_status vo_check_pairwise_backward(vo_exec *ex, vo_iou_kind kind) {
+  vo_status st;
+  const int64_t dims[2] = {-1, 4};
+  if ((st = vo_expect_shape(ex, BARG_A, 2, dims, "N, 4")) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, BARG_B, 2, dims, "M, 4")) != VO_OK) return st;
+  const int64_t n = ex->inputs[BARG_A].shape[0], m = ex->inputs[BARG_B].shape[0];
+  const vo_view *g = &ex->inputs[BARG_GRAD];
+  if (g->ndim != 2 || g->shape[0] != n || g->shape[1] != m) {
+    char got[96];
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: %s must have shape [N, M] = [%lld, %lld] (the rows of %s and %s), got %s",
+                   ex->op_name, vo_arg_name(ex, BARG_GRAD), (long long)n, (long long)m,
+                   vo_arg_name(ex, BARG_A), vo_arg_name(ex, BARG_B),
+                   vo_shape_str(g->shape, g->ndim, got, sizeof got));
+  }
+  if ((st = vo_expect_float(ex, BARG_A)) != VO_OK) return st;
+  if ((st = vo_expect_same_dtype(ex, BARG_B, BARG_A)) != VO_OK) return st;
+  if ((st = vo_expect_same_dtype(ex, BARG_GRAD, BARG_A)) != VO_OK) return st;
+  double eps = 0;
+  if (kind == VO_IOU_DISTANCE || kind == VO_IOU_COMPLETE) {
+    if ((st = vo_expect_finite(ex, BARG_EPS)) != VO_OK) return st;
+    eps = ex->args[BARG_EPS].u.f;
+  }
+  ex->dtype = ex->inputs[BARG_A].dtype;
+  const int64_t shape_a[2] = {n, 4}, shape_b[2] = {m, 4};
+  vo_set_output(ex, 0, ex->dtype, 2, shape_a);
+  vo_set_output(ex, 1, ex->dtype, 2, shape_b);
+  vo_pairwise_iou_backward_params *p = &ex->p.iou_backward;
+  p->grad = g;
+  p->a = &ex->inputs[BARG_A];
+  p->b = &ex->inputs[BARG_B];
+  p->grad_a = &ex->outputs[0];
+  p->grad_b = &ex->outputs[1];
+  p->kind = kind;
+  p->eps = eps;
+  return VO_OK;
+}
+
+vo_status vo_check_box_iou_backward(vo_exec *ex) {
+  return vo_check_pairwise_backward(ex, VO_IOU_PLAIN);
+}
+vo_status vo_check_generalized_box_iou_backward(vo_exec *ex) {
+  return vo_check_pairwise_backward(ex, VO_IOU_GENERALIZED);
+}
+vo_status vo_check_distance_box_iou_backward(vo_exec *ex) {
+  return vo_check_pairwise_backward(ex, VO_IOU_DISTANCE);
+}
+vo_status vo_check_complete_box_iou_backward(vo_exec *ex) {
+  return vo_check_pairwise_backward(ex, VO_IOU_COMPLETE);
+}
+
+static vo_status vo_pairwise_backward_call(const vo_context *ctx, vo_op_id op, const DLTensor *grad,
+                                           const DLTensor *a, const DLTensor *b, int with_eps,
+                                           double eps, DLTensor *grad_a, DLTensor *grad_b) {
+  const vo_value args[] = {vo_tensor_value(grad), vo_tensor_value(a), vo_tensor_value(b),
+                           vo_float_value(eps)};
+  DLTensor *const outs[] = {grad_a, grad_b};
+  return vo_call(ctx, vo_op_get(op), args, with_eps ? 4 : 3, outs, 2);
+}
+
+vo_status vo_box_iou_backward_shape(const vo_context *ctx, const DLTensor *grad, const DLTensor *a,
+                                    const DLTensor *b, vo_tensor_desc out[2]) {
+  const vo_value args[] = {vo_tensor_value(grad), vo_tensor_value(a), vo_tensor_value(b)};
+  return vo_infer(ctx, vo_op_get(VO_OP_box_iou_backward), args, 3, out, 2);
+}
+
+vo_status vo_box_iou_backward(const vo_context *ctx, const DLTensor *grad, const DLTensor *a,
+                              const DLTensor *b, DLTensor *grad_a, DLTensor *grad_b) {
+  return vo_pairwise_backward_call(ctx, VO_OP_box_iou_backward, grad, a, b, 0, 0, grad_a, grad_b);
+}
+
+vo_status vo_generalized_box_iou_backward(const vo_context *ctx, const DLTensor *grad,
+                                          const DLTensor *a, const DLTensor *b, DLTensor *grad_a,
+                                          DLTensor *grad_b) {
+  return vo_pairwise_backward_call(ctx, VO_OP_generalized_box_iou_backward, grad, a, b, 0, 0,
+                                   grad_a, grad_b);
+}
+
+vo_status vo_distance_box_iou_backward(const vo_context *ctx, const DLTensor *grad,
+                                       const DLTensor *a, const DLTensor *b, double eps,
+                                       DLTensor *grad_a, DLTensor *grad_b) {
+  return vo_pairwise_backward_call(ctx, VO_OP_distance_box_iou_backward, grad, a, b, 1, eps, grad_a,
+                                   grad_b);
+}
+
+vo_status vo_complete_box_iou_backward(const vo_context *ctx, const DLTensor *grad,
+                                       const DLTensor *a, const DLTensor *b, double eps,
+                                       DLTensor *grad_a, DLTensor *grad_b) {
+  return vo_pairwise_backward_call(ctx, VO_OP_complete_box_iou_backward, grad, a, b, 1, eps, grad_a,
+                                   grad_b);
 }

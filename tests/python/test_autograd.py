@@ -164,3 +164,120 @@ def test_backward_thread_invariant():
         visionops.set_num_threads(before)
     for r in results[1:]:
         assert torch.equal(r, results[0])
+
+
+# ------------------------------------------------------------------ box IoUs
+
+IOU_OPS = ("box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou")
+
+
+def iou_boxes(seed, n, m, special=True):
+    """Random boxes; with `special`, boxes1's first rows are identical to,
+    nested in, disjoint from and touching boxes2's (ties and kinks, where
+    torch's rules decide: max/min split the gradient half and half, clamp
+    passes it at 0)."""
+    rng = np.random.default_rng(seed)
+
+    def boxes(k):
+        xy = rng.uniform(-5, 40, size=(k, 2))
+        return np.concatenate([xy, xy + rng.uniform(0.5, 20, size=(k, 2))], 1)
+
+    a, b = boxes(n), boxes(m)
+    if special:
+        a[0] = b[0]                                  # identical
+        a[1] = b[1] + np.array([1, 1, -1, -1]) * 0.25 * np.tile(b[1, 2:] - b[1, :2], 2)  # nested
+        a[2] = b[2] + 200                            # disjoint
+        a[3] = [b[3, 2], b[3, 1], b[3, 2] + 3, b[3, 3]]  # touching: a.x1 == b.x2
+        a[4, :2] = b[4, :2]                          # a shared corner
+    return a, b
+
+
+def _alpha_times(a, b, v0, eps=1e-7):
+    """complete_box_iou's alpha (a constant for autograd) times v0."""
+    import torchvision.ops
+    iou = torchvision.ops.box_iou(a, b)
+    wa, ha = (a[:, 2] - a[:, 0])[:, None], (a[:, 3] - a[:, 1])[:, None]
+    wb, hb = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
+    v = (4 / (torch.pi ** 2)) * torch.pow(torch.atan(wa / ha) - torch.atan(wb / hb), 2)
+    return v / (1 - iou + v + eps) * v0, v
+
+
+@pytest.mark.parametrize("name", IOU_OPS)
+def test_iou_gradcheck(name):
+    """gradcheck (float64) of the registered op in both box sets, away from
+    ties and kinks. complete_box_iou's alpha is a constant for autograd (as
+    torchvision's, under torch.no_grad()), so its numerical gradient is made
+    comparable by adding alpha * v0 outside autograd (v0 = v at the point)."""
+    pytest.importorskip("torchvision")
+    a_np, b_np = iou_boxes(11, 4, 3, special=False)
+    a, b = f64(a_np, True), f64(b_np, True)
+    op = getattr(V, name)
+    if name == "complete_box_iou":
+        _, v0 = _alpha_times(a.detach(), b.detach(), 1.0)
+
+        def fn(x, y):
+            with torch.no_grad():
+                fix, _ = _alpha_times(x, y, v0)
+            return op(x, y, 1e-7) + fix
+    elif name == "distance_box_iou":
+        fn = lambda x, y: op(x, y, 1e-7)  # noqa: E731
+    else:
+        fn = op
+    gradcheck(fn, (a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("name", IOU_OPS)
+def test_iou_gradients_match_torchvision(name, dtype):
+    """Both box sets' gradients equal torchvision's autograd, on random boxes
+    with identical, nested, disjoint and touching pairs, through the
+    torchvision-compatible function and the registered op."""
+    torchvision = pytest.importorskip("torchvision")
+    a_np, b_np = iou_boxes(12, 9, 7)
+    g = torch.tensor(np.random.default_rng(13).normal(size=(9, 7)), dtype=dtype)
+    rtol = 1e-6 if dtype == torch.float64 else 1e-5
+    want_a, want_b = [torch.tensor(x, dtype=dtype, requires_grad=True) for x in (a_np, b_np)]
+    want = torch.autograd.grad(getattr(torchvision.ops, name)(want_a, want_b), (want_a, want_b), g)
+    for fn in (getattr(visionops, name), getattr(V, name)):
+        got_a, got_b = [torch.tensor(x, dtype=dtype, requires_grad=True) for x in (a_np, b_np)]
+        out = fn(got_a, got_b)
+        got = torch.autograd.grad(out, (got_a, got_b), g)
+        for x, w in zip(got, want):
+            assert x.dtype == dtype and x.shape == w.shape
+            # atol: the terms of a sum cancel; relative to the gradient's scale
+            torch.testing.assert_close(x, w, rtol=rtol, atol=rtol * float(w.abs().max()))
+
+
+def test_iou_backward_half_types_and_empty():
+    """float16 / bfloat16 compute in float32 (close to torchvision's float32
+    gradient), and an empty box set gives the other set a zero gradient."""
+    torchvision = pytest.importorskip("torchvision")
+    a_np, b_np = iou_boxes(14, 6, 5)
+    for dtype, tol in ((torch.float16, 2e-2), (torch.bfloat16, 8e-2)):
+        a, b = [torch.tensor(x, dtype=dtype, requires_grad=True) for x in (a_np, b_np)]
+        fa, fb = [t.detach().float().requires_grad_() for t in (a, b)]
+        visionops.generalized_box_iou(a, b).sum().backward()
+        torchvision.ops.generalized_box_iou(fa, fb).sum().backward()
+        assert a.grad.dtype == dtype and b.grad.dtype == dtype
+        scale = float(fa.grad.abs().max())
+        assert float((a.grad.float() - fa.grad).abs().max()) <= tol * scale
+        assert float((b.grad.float() - fb.grad).abs().max()) <= tol * scale
+    a = f64(a_np, True)
+    empty = f64(np.zeros((0, 4)), True)
+    visionops.complete_box_iou(a, empty).sum().backward()
+    assert torch.equal(a.grad, torch.zeros_like(a))
+
+
+def test_iou_backward_thread_invariant():
+    a_np, b_np = iou_boxes(15, 200, 90)
+    results = []
+    before = visionops.get_num_threads()
+    try:
+        for threads in (1, 2):
+            visionops.set_num_threads(threads)
+            a, b = [torch.tensor(x, dtype=torch.float32, requires_grad=True) for x in (a_np, b_np)]
+            visionops.distance_box_iou(a, b).sum().backward()
+            results.append((a.grad, b.grad))
+    finally:
+        visionops.set_num_threads(before)
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
