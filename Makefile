@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 SOURCES := $(shell find include src tools tests bench python -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
 
-.PHONY: all deps configure build run test bench install format lint clean
+.PHONY: all deps configure build run test bench install format lint clean gpu-check
 
 all: build
 
@@ -80,6 +80,11 @@ lint: configure
 	  --std=c11 --inline-suppr -I include -I src -DVISIONOPS_HAVE_OPENMP src tools
 	run-clang-tidy -quiet -p $(BUILD) '$(CURDIR)/(src|tools|tests|python)/.*\.c$$' > $(BUILD)/clang-tidy.log 2>&1 \
 	  || (cat $(BUILD)/clang-tidy.log; exit 1)
+
+# On a machine with an NVIDIA GPU: a CUDA build for sm_90 in build-gpu, the C
+# and Python suites and tests/python/gpu_compare.py (scripts/gpu-check.sh).
+gpu-check:
+	./scripts/gpu-check.sh
 
 clean:
 	rm -rf build build-sanitize
