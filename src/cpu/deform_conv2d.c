@@ -17,13 +17,15 @@
 #ifdef VISIONOPS_HAVE_OPENMP
 #define VO_DCN_OMP_FOR(t) \
   VO_DCN_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
+#define VO_DCN_OMP_PARALLEL(t) VO_DCN_PRAGMA(omp parallel num_threads(t) if ((t) > 1))
 #define VO_DCN_THREAD_ID(id, count)  \
   do {                               \
     (id) = omp_get_thread_num();     \
     (count) = omp_get_num_threads(); \
   } while (0)
-#else
-#define VO_DCN_OMP_FOR(t)
+#else /* serial build: the thread counts are read and ignored */
+#define VO_DCN_OMP_FOR(t) (void)(t);
+#define VO_DCN_OMP_PARALLEL(t) (void)(t);
 #define VO_DCN_THREAD_ID(id, count) ((void)0)
 #endif
 
@@ -248,7 +250,7 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
         for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];    \
       return;                                                                                      \
     }                                                                                              \
-    VO_DCN_PRAGMA(omp parallel num_threads(nt) if (nt > 1)) {                                      \
+    VO_DCN_OMP_PARALLEL(nt) {                                                                      \
       int id = 0, count = 1;                                                                       \
       VO_DCN_THREAD_ID(id, count);                                                                 \
       const int64_t n0 = n * id / count, n1 = n * (id + 1) / count;                                \
