@@ -189,6 +189,19 @@ VO_DEFINE_BIN_MEAN(float, f32, bf16, VO_LOAD_BF16)
 VO_DEFINE_BIN_SCATTER(float, f32)
 VO_DEFINE_BIN_SCATTER(double, f64)
 
+/* Zeroes `count` elements of `elem` bytes at p, split over the context's
+ * threads in 1 MiB pieces. */
+static inline void vo_zero_parallel(const vo_exec *ex, void *p, size_t elem, int64_t count) {
+  const int64_t bytes = count * (int64_t)elem, piece = (int64_t)1 << 20;
+  const int64_t pieces = (bytes + piece - 1) / piece;
+  const int t = vo_cpu_threads(ex->ctx, pieces);
+  VO_OMP_FOR(t)
+  for (int64_t i = 0; i < pieces; i++) {
+    const int64_t at = i * piece, len = bytes - at < piece ? bytes - at : piece;
+    memset((char *)p + at, 0, (size_t)len);
+  }
+}
+
 /* Bin b's first entry in a RoI's sample table (NULL stays NULL). */
 #define VO_RA_BIN_TABLE(tab, g, b) ((tab) ? (tab) + (b) * (g)->grid_h * (g)->grid_w : NULL)
 
@@ -224,8 +237,8 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
  * RoI. Backward items (bwd != NULL) are (image, channel) planes of the
  * contiguous accumulator acc, each owned by one thread that walks the
  * chunk's RoIs in order, so the sums never depend on the thread count and
- * need no atomics. A RoI whose table does not fit gets tab == NULL and
- * computes its samples on the fly. */
+ * need no atomics; the owner also zeroes its plane first. A RoI whose table does not fit gets tab
+ * == NULL and computes its samples on the fly. */
 #define VO_DEFINE_RA_DRIVER(T, SUF)                                                                \
   typedef void (*vo_ra_forward_item_##SUF)(const vo_exec *ex, const vo_ra_roi_##SUF *g,            \
                                            const vo_ra_sample_##SUF *tab, int64_t k, int64_t c);   \
@@ -264,6 +277,8 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
       }                                                                                            \
     }                                                                                              \
     const int64_t planes = p->batch_size * p->channels;                                            \
+    if (backward && num_rois == 0) /* no chunk below zeroes the planes */                          \
+      vo_zero_parallel(ex, acc, sizeof(T), planes * p->height * p->width);                         \
     for (int64_t k0 = 0, k1; k0 < num_rois; k0 = k1) {                                             \
       k1 = vo_ra_next_chunk(entries, k0, num_rois, capacity, tab_off);                             \
       const int tt = vo_cpu_threads(ex->ctx, k1 - k0);                                             \
@@ -285,6 +300,8 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
         VO_OMP_FOR(t)                                                                              \
         for (int64_t pl = 0; pl < planes; pl++) {                                                  \
           const int64_t b = pl / p->channels, c = pl % p->channels;                                \
+          /* the owner zeroes its plane (in parallel, and it stays in cache) */                    \
+          if (k0 == 0) memset(acc + pl * hw, 0, sizeof(T) * (size_t)hw);                           \
           for (int64_t k = k0; k < k1; k++) {                                                      \
             if (geo[k].batch != b) continue;                                                       \
             bwd(ex, &geo[k], tab &&tab_off[k] >= 0 ? tab + tab_off[k] : NULL, k, c,                \
@@ -300,10 +317,11 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
 VO_DEFINE_RA_DRIVER(float, f32)
 VO_DEFINE_RA_DRIVER(double, f64)
 
-/* Runs a plane-owned RoI backward into grad_input `out` (contiguous, dtype
- * ex->dtype): zeroes it and lets f64 / f32 add every RoI's share. Half types
- * accumulate in a float32 copy of grad_input, stored at the end, so no
- * partial sum is rounded to 16 bits. */
+/* Runs a plane-owned RoI backward (the driver above, which zeroes each plane
+ * in the thread that owns it) into grad_input `out` (contiguous, dtype
+ * ex->dtype): f64 / f32 add every RoI's share. Half types accumulate in a
+ * float32 copy of grad_input, stored at the end, so no partial sum is
+ * rounded to 16 bits. */
 typedef vo_status (*vo_roi_backward_f32_fn)(const vo_exec *ex, float *acc);
 typedef vo_status (*vo_roi_backward_f64_fn)(const vo_exec *ex, double *acc);
 static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *out,
@@ -311,23 +329,24 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
                                              vo_roi_backward_f64_fn f64) {
   const int64_t numel = out->numel;
   if (numel == 0) return VO_OK;
-  if (ex->dtype != VO_F16 && ex->dtype != VO_BF16) {
-    memset(out->data, 0, (size_t)numel * vo_dtype_size(ex->dtype));
+  if (ex->dtype != VO_F16 && ex->dtype != VO_BF16)
     return ex->dtype == VO_F64 ? f64(ex, (double *)out->data) : f32(ex, (float *)out->data);
-  }
   if ((uint64_t)numel > SIZE_MAX / sizeof(float))
     return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: grad_input too large for a float32 workspace",
                    ex->op_name);
   float *acc = vo_workspace_alloc(ex->ctx, ex->device, (size_t)numel * sizeof(float), ex->op_name);
   if (!acc) return VO_ERROR_OUT_OF_MEMORY;
-  memset(acc, 0, (size_t)numel * sizeof(float));
   vo_status st = f32(ex, acc);
   if (st == VO_OK) {
     uint16_t *o = out->data;
-    if (ex->dtype == VO_F16)
+    const int t = vo_cpu_threads(ex->ctx, numel / 4096);
+    if (ex->dtype == VO_F16) {
+      VO_OMP_FOR(t)
       for (int64_t i = 0; i < numel; i++) o[i] = vo_f32_to_f16(acc[i]);
-    else
+    } else {
+      VO_OMP_FOR(t)
       for (int64_t i = 0; i < numel; i++) o[i] = vo_f32_to_bf16(acc[i]);
+    }
   }
   vo_workspace_free(ex->ctx, ex->device, acc);
   return st;
