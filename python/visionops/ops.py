@@ -132,7 +132,7 @@ def complete_box_iou(boxes1, boxes2, eps=1e-7):
 # ---------------------------------------------------------------- RoI ops
 
 
-def _rois(boxes, like):
+def _rois(boxes):
     """torchvision's box formats to a [K, 5] rois tensor: a [K, 5] tensor as
     is, or a list of [L_i, 4] tensors (one per image) with the image index
     prepended."""
@@ -160,26 +160,26 @@ def _rois(boxes, like):
 
 def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
     ph, pw = _pair(output_size, "output_size")
-    return _call("roi_align", input, _rois(boxes, input), float(spatial_scale), ph, pw,
+    return _call("roi_align", input, _rois(boxes), float(spatial_scale), ph, pw,
                  int(sampling_ratio), bool(aligned))
 
 
 def roi_pool(input, boxes, output_size, spatial_scale=1.0):
     ph, pw = _pair(output_size, "output_size")
-    out, _argmax = _call("roi_pool", input, _rois(boxes, input), float(spatial_scale), ph, pw)
+    out, _argmax = _call("roi_pool", input, _rois(boxes), float(spatial_scale), ph, pw)
     return out
 
 
 def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
     ph, pw = _pair(output_size, "output_size")
-    out, _mapping = _call("ps_roi_align", input, _rois(boxes, input), float(spatial_scale), ph, pw,
+    out, _mapping = _call("ps_roi_align", input, _rois(boxes), float(spatial_scale), ph, pw,
                           int(sampling_ratio))
     return out
 
 
 def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0):
     ph, pw = _pair(output_size, "output_size")
-    out, _mapping = _call("ps_roi_pool", input, _rois(boxes, input), float(spatial_scale), ph, pw)
+    out, _mapping = _call("ps_roi_pool", input, _rois(boxes), float(spatial_scale), ph, pw)
     return out
 
 
@@ -193,7 +193,7 @@ def multi_scale_roi_align(features, boxes, scales, output_size, sampling_ratio, 
     if not features:
         raise ValueError("multi_scale_roi_align: features must be a non-empty list of "
                          "[N, C, H, W] tensors")
-    return _call("multi_scale_roi_align", features, _rois(boxes, features[0]),
+    return _call("multi_scale_roi_align", features, _rois(boxes),
                  [float(s) for s in scales], ph, pw, int(sampling_ratio), int(canonical_scale),
                  int(canonical_level), bool(aligned))
 
