@@ -12,18 +12,6 @@
 
 #include "cpu/roi_common.h"
 
-/* One parallel region for the forward (each region costs a wake-up of the
- * other threads): channel_mapping, then the items, dynamically. */
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_PSA_OMP_PARALLEL(t) VO_PRAGMA(omp parallel num_threads(t) if ((t) > 1))
-#define VO_PSA_OMP_FOR_NOWAIT VO_PRAGMA(omp for schedule(static) nowait)
-#define VO_PSA_OMP_FOR_DYNAMIC VO_PRAGMA(omp for schedule(dynamic, 1))
-#else
-#define VO_PSA_OMP_PARALLEL(t) (void)(t);
-#define VO_PSA_OMP_FOR_NOWAIT
-#define VO_PSA_OMP_FOR_DYNAMIC
-#endif
-
 /* Forward: the bilinear samples of one bin for a block of CB output
  * channels. Bin (ph, pw) of output channel c reads input channel
  * c*PH*PW + (ph, pw), so the block's planes are cs elements apart and all
@@ -185,6 +173,18 @@ static int vo_psa_key_cmp(const void *a, const void *b) {
  * reading its own planes c*PH*PW + b, so the input streams from memory
  * once. Outputs are independent, so every order gives the same bits. */
 #define VO_DEFINE_PSA_FORWARD(T, SUF)                                                        \
+  typedef struct vo_psa_items_##SUF {                                                        \
+    const vo_ps_roi_align_params *q;                                                         \
+    const vo_ra_roi_##SUF *geo;                                                              \
+    vo_dtype dt;                                                                             \
+  } vo_psa_items_##SUF;                                                                      \
+  static void vo_psa_item_##SUF(const void *arg, const int64_t *ord, int64_t j0, int64_t j1, \
+                                int64_t img, int64_t b) {                                    \
+    const vo_psa_items_##SUF *a = arg;                                                       \
+    const vo_dtype dt = a->dt;                                                               \
+    (void)dt;                                                                                \
+    VO_PSA_FORWARD_ITEM_##SUF(a->q, a->geo, ord, j0, j1, img, b);                            \
+  }                                                                                          \
   static vo_status vo_psa_forward_##SUF(const vo_exec *ex) {                                 \
     const vo_ps_roi_align_params *q = &ex->p.ps_roi_align;                                   \
     const vo_roi_align_params *p = &q->base;                                                 \
@@ -222,32 +222,11 @@ static int vo_psa_key_cmp(const void *a, const void *b) {
         for (int64_t j = 0; j < m; j++) ord[m0 + j] = keys[j].k;                             \
       }                                                                                      \
     }                                                                                        \
-    const int64_t pairs = n * bins;                                                          \
-    int t = vo_cpu_threads(ex->ctx, pairs * (num_rois > 0 ? num_rois : 1));                  \
-    int64_t parts = pairs > 0 ? (4 * (int64_t)t + pairs - 1) / pairs : 1;                    \
-    if (parts > num_rois) parts = num_rois > 0 ? num_rois : 1;                               \
-    const int64_t items = pairs * parts;                                                     \
-    if (t > items) t = (int)items;                                                           \
-    const vo_dtype dt = ex->dtype;                                                           \
-    (void)dt;                                                                                \
     /* channel_mapping[k, c, ph, pw] = c*PH*PW + ph*PW + pw: the flat index mod C */         \
-    int32_t *mapping = (int32_t *)q->channel_mapping->data;                                  \
-    const int64_t channels = q->channels_out * bins;                                         \
-    VO_PSA_OMP_PARALLEL(t) {                                                                 \
-      VO_PSA_OMP_FOR_NOWAIT                                                                  \
-      for (int64_t k = 0; k < num_rois; k++)                                                 \
-        for (int64_t c = 0; c < channels; c++) mapping[k * channels + c] = (int32_t)c;       \
-      VO_PSA_OMP_FOR_DYNAMIC                                                                 \
-      for (int64_t it = 0; it < items; it++) {                                               \
-        const int64_t pair = it / parts, part = it % parts;                                  \
-        const int64_t img = pair / bins, b = pair % bins;                                    \
-        const int64_t m = first[img + 1] - first[img];                                       \
-        const int64_t j0 = first[img] + m * part / parts;                                    \
-        const int64_t j1 = first[img] + m * (part + 1) / parts;                              \
-        const int64_t *ord = orders + (b / p->pooled_width) * num_rois;                      \
-        VO_PSA_FORWARD_ITEM_##SUF(q, geo, ord, j0, j1, img, b);                              \
-      }                                                                                      \
-    }                                                                                        \
+    const vo_psa_items_##SUF arg = {q, geo, ex->dtype};                                      \
+    vo_ps_forward_items(ex, n, ph_count, p->pooled_width, num_rois, first, orders,           \
+                        (int32_t *)q->channel_mapping->data, q->channels_out *bins,          \
+                        vo_psa_item_##SUF, &arg);                                            \
     vo_workspace_free(ex->ctx, ex->device, mem);                                             \
     return VO_OK;                                                                            \
   }

@@ -231,18 +231,6 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
   return x->k < y->k ? -1 : x->k > y->k;
 }
 
-/* One parallel region for the forward (each region costs a wake-up of the
- * other threads): channel_mapping, then the items, dynamically. */
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_PSP_OMP_PARALLEL(t) VO_PRAGMA(omp parallel num_threads(t) if ((t) > 1))
-#define VO_PSP_OMP_FOR_NOWAIT VO_PRAGMA(omp for schedule(static) nowait)
-#define VO_PSP_OMP_FOR_DYNAMIC VO_PRAGMA(omp for schedule(dynamic, 1))
-#else
-#define VO_PSP_OMP_PARALLEL(t) (void)(t);
-#define VO_PSP_OMP_FOR_NOWAIT
-#define VO_PSP_OMP_FOR_DYNAMIC
-#endif
-
 /* The driver for one compute type: geometry of every RoI, RoIs grouped by
  * image, then the work items.
  * Forward: items are (image, bin) pairs (split further by RoIs when there
@@ -258,6 +246,18 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
  * atomics). `acc` is grad_input itself (float32/float64) or a float32 copy
  * for half types, stored plane by plane as soon as the plane is complete. */
 #define VO_DEFINE_PSP_DRIVER(T, SUF)                                                           \
+  typedef struct vo_psp_items_##SUF {                                                          \
+    const vo_ps_roi_pool_params *p;                                                            \
+    const vo_psp_roi_##SUF *geo;                                                               \
+    vo_dtype dt;                                                                               \
+  } vo_psp_items_##SUF;                                                                        \
+  static void vo_psp_item_##SUF(const void *arg, const int64_t *ord, int64_t j0, int64_t j1,   \
+                                int64_t img, int64_t b) {                                      \
+    const vo_psp_items_##SUF *a = arg;                                                         \
+    const vo_dtype dt = a->dt;                                                                 \
+    (void)dt;                                                                                  \
+    VO_PSP_FORWARD_ITEM_##SUF(a->p, a->geo, ord, j0, j1, img, b);                              \
+  }                                                                                            \
   static vo_status vo_psp_run_##SUF(const vo_exec *ex, int backward, T *acc) {                 \
     const vo_ps_roi_pool_params *p = &ex->p.ps_roi_pool;                                       \
     const int64_t num_rois = p->rois->shape[0], n = p->batch_size;                             \
@@ -296,32 +296,11 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
           qsort(keys, (size_t)m, sizeof *keys, vo_psp_key_cmp);                                \
           for (int64_t j = 0; j < m; j++) orders[ph * num_rois + first[img] + j] = keys[j].k;  \
         }                                                                                      \
-      const int64_t bins = p->pooled_height * p->pooled_width;                                 \
-      const int64_t pairs = n * bins;                                                          \
-      int t = vo_cpu_threads(ex->ctx, pairs * (num_rois > 0 ? num_rois : 1));                  \
-      /* enough items for dynamic balancing: split each pair's RoIs if needed */               \
-      int64_t parts = pairs > 0 ? (4 * (int64_t)t + pairs - 1) / pairs : 1;                    \
-      if (parts > num_rois) parts = num_rois > 0 ? num_rois : 1;                               \
-      const int64_t items = pairs * parts;                                                     \
-      if (t > items) t = (int)items;                                                           \
       /* channel_mapping[k, c, ph, pw] = c*PH*PW + ph*PW + pw, flat index mod C */             \
-      int32_t *mapping = (int32_t *)p->channel_mapping->data;                                  \
-      const int64_t channels = p->channels;                                                    \
-      VO_PSP_OMP_PARALLEL(t) {                                                                 \
-        VO_PSP_OMP_FOR_NOWAIT                                                                  \
-        for (int64_t k = 0; k < num_rois; k++)                                                 \
-          for (int64_t c = 0; c < channels; c++) mapping[k * channels + c] = (int32_t)c;       \
-        VO_PSP_OMP_FOR_DYNAMIC                                                                 \
-        for (int64_t it = 0; it < items; it++) {                                               \
-          const int64_t pair = it / parts, part = it % parts;                                  \
-          const int64_t img = pair / bins, b = pair % bins;                                    \
-          const int64_t m = first[img + 1] - first[img];                                       \
-          const int64_t j0 = first[img] + m * part / parts;                                    \
-          const int64_t j1 = first[img] + m * (part + 1) / parts;                              \
-          const int64_t *ord = orders + (b / p->pooled_width) * num_rois;                      \
-          VO_PSP_FORWARD_ITEM_##SUF(p, geo, ord, j0, j1, img, b);                              \
-        }                                                                                      \
-      }                                                                                        \
+      const vo_psp_items_##SUF arg = {p, geo, dt};                                             \
+      vo_ps_forward_items(ex, n, p->pooled_height, p->pooled_width, num_rois, first, orders,   \
+                          (int32_t *)p->channel_mapping->data, p->channels, vo_psp_item_##SUF, \
+                          &arg);                                                               \
     } else {                                                                                   \
       const int64_t planes = n * p->channels, hw = p->height * p->width;                       \
       const int t = vo_cpu_threads(ex->ctx, planes);                                           \

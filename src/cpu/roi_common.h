@@ -18,8 +18,14 @@
 #ifdef VISIONOPS_HAVE_OPENMP
 #define VO_PRAGMA(x) _Pragma(#x)
 #define VO_OMP_FOR(t) VO_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
+#define VO_OMP_PARALLEL(t) VO_PRAGMA(omp parallel num_threads(t) if ((t) > 1))
+#define VO_OMP_FOR_NOWAIT VO_PRAGMA(omp for schedule(static) nowait)
+#define VO_OMP_FOR_DYNAMIC VO_PRAGMA(omp for schedule(dynamic, 1))
 #else
 #define VO_OMP_FOR(t) (void)(t);
+#define VO_OMP_PARALLEL(t) (void)(t);
+#define VO_OMP_FOR_NOWAIT
+#define VO_OMP_FOR_DYNAMIC
 #endif
 
 /* Largest per-RoI grid (samples per bin along one axis); torchvision keeps it
@@ -199,6 +205,42 @@ static inline void vo_zero_parallel(const vo_exec *ex, void *p, size_t elem, int
   for (int64_t i = 0; i < pieces; i++) {
     const int64_t at = i * piece, len = bytes - at < piece ? bytes - at : piece;
     memset((char *)p + at, 0, (size_t)len);
+  }
+}
+
+/* The position-sensitive forwards' work (ps_roi_align, ps_roi_pool): items
+ * are (image, bin) pairs, each split into `parts` runs of the image's RoIs
+ * when there are too few pairs to balance the threads, handed out
+ * dynamically; channel_mapping ([k, c] = c, the flat index mod C) is filled
+ * in the same parallel region (each region costs a wake-up of the other
+ * threads). first[img]..first[img + 1] is image img's range in
+ * orders[ph * num_rois ...], its RoIs in visiting order for bin row ph.
+ * item(arg, ord, j0, j1, img, b) computes bin b over ord[j0..j1). */
+typedef void (*vo_ps_item_fn)(const void *arg, const int64_t *ord, int64_t j0, int64_t j1,
+                              int64_t img, int64_t b);
+static inline void vo_ps_forward_items(const vo_exec *ex, int64_t n, int64_t pooled_height,
+                                       int64_t pooled_width, int64_t num_rois, const int64_t *first,
+                                       const int64_t *orders, int32_t *mapping, int64_t channels,
+                                       vo_ps_item_fn item, const void *arg) {
+  const int64_t bins = pooled_height * pooled_width, pairs = n * bins;
+  int t = vo_cpu_threads(ex->ctx, pairs * (num_rois > 0 ? num_rois : 1));
+  int64_t parts = pairs > 0 ? (4 * (int64_t)t + pairs - 1) / pairs : 1;
+  if (parts > num_rois) parts = num_rois > 0 ? num_rois : 1;
+  const int64_t items = pairs * parts;
+  if (t > items) t = (int)items;
+  VO_OMP_PARALLEL(t) {
+    VO_OMP_FOR_NOWAIT
+    for (int64_t k = 0; k < num_rois; k++)
+      for (int64_t c = 0; c < channels; c++) mapping[k * channels + c] = (int32_t)c;
+    VO_OMP_FOR_DYNAMIC
+    for (int64_t it = 0; it < items; it++) {
+      const int64_t pair = it / parts, part = it % parts;
+      const int64_t img = pair / bins, b = pair % bins;
+      const int64_t m = first[img + 1] - first[img];
+      const int64_t j0 = first[img] + m * part / parts;
+      const int64_t j1 = first[img] + m * (part + 1) / parts;
+      item(arg, orders + (b / pooled_width) * num_rois, j0, j1, img, b);
+    }
   }
 }
 
