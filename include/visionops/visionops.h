@@ -63,7 +63,11 @@ VO_API const char *vo_version(void);
 /* --------------------------------------------------------------- context */
 
 /* Where temporary memory comes from. `alloc` returns NULL on failure. For
- * CUDA devices `stream` is the context's cudaStream_t. */
+ * CUDA devices `stream` is the stream the op runs on (the context's
+ * cudaStream_t, or cudaStreamPerThread when it has none), `device` is current
+ * during both calls, and `free` may come while work that uses the block is
+ * still queued on `stream`: it must be stream-ordered (cudaFreeAsync on
+ * `stream`, or reuse only after that work). */
 typedef struct vo_allocator {
   void *(*alloc)(void *user, DLDevice device, size_t size, void *stream);
   void (*free)(void *user, DLDevice device, void *ptr, void *stream);

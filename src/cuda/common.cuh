@@ -70,9 +70,15 @@ inline unsigned int vo_cuda_blocks(int64_t n, int threads, int64_t cap = (int64_
 
 // Makes the tensors' device current for the op and restores the caller's
 // device afterwards, so the library never changes the thread's CUDA state.
+// Every op starts with one, so it also empties the last-error slot: an error
+// the caller's own earlier CUDA calls left there (a failed cudaMalloc, say)
+// is not this op's, and vo_cuda_check_launch would otherwise report it as a
+// failure of our first launch. Sticky errors are not lost: the context stays
+// broken and the op's next CUDA call reports them.
 class vo_cuda_device_guard {
  public:
   explicit vo_cuda_device_guard(int device) : prev_(-1), err_(cudaSuccess) {
+    (void)cudaGetLastError();
     int cur = 0;
     err_ = cudaGetDevice(&cur);
     if (err_ == cudaSuccess && cur != device) {
@@ -99,10 +105,14 @@ class vo_cuda_workspace {
  public:
   explicit vo_cuda_workspace(const vo_exec *ex) : ex_(ex), ptr_(nullptr) {}
   ~vo_cuda_workspace() { release(); }
-  // NULL on failure; vo_workspace_alloc has already set the message.
+  // NULL on failure; vo_workspace_alloc has already set the message. A
+  // context allocator may fail through cudaMalloc(Async) and leave its error
+  // in the last-error slot: cleared, since callers that fall back to a path
+  // without workspace would report it at their next launch check.
   void *alloc(size_t bytes) {
     release();
     ptr_ = vo_workspace_alloc(ex_->ctx, ex_->device, bytes ? bytes : 1, ex_->op_name);
+    if (!ptr_) (void)cudaGetLastError();
     return ptr_;
   }
   void release() {
