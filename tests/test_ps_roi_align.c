@@ -7,10 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_util.h"
-
-#define NUM_DTYPES 4
-static const DLDataType *const dtypes[NUM_DTYPES] = {&vt_f32, &vt_f64, &vt_f16, &vt_bf16};
+#include "roi_test_util.h"
 
 /* One ps_roi_align problem, all values logical row-major doubles (already
  * representable in the dtype under test). c is the input's channel count,
@@ -57,36 +54,6 @@ static void ref_pos(const ref_roi *g, int64_t ph, int64_t pw, int64_t iy, int64_
   *x = g->sx + (double)pw * g->bw + ((double)ix + 0.5) * g->bw / (double)g->gw;
 }
 
-/* Bilinear corners and weights; returns 0 for a sample outside the map. */
-static int ref_corners(int64_t h, int64_t w, double y, double x, int64_t pos[4], double wt[4]) {
-  if (y < -1 || y > (double)h || x < -1 || x > (double)w) return 0;
-  if (y <= 0) y = 0;
-  if (x <= 0) x = 0;
-  int64_t yl = (int64_t)y, xl = (int64_t)x, yh, xh;
-  if (yl >= h - 1) {
-    yl = yh = h - 1;
-    y = (double)yl;
-  } else {
-    yh = yl + 1;
-  }
-  if (xl >= w - 1) {
-    xl = xh = w - 1;
-    x = (double)xl;
-  } else {
-    xh = xl + 1;
-  }
-  double ly = y - (double)yl, lx = x - (double)xl;
-  wt[0] = (1 - ly) * (1 - lx);
-  wt[1] = (1 - ly) * lx;
-  wt[2] = ly * (1 - lx);
-  wt[3] = ly * lx;
-  pos[0] = yl * w + xl;
-  pos[1] = yl * w + xh;
-  pos[2] = yh * w + xl;
-  pos[3] = yh * w + xh;
-  return 1;
-}
-
 static int64_t ref_channel(const problem *pb, int64_t c, int64_t ph, int64_t pw) {
   return (c * pb->ph + ph) * pb->pw + pw;
 }
@@ -107,7 +74,7 @@ static void ref_forward(const problem *pb, double *out) {
               double y, x, wt[4];
               int64_t pos[4];
               ref_pos(&g, ph, pw, iy, ix, &y, &x);
-              if (!ref_corners(pb->h, pb->w, y, x, pos, wt)) continue;
+              if (!rt_bilinear(pb->h, pb->w, y, x, pos, wt)) continue;
               for (int j = 0; j < 4; j++) sum += wt[j] * plane[pos[j]];
             }
           out[((k * cout + c) * pb->ph + ph) * pb->pw + pw] = count > 0 ? sum / count : 0;
@@ -131,7 +98,7 @@ static void ref_backward(const problem *pb, double *gin) {
               double y, x, wt[4];
               int64_t pos[4];
               ref_pos(&g, ph, pw, iy, ix, &y, &x);
-              if (!ref_corners(pb->h, pb->w, y, x, pos, wt)) continue;
+              if (!rt_bilinear(pb->h, pb->w, y, x, pos, wt)) continue;
               for (int j = 0; j < 4; j++) plane[pos[j]] += gv * wt[j] / count;
             }
         }
@@ -165,27 +132,9 @@ static int ref_fragile(const problem *pb, const double *r) {
 
 /* ------------------------------------------------------------ running */
 
-enum { LAYOUT_CONTIGUOUS, LAYOUT_CHANNELS_LAST, NUM_LAYOUTS };
-
-static vt_tensor *make_nchw(DLDataType dt, const int64_t shape[4], int layout,
-                            const double *values) {
-  if (layout == LAYOUT_CONTIGUOUS) return vt_tensor_new(dt, 4, shape, values);
-  const int64_t c = shape[1], h = shape[2], w = shape[3];
-  const int64_t strides[4] = {h * w * c, 1, w * c, c};
-  return vt_tensor_strided(dt, 4, shape, strides, 0, values);
-}
-
 /* The channel_mapping the forward writes, as a host int32 tensor. */
 static vt_tensor *make_mapping(const problem *pb) {
-  const int64_t cout = cout_of(pb), shape[4] = {pb->k, cout, pb->ph, pb->pw};
-  vt_tensor *m = vt_tensor_new(vt_i32, 4, shape, NULL);
-  int64_t i = 0;
-  for (int64_t k = 0; k < pb->k; k++)
-    for (int64_t c = 0; c < cout; c++)
-      for (int64_t ph = 0; ph < pb->ph; ph++)
-        for (int64_t pw = 0; pw < pb->pw; pw++)
-          vt_set(&m->dl, i++, (double)ref_channel(pb, c, ph, pw));
-  return m;
+  return rt_ps_mapping(pb->k, cout_of(pb), pb->ph, pb->pw);
 }
 
 /* Runs the forward; out gets the decoded output, raw (if not NULL) its
@@ -193,13 +142,9 @@ static vt_tensor *make_mapping(const problem *pb) {
 static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
                              double *out, void *raw) {
   const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
-  const int64_t roi_shape[2] = {pb->k, 5};
   const int64_t out_shape[4] = {pb->k, cout_of(pb), pb->ph, pb->pw};
-  vt_tensor *in = make_nchw(dt, in_shape, layout, pb->input);
-  const int64_t roi_strides[2] = {10, 1};
-  vt_tensor *rois = layout == LAYOUT_CONTIGUOUS
-                        ? vt_tensor_new(dt, 2, roi_shape, pb->rois)
-                        : vt_tensor_strided(dt, 2, roi_shape, roi_strides, 0, pb->rois);
+  vt_tensor *in = rt_make_nchw(dt, in_shape, layout, pb->input);
+  vt_tensor *rois = rt_make_rois(dt, pb->k, layout, pb->rois);
   vt_tensor *o = vt_tensor_new(dt, 4, out_shape, NULL);
   vt_tensor *m = vt_tensor_new(vt_i32, 4, out_shape, NULL);
   vt_fill(&o->dl, -77);
@@ -207,23 +152,11 @@ static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, c
   vo_tensor_desc desc[2];
   vo_status st =
       vo_ps_roi_align_shape(ctx, &in->dl, &rois->dl, pb->scale, pb->ph, pb->pw, pb->sr, desc);
-  if (CHECK_STATUS(st, VO_OK)) {
-    for (int j = 0; j < 2; j++)
-      CHECK(desc[j].ndim == 4 && desc[j].shape[0] == pb->k && desc[j].shape[1] == cout_of(pb) &&
-            desc[j].shape[2] == pb->ph && desc[j].shape[3] == pb->pw &&
-            desc[j].device.device_type == kDLCPU);
-    CHECK(desc[0].dtype.code == dt.code && desc[0].dtype.bits == dt.bits);
-    CHECK(desc[1].dtype.code == kDLInt && desc[1].dtype.bits == 32);
-  }
+  if (CHECK_STATUS(st, VO_OK)) RT_CHECK_PS_SHAPES(desc, dt, pb->k, cout_of(pb), pb->ph, pb->pw);
   st = vo_ps_roi_align(ctx, &in->dl, &rois->dl, pb->scale, pb->ph, pb->pw, pb->sr, &o->dl, &m->dl);
   vt_read_all(&o->dl, out);
   if (raw) memcpy(raw, o->dl.data, (size_t)vt_numel(&o->dl) * vt_dtype_bytes(dt));
-  if (st == VO_OK) {
-    vt_tensor *want = make_mapping(pb);
-    CHECK_MSG(memcmp(want->dl.data, m->dl.data, sizeof(int32_t) * (size_t)out_numel(pb)) == 0,
-              "forward %s: channel_mapping differs from (c*PH + ph)*PW + pw", vt_dtype_name(dt));
-    vt_tensor_free(want);
-  }
+  if (st == VO_OK) RT_CHECK_PS_MAPPING(&m->dl, dt, pb->k, cout_of(pb), pb->ph, pb->pw);
   vt_tensor_free(in);
   vt_tensor_free(rois);
   vt_tensor_free(o);
@@ -234,10 +167,9 @@ static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, c
 static vo_status run_backward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
                               double *gin, void *raw) {
   const int64_t g_shape[4] = {pb->k, cout_of(pb), pb->ph, pb->pw};
-  const int64_t roi_shape[2] = {pb->k, 5};
   const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
-  vt_tensor *g = make_nchw(dt, g_shape, layout, pb->grad);
-  vt_tensor *rois = vt_tensor_new(dt, 2, roi_shape, pb->rois);
+  vt_tensor *g = rt_make_nchw(dt, g_shape, layout, pb->grad);
+  vt_tensor *rois = rt_make_rois(dt, pb->k, LAYOUT_CONTIGUOUS, pb->rois);
   vt_tensor *m = make_mapping(pb);
   vt_tensor *o = vt_tensor_new(dt, 4, in_shape, NULL);
   vt_fill(&o->dl, -77); /* must be overwritten everywhere */
@@ -250,27 +182,6 @@ static vo_status run_backward(const vo_context *ctx, DLDataType dt, int layout, 
   vt_tensor_free(m);
   vt_tensor_free(o);
   return st;
-}
-
-static double tolerance(DLDataType dt) {
-  if (dt.bits == 64) return 1e-11;
-  if (dt.code == kDLFloat && dt.bits == 32) return 2e-5;
-  if (dt.code == kDLBfloat) return 1e-2;
-  return 2e-3;
-}
-
-static int compare(const char *what, DLDataType dt, const double *got, const double *want,
-                   int64_t n, const char *ctx_desc) {
-  const double tol = tolerance(dt);
-  for (int64_t i = 0; i < n; i++) {
-    double lim = tol * fmax(1, fabs(want[i]));
-    if (!(fabs(got[i] - want[i]) <= lim)) {
-      CHECK_MSG(0, "%s %s [%s]: element %lld = %.9g, reference %.9g", what, vt_dtype_name(dt),
-                ctx_desc, (long long)i, got[i], want[i]);
-      return 0;
-    }
-  }
-  return vt_pass();
 }
 
 /* ------------------------------------------------------------ hand-checked */
@@ -302,16 +213,16 @@ static void hand_checked(void) {
       {{0, 1, 1, 2, 2}, 4, 2, 2, 1, {3.75, 104.25, 205.75, 306.25}},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-    for (int d = 0; d < NUM_DTYPES; d++) {
+    for (int d = 0; d < RT_NUM_DTYPES; d++) {
       problem pb = {1,    cases[ci].c,   4,   4, 1, cases[ci].ph, cases[ci].pw, cases[ci].sr, 1.0,
                     ramp, cases[ci].roi, NULL};
       double out[4];
-      if (!CHECK_STATUS(run_forward(NULL, *dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, NULL), VO_OK))
+      if (!CHECK_STATUS(run_forward(NULL, *rt_dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, NULL), VO_OK))
         continue;
       for (int64_t i = 0; i < pb.ph * pb.pw; i++) {
-        const double want = vt_round_to(*dtypes[d], cases[ci].want[i]);
+        const double want = vt_round_to(*rt_dtypes[d], cases[ci].want[i]);
         CHECK_MSG(out[i] == want, "hand case %zu %s: out[%lld] = %.9g, want %.9g", ci,
-                  vt_dtype_name(*dtypes[d]), (long long)i, out[i], want);
+                  vt_dtype_name(*rt_dtypes[d]), (long long)i, out[i], want);
       }
     }
   }
@@ -324,29 +235,10 @@ static void hand_checked(void) {
 static void gen_roi(vt_rng *rng, const problem *pb, DLDataType dt, double *r) {
   const double mh = (double)pb->h / pb->scale, mw = (double)pb->w / pb->scale;
   for (int attempt = 0;; attempt++) {
-    int kind = (int)vt_rng_int(rng, 7);
-    double cx = vt_rng_uniform(rng, 0, mw), cy = vt_rng_uniform(rng, 0, mh);
-    double hw = vt_rng_uniform(rng, 0.5, mw / 2), hh = vt_rng_uniform(rng, 0.5, mh / 2);
-    switch (kind) {
-      case 1: cx = vt_rng_uniform(rng, -mw / 4, mw * 1.25); break;
-      case 2: cx = vt_rng_int(rng, 2) ? -mw : 2.5 * mw; break;
-      case 3:
-        hw = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
-        hh = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
-        break;
-      case 4:
-        hw = vt_rng_uniform(rng, 1.5, 3) * mw;
-        hh = vt_rng_uniform(rng, 1.5, 3) * mh;
-        break;
-      case 5: hw = -hw / 3; break;
-      case 6: hh = 0; break;
-      default: break;
-    }
-    r[0] = (double)vt_rng_int(rng, pb->n);
-    r[1] = vt_round_to(dt, cx - hw);
-    r[2] = vt_round_to(dt, cy - hh);
-    r[3] = vt_round_to(dt, cx + hw);
-    r[4] = vt_round_to(dt, cy + hh);
+    double box[4]; /* cx, cy, hw, hh */
+    const int kind = rt_roi_box(rng, 7, mh, mw, pb->scale, box);
+    if (kind == 6) box[3] = 0; /* zero height */
+    rt_roi_store(rng, pb->n, dt, box, r);
     /* a zero-size RoI is exact in every dtype: keep it even though its
      * adaptive grid is "fragile" (it is exactly 0) */
     if (kind == 6 && r[2] == r[4]) return;
@@ -360,8 +252,8 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
   static const int64_t ratios[5] = {-1, 0, 1, 2, 3};
   static const double scales[3] = {1.0, 0.5, 0.25};
   for (uint64_t seed = 1; seed <= 3; seed++) {
-    for (int d = 0; d < NUM_DTYPES; d++) {
-      const DLDataType dt = *dtypes[d];
+    for (int d = 0; d < RT_NUM_DTYPES; d++) {
+      const DLDataType dt = *rt_dtypes[d];
       for (int ri = 0; ri < 5; ri++) {
         vt_rng rng;
         vt_rng_seed(&rng, seed * 1000 + (uint64_t)(d * 100 + ri));
@@ -375,10 +267,8 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
         pb.input = malloc(sizeof(double) * (size_t)nin);
         pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
         pb.grad = malloc(sizeof(double) * (size_t)nout);
-        for (int64_t i = 0; i < nin; i++)
-          pb.input[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
-        for (int64_t i = 0; i < nout; i++)
-          pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+        rt_fill_uniform(&rng, dt, pb.input, nin);
+        rt_fill_uniform(&rng, dt, pb.grad, nout);
         for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
         double *want = malloc(sizeof(double) * (size_t)nout);
         double *got = malloc(sizeof(double) * (size_t)nout);
@@ -394,7 +284,7 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
           snprintf(desc, sizeof desc, "seed %llu sampling %lld layout %d", (unsigned long long)seed,
                    (long long)pb.sr, layout);
           if (CHECK_STATUS(run_forward(ctx1, dt, layout, &pb, got, raw1), VO_OK))
-            compare("forward", dt, got, want, nout, desc);
+            RT_COMPARE("forward", dt, got, want, nout, desc);
           if (CHECK_STATUS(run_forward(ctx2, dt, layout, &pb, got, raw2), VO_OK))
             CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nout) == 0,
                       "forward %s [%s]: 1 and 2 threads differ", vt_dtype_name(dt), desc);
@@ -402,7 +292,7 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
             CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nout) == 0,
                       "forward %s [%s]: chunked differs", vt_dtype_name(dt), desc);
           if (CHECK_STATUS(run_backward(ctx1, dt, layout, &pb, ggot, raw1), VO_OK))
-            compare("backward", dt, ggot, gwant, nin, desc);
+            RT_COMPARE("backward", dt, ggot, gwant, nin, desc);
           if (CHECK_STATUS(run_backward(ctx2, dt, layout, &pb, ggot, raw2), VO_OK))
             CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nin) == 0,
                       "backward %s [%s]: 1 and 2 threads differ", vt_dtype_name(dt), desc);
@@ -493,13 +383,7 @@ static void adjoint(void) {
 
 /* ------------------------------------------------------------ errors */
 
-#define EXPECT_FAIL(call, status, arg)    \
-  do {                                    \
-    if (CHECK_STATUS((call), (status))) { \
-      CHECK_ERROR_HAS("ps_roi_align");    \
-      CHECK_ERROR_HAS(arg);               \
-    }                                     \
-  } while (0)
+#define EXPECT_FAIL(call, status, arg) RT_EXPECT_FAIL("ps_roi_align", call, status, arg)
 
 static void errors(void) {
   /* C = 8, 2x2 bins: 2 output channels */
@@ -553,23 +437,13 @@ static void errors(void) {
   EXPECT_FAIL(vo_ps_roi_align(NULL, I, R, NAN, 2, 2, 0, O, M), VO_ERROR_INVALID_ARGUMENT,
               "spatial_scale");
   /* batch indices and coordinates */
-  struct {
-    int64_t row, col;
-    double value;
-    const char *needle;
-  } bad[] = {
-      {1, 0, 7, "rois[1, 0] = 7 is not a batch index of input with N = 2"},
-      {1, 0, 0.5, "rois[1, 0] = 0.5 is not a batch index"},
-      {0, 0, NAN, "rois[0, 0] = nan is not finite"},
-      {1, 3, INFINITY, "rois[1, 3] = inf is not finite"},
-  };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    vt_tensor *r = vt_tensor_new(vt_f32, 2, roi_shape, roi_values);
-    vt_set(&r->dl, bad[i].row * 5 + bad[i].col, bad[i].value);
+  for (size_t i = 0; i < RT_NUM_BAD_ROIS_SHORT; i++) {
+    const rt_bad_roi *bad = &rt_bad_rois_short[i];
+    vt_tensor *r = rt_bad_rois_tensor(bad, roi_values);
     EXPECT_FAIL(vo_ps_roi_align(NULL, I, &r->dl, 1.0, 2, 2, 0, O, M), VO_ERROR_INVALID_ARGUMENT,
-                bad[i].needle);
+                bad->needle);
     EXPECT_FAIL(vo_ps_roi_align_backward(NULL, G, &r->dl, GM, 1.0, 2, 2, 0, 2, 8, 4, 5, GI),
-                VO_ERROR_INVALID_ARGUMENT, bad[i].needle);
+                VO_ERROR_INVALID_ARGUMENT, bad->needle);
     vt_tensor_free(r);
   }
   /* backward: grad and channel_mapping shapes, dtype and values; sizes */

@@ -6,10 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_util.h"
-
-#define NUM_DTYPES 4
-static const DLDataType *const dtypes[NUM_DTYPES] = {&vt_f32, &vt_f64, &vt_f16, &vt_bf16};
+#include "roi_test_util.h"
 
 /* One roi_align problem, all values logical row-major doubles (already
  * representable in the dtype under test). */
@@ -58,36 +55,6 @@ static void ref_pos(const ref_roi *g, int64_t ph, int64_t pw, int64_t iy, int64_
   *x = g->sx + (double)pw * g->bw + ((double)ix + 0.5) * g->bw / (double)g->gw;
 }
 
-/* Bilinear corners and weights; returns 0 for a sample outside the map. */
-static int ref_corners(int64_t h, int64_t w, double y, double x, int64_t pos[4], double wt[4]) {
-  if (y < -1 || y > (double)h || x < -1 || x > (double)w) return 0;
-  if (y <= 0) y = 0;
-  if (x <= 0) x = 0;
-  int64_t yl = (int64_t)y, xl = (int64_t)x, yh, xh;
-  if (yl >= h - 1) {
-    yl = yh = h - 1;
-    y = (double)yl;
-  } else {
-    yh = yl + 1;
-  }
-  if (xl >= w - 1) {
-    xl = xh = w - 1;
-    x = (double)xl;
-  } else {
-    xh = xl + 1;
-  }
-  double ly = y - (double)yl, lx = x - (double)xl;
-  wt[0] = (1 - ly) * (1 - lx);
-  wt[1] = (1 - ly) * lx;
-  wt[2] = ly * (1 - lx);
-  wt[3] = ly * lx;
-  pos[0] = yl * w + xl;
-  pos[1] = yl * w + xh;
-  pos[2] = yh * w + xl;
-  pos[3] = yh * w + xh;
-  return 1;
-}
-
 static void ref_forward(const problem *pb, double *out) {
   for (int64_t k = 0; k < pb->k; k++) {
     ref_roi g = ref_geometry(pb, pb->rois + 5 * k);
@@ -101,7 +68,7 @@ static void ref_forward(const problem *pb, double *out) {
               double y, x, wt[4];
               int64_t pos[4];
               ref_pos(&g, ph, pw, iy, ix, &y, &x);
-              if (!ref_corners(pb->h, pb->w, y, x, pos, wt)) continue;
+              if (!rt_bilinear(pb->h, pb->w, y, x, pos, wt)) continue;
               for (int j = 0; j < 4; j++) sum += wt[j] * plane[pos[j]];
             }
           out[((k * pb->c + c) * pb->ph + ph) * pb->pw + pw] = sum / g.count;
@@ -124,7 +91,7 @@ static void ref_backward(const problem *pb, double *gin) {
               double y, x, wt[4];
               int64_t pos[4];
               ref_pos(&g, ph, pw, iy, ix, &y, &x);
-              if (!ref_corners(pb->h, pb->w, y, x, pos, wt)) continue;
+              if (!rt_bilinear(pb->h, pb->w, y, x, pos, wt)) continue;
               for (int j = 0; j < 4; j++) plane[pos[j]] += gv * wt[j] / g.count;
             }
         }
@@ -166,29 +133,14 @@ static int ref_fragile(const problem *pb, const double *r) {
 /* ------------------------------------------------------------ running */
 
 /* Input layouts the kernels must honour. */
-enum { LAYOUT_CONTIGUOUS, LAYOUT_CHANNELS_LAST, NUM_LAYOUTS };
-
-static vt_tensor *make_nchw(DLDataType dt, const int64_t shape[4], int layout,
-                            const double *values) {
-  if (layout == LAYOUT_CONTIGUOUS) return vt_tensor_new(dt, 4, shape, values);
-  const int64_t c = shape[1], h = shape[2], w = shape[3];
-  const int64_t strides[4] = {h * w * c, 1, w * c, c};
-  return vt_tensor_strided(dt, 4, shape, strides, 0, values);
-}
-
 /* Runs the forward; out gets K*C*PH*PW decoded values, raw (if not NULL) the
  * output's bytes. */
 static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
                              double *out, void *raw) {
   const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
-  const int64_t roi_shape[2] = {pb->k, 5};
   const int64_t out_shape[4] = {pb->k, pb->c, pb->ph, pb->pw};
-  vt_tensor *in = make_nchw(dt, in_shape, layout, pb->input);
-  /* rois in a strided layout too: a [K,5] view of every other row */
-  const int64_t roi_strides[2] = {10, 1};
-  vt_tensor *rois = layout == LAYOUT_CONTIGUOUS
-                        ? vt_tensor_new(dt, 2, roi_shape, pb->rois)
-                        : vt_tensor_strided(dt, 2, roi_shape, roi_strides, 0, pb->rois);
+  vt_tensor *in = rt_make_nchw(dt, in_shape, layout, pb->input);
+  vt_tensor *rois = rt_make_rois(dt, pb->k, layout, pb->rois);
   vt_tensor *o = vt_tensor_new(dt, 4, out_shape, NULL);
   vt_fill(&o->dl, -77);
   vo_tensor_desc desc;
@@ -213,10 +165,9 @@ static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, c
 static vo_status run_backward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
                               double *gin, void *raw) {
   const int64_t g_shape[4] = {pb->k, pb->c, pb->ph, pb->pw};
-  const int64_t roi_shape[2] = {pb->k, 5};
   const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
-  vt_tensor *g = make_nchw(dt, g_shape, layout, pb->grad);
-  vt_tensor *rois = vt_tensor_new(dt, 2, roi_shape, pb->rois);
+  vt_tensor *g = rt_make_nchw(dt, g_shape, layout, pb->grad);
+  vt_tensor *rois = rt_make_rois(dt, pb->k, LAYOUT_CONTIGUOUS, pb->rois);
   vt_tensor *o = vt_tensor_new(dt, 4, in_shape, NULL);
   vt_fill(&o->dl, -77); /* must be overwritten everywhere */
   vo_status st = vo_roi_align_backward(ctx, &g->dl, &rois->dl, pb->scale, pb->ph, pb->pw, pb->n,
@@ -227,29 +178,6 @@ static vo_status run_backward(const vo_context *ctx, DLDataType dt, int layout, 
   vt_tensor_free(rois);
   vt_tensor_free(o);
   return st;
-}
-
-/* Absolute tolerance per unit of magnitude: float64 computes in double,
- * float32 and the half types in float32 (half types also round the result). */
-static double tolerance(DLDataType dt) {
-  if (dt.bits == 64) return 1e-11;
-  if (dt.code == kDLFloat && dt.bits == 32) return 2e-5;
-  if (dt.code == kDLBfloat) return 1e-2;
-  return 2e-3;
-}
-
-static int compare(const char *what, DLDataType dt, const double *got, const double *want,
-                   int64_t n, const char *ctx_desc) {
-  const double tol = tolerance(dt);
-  for (int64_t i = 0; i < n; i++) {
-    double lim = tol * fmax(1, fabs(want[i]));
-    if (!(fabs(got[i] - want[i]) <= lim)) {
-      CHECK_MSG(0, "%s %s [%s]: element %lld = %.9g, reference %.9g", what, vt_dtype_name(dt),
-                ctx_desc, (long long)i, got[i], want[i]);
-      return 0;
-    }
-  }
-  return vt_pass();
 }
 
 /* ------------------------------------------------------------ hand-checked */
@@ -282,7 +210,7 @@ static void hand_checked(void) {
       {{0, 0, 0, 3, 3}, 2, 2, 0, 0, {3.75, 5.25, 9.75, 11.25}},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-    for (int d = 0; d < NUM_DTYPES; d++) {
+    for (int d = 0; d < RT_NUM_DTYPES; d++) {
       problem pb = {1,
                     1,
                     4,
@@ -297,11 +225,11 @@ static void hand_checked(void) {
                     cases[ci].roi,
                     NULL};
       double out[4];
-      if (!CHECK_STATUS(run_forward(NULL, *dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, NULL), VO_OK))
+      if (!CHECK_STATUS(run_forward(NULL, *rt_dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, NULL), VO_OK))
         continue;
       for (int64_t i = 0; i < pb.ph * pb.pw; i++)
         CHECK_MSG(out[i] == cases[ci].want[i], "hand case %zu %s: out[%lld] = %.9g, want %.9g", ci,
-                  vt_dtype_name(*dtypes[d]), (long long)i, out[i], cases[ci].want[i]);
+                  vt_dtype_name(*rt_dtypes[d]), (long long)i, out[i], cases[ci].want[i]);
     }
   }
 }
@@ -313,28 +241,9 @@ static void hand_checked(void) {
 static void gen_roi(vt_rng *rng, const problem *pb, DLDataType dt, double *r) {
   const double mh = (double)pb->h / pb->scale, mw = (double)pb->w / pb->scale;
   for (int attempt = 0;; attempt++) {
-    int kind = (int)vt_rng_int(rng, 6);
-    double cx = vt_rng_uniform(rng, 0, mw), cy = vt_rng_uniform(rng, 0, mh);
-    double hw = vt_rng_uniform(rng, 0.5, mw / 2), hh = vt_rng_uniform(rng, 0.5, mh / 2);
-    switch (kind) {
-      case 1: /* partly outside */ cx = vt_rng_uniform(rng, -mw / 4, mw * 1.25); break;
-      case 2: /* wholly outside */ cx = vt_rng_int(rng, 2) ? -mw : 2.5 * mw; break;
-      case 3: /* tiny */
-        hw = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
-        hh = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
-        break;
-      case 4: /* huge */
-        hw = vt_rng_uniform(rng, 1.5, 3) * mw;
-        hh = vt_rng_uniform(rng, 1.5, 3) * mh;
-        break;
-      case 5: /* reversed */ hw = -hw / 3; break;
-      default: break;
-    }
-    r[0] = (double)vt_rng_int(rng, pb->n);
-    r[1] = vt_round_to(dt, cx - hw);
-    r[2] = vt_round_to(dt, cy - hh);
-    r[3] = vt_round_to(dt, cx + hw);
-    r[4] = vt_round_to(dt, cy + hh);
+    double box[4]; /* cx, cy, hw, hh */
+    rt_roi_box(rng, 6, mh, mw, pb->scale, box);
+    rt_roi_store(rng, pb->n, dt, box, r);
     if (!ref_fragile(pb, r) || attempt > 1000) return;
   }
 }
@@ -346,8 +255,8 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
   static const int64_t ratios[5] = {-1, 0, 1, 2, 3};
   static const double scales[3] = {1.0, 0.5, 0.25};
   for (uint64_t seed = 1; seed <= 3; seed++) {
-    for (int d = 0; d < NUM_DTYPES; d++) {
-      const DLDataType dt = *dtypes[d];
+    for (int d = 0; d < RT_NUM_DTYPES; d++) {
+      const DLDataType dt = *rt_dtypes[d];
       for (int aligned = 0; aligned < 2; aligned++) {
         for (int ri = 0; ri < 5; ri++) {
           vt_rng rng;
@@ -359,10 +268,8 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
           pb.input = malloc(sizeof(double) * (size_t)nin);
           pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
           pb.grad = malloc(sizeof(double) * (size_t)nout);
-          for (int64_t i = 0; i < nin; i++)
-            pb.input[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
-          for (int64_t i = 0; i < nout; i++)
-            pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+          rt_fill_uniform(&rng, dt, pb.input, nin);
+          rt_fill_uniform(&rng, dt, pb.grad, nout);
           for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
           double *want = malloc(sizeof(double) * (size_t)nout);
           double *got = malloc(sizeof(double) * (size_t)nout);
@@ -378,7 +285,7 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
             snprintf(desc, sizeof desc, "seed %llu aligned %d sampling %lld layout %d",
                      (unsigned long long)seed, aligned, (long long)pb.sr, layout);
             if (CHECK_STATUS(run_forward(ctx1, dt, layout, &pb, got, raw1), VO_OK))
-              compare("forward", dt, got, want, nout, desc);
+              RT_COMPARE("forward", dt, got, want, nout, desc);
             if (CHECK_STATUS(run_forward(ctx2, dt, layout, &pb, got, raw2), VO_OK))
               CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nout) == 0,
                         "forward %s [%s]: 1 and 2 threads differ", vt_dtype_name(dt), desc);
@@ -386,7 +293,7 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
               CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nout) == 0,
                         "forward %s [%s]: chunked differs", vt_dtype_name(dt), desc);
             if (CHECK_STATUS(run_backward(ctx1, dt, layout, &pb, ggot, raw1), VO_OK))
-              compare("backward", dt, ggot, gwant, nin, desc);
+              RT_COMPARE("backward", dt, ggot, gwant, nin, desc);
             if (CHECK_STATUS(run_backward(ctx2, dt, layout, &pb, ggot, raw2), VO_OK))
               CHECK_MSG(memcmp(raw1, raw2, esz * (size_t)nin) == 0,
                         "backward %s [%s]: 1 and 2 threads differ", vt_dtype_name(dt), desc);
@@ -420,8 +327,8 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
  * and float64 inputs are read in place). */
 static void fast_paths(vo_context *const ctxs[4]) {
   static const int64_t ratios[3] = {2, 3, 0};
-  for (int d = 0; d < NUM_DTYPES; d++) {
-    const DLDataType dt = *dtypes[d];
+  for (int d = 0; d < RT_NUM_DTYPES; d++) {
+    const DLDataType dt = *rt_dtypes[d];
     for (int aligned = 0; aligned < 2; aligned++) {
       for (int ri = 0; ri < 3; ri++) {
         vt_rng rng;
@@ -432,10 +339,8 @@ static void fast_paths(vo_context *const ctxs[4]) {
         pb.input = malloc(sizeof(double) * (size_t)nin);
         pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
         pb.grad = malloc(sizeof(double) * (size_t)nout);
-        for (int64_t i = 0; i < nin; i++)
-          pb.input[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
-        for (int64_t i = 0; i < nout; i++)
-          pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+        rt_fill_uniform(&rng, dt, pb.input, nin);
+        rt_fill_uniform(&rng, dt, pb.grad, nout);
         for (int64_t k = 0; k < pb.k; k++) {
           gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
           if (pb.n == 3 && pb.rois[5 * k] == 1) pb.rois[5 * k] = 2;
@@ -452,13 +357,13 @@ static void fast_paths(vo_context *const ctxs[4]) {
           snprintf(desc, sizeof desc, "fast paths aligned %d sampling %lld layout %d", aligned,
                    (long long)pb.sr, layout);
           if (CHECK_STATUS(run_forward(ctxs[0], dt, layout, &pb, got, raw0), VO_OK))
-            compare("forward", dt, got, want, nout, desc);
+            RT_COMPARE("forward", dt, got, want, nout, desc);
           for (int ci = 1; ci < 4; ci++)
             if (CHECK_STATUS(run_forward(ctxs[ci], dt, layout, &pb, got, raw), VO_OK))
               CHECK_MSG(memcmp(raw0, raw, esz * (size_t)nout) == 0,
                         "forward %s [%s]: context %d differs", vt_dtype_name(dt), desc, ci);
           if (CHECK_STATUS(run_backward(ctxs[0], dt, layout, &pb, got, raw0), VO_OK))
-            compare("backward", dt, got, gwant, nin, desc);
+            RT_COMPARE("backward", dt, got, gwant, nin, desc);
           for (int ci = 1; ci < 4; ci++)
             if (CHECK_STATUS(run_backward(ctxs[ci], dt, layout, &pb, got, raw), VO_OK))
               CHECK_MSG(memcmp(raw0, raw, esz * (size_t)nin) == 0,
@@ -518,13 +423,7 @@ static void finite_differences(void) {
 
 /* ------------------------------------------------------------ errors */
 
-#define EXPECT_FAIL(call, status, arg)    \
-  do {                                    \
-    if (CHECK_STATUS((call), (status))) { \
-      CHECK_ERROR_HAS("roi_align");       \
-      CHECK_ERROR_HAS(arg);               \
-    }                                     \
-  } while (0)
+#define EXPECT_FAIL(call, status, arg) RT_EXPECT_FAIL("roi_align", call, status, arg)
 
 static void errors(void) {
   const int64_t in_shape[4] = {2, 3, 4, 5}, roi_shape[2] = {2, 5}, out_shape[4] = {2, 3, 2, 2};
@@ -566,27 +465,13 @@ static void errors(void) {
   EXPECT_FAIL(vo_roi_align(NULL, I, R, INFINITY, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
               "spatial_scale");
   /* batch indices and coordinates (the data of CPU rois) */
-  struct {
-    int64_t row, col;
-    double value;
-    const char *needle;
-  } bad[] = {
-      {1, 0, 7, "rois[1, 0] = 7 is not a batch index of input with N = 2"},
-      {0, 0, 2, "rois[0, 0] = 2 is not a batch index"},
-      {1, 0, -1, "rois[1, 0] = -1 is not a batch index"},
-      {1, 0, 0.5, "rois[1, 0] = 0.5 is not a batch index"},
-      {0, 0, NAN, "rois[0, 0] = nan is not finite"},
-      {1, 3, NAN, "rois[1, 3] = nan is not finite"},
-      {0, 2, INFINITY, "rois[0, 2] = inf is not finite"},
-      {1, 4, -INFINITY, "rois[1, 4] = -inf is not finite"},
-  };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    vt_tensor *r = vt_tensor_new(vt_f32, 2, roi_shape, roi_values);
-    vt_set(&r->dl, bad[i].row * 5 + bad[i].col, bad[i].value);
+  for (size_t i = 0; i < RT_NUM_BAD_ROIS; i++) {
+    const rt_bad_roi *bad = &rt_bad_rois[i];
+    vt_tensor *r = rt_bad_rois_tensor(bad, roi_values);
     EXPECT_FAIL(vo_roi_align(NULL, I, &r->dl, 1.0, 2, 2, 0, 1, O), VO_ERROR_INVALID_ARGUMENT,
-                bad[i].needle);
+                bad->needle);
     EXPECT_FAIL(vo_roi_align_backward(NULL, G, &r->dl, 1.0, 2, 2, 2, 3, 4, 5, 0, 1, GI),
-                VO_ERROR_INVALID_ARGUMENT, bad[i].needle);
+                VO_ERROR_INVALID_ARGUMENT, bad->needle);
     vt_tensor_free(r);
   }
   /* backward: grad shape against rois and the int arguments, sizes */

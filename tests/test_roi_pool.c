@@ -6,10 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_util.h"
-
-#define NUM_DTYPES 4
-static const DLDataType *const dtypes[NUM_DTYPES] = {&vt_f32, &vt_f64, &vt_f16, &vt_bf16};
+#include "roi_test_util.h"
 
 /* One roi_pool problem, all values logical row-major doubles (already
  * representable in the dtype under test). */
@@ -105,16 +102,6 @@ static void ref_backward(const problem *pb, double *gin) {
 
 /* ------------------------------------------------------------ running */
 
-enum { LAYOUT_CONTIGUOUS, LAYOUT_CHANNELS_LAST, NUM_LAYOUTS };
-
-static vt_tensor *make_nchw(DLDataType dt, const int64_t shape[4], int layout,
-                            const double *values) {
-  if (layout == LAYOUT_CONTIGUOUS) return vt_tensor_new(dt, 4, shape, values);
-  const int64_t c = shape[1], h = shape[2], w = shape[3];
-  const int64_t strides[4] = {h * w * c, 1, w * c, c};
-  return vt_tensor_strided(dt, 4, shape, strides, 0, values);
-}
-
 static int is_single(DLDataType dt) { return dt.bits != 64; }
 
 /* Runs the forward; out / am get the decoded outputs, raw (if not NULL) the
@@ -122,13 +109,9 @@ static int is_single(DLDataType dt) { return dt.bits != 64; }
 static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
                              double *out, int32_t *am, void *raw) {
   const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
-  const int64_t roi_shape[2] = {pb->k, 5};
   const int64_t out_shape[4] = {pb->k, pb->c, pb->ph, pb->pw};
-  vt_tensor *in = make_nchw(dt, in_shape, layout, pb->input);
-  const int64_t roi_strides[2] = {10, 1};
-  vt_tensor *rois = layout == LAYOUT_CONTIGUOUS
-                        ? vt_tensor_new(dt, 2, roi_shape, pb->rois)
-                        : vt_tensor_strided(dt, 2, roi_shape, roi_strides, 0, pb->rois);
+  vt_tensor *in = rt_make_nchw(dt, in_shape, layout, pb->input);
+  vt_tensor *rois = rt_make_rois(dt, pb->k, layout, pb->rois);
   vt_tensor *o = vt_tensor_new(dt, 4, out_shape, NULL);
   vt_tensor *a = vt_tensor_new(vt_i32, 4, out_shape, NULL);
   vt_fill(&o->dl, -77);
@@ -163,14 +146,13 @@ static vo_status run_forward(const vo_context *ctx, DLDataType dt, int layout, c
 static vo_status run_backward(const vo_context *ctx, DLDataType dt, int layout, const problem *pb,
                               double *gin, void *raw) {
   const int64_t g_shape[4] = {pb->k, pb->c, pb->ph, pb->pw};
-  const int64_t roi_shape[2] = {pb->k, 5};
   const int64_t in_shape[4] = {pb->n, pb->c, pb->h, pb->w};
   const int64_t ng = pb->k * pb->c * pb->ph * pb->pw;
   double *amd = malloc(sizeof(double) * (size_t)(ng > 0 ? ng : 1));
   for (int64_t i = 0; i < ng; i++) amd[i] = pb->argmax[i];
-  vt_tensor *g = make_nchw(dt, g_shape, layout, pb->grad);
-  vt_tensor *a = make_nchw(vt_i32, g_shape, layout, amd);
-  vt_tensor *rois = vt_tensor_new(dt, 2, roi_shape, pb->rois);
+  vt_tensor *g = rt_make_nchw(dt, g_shape, layout, pb->grad);
+  vt_tensor *a = rt_make_nchw(vt_i32, g_shape, layout, amd);
+  vt_tensor *rois = rt_make_rois(dt, pb->k, LAYOUT_CONTIGUOUS, pb->rois);
   vt_tensor *o = vt_tensor_new(dt, 4, in_shape, NULL);
   vt_fill(&o->dl, -77); /* must be overwritten everywhere */
   vo_status st = vo_roi_pool_backward(ctx, &g->dl, &rois->dl, &a->dl, pb->scale, pb->ph, pb->pw,
@@ -250,18 +232,18 @@ static void hand_checked(void) {
       {{0, -2.5, -0.5, 0.4, 0.4}, 2, 2, {0, 0, 0, 1, 0, 0, 0, 7}, {-1, -1, -1, 0, -1, -1, -1, 0}},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-    for (int d = 0; d < NUM_DTYPES; d++) {
+    for (int d = 0; d < RT_NUM_DTYPES; d++) {
       problem pb = {1,    2,   4, 4, 1, cases[ci].ph, cases[ci].pw, 1.0, input, cases[ci].roi,
                     NULL, NULL};
       double out[8] = {0};
       int32_t am[8] = {0};
-      if (!CHECK_STATUS(run_forward(NULL, *dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, am, NULL),
+      if (!CHECK_STATUS(run_forward(NULL, *rt_dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, am, NULL),
                         VO_OK))
         continue;
       for (int64_t i = 0; i < 2 * pb.ph * pb.pw; i++)
         CHECK_MSG(out[i] == cases[ci].want[i] && am[i] == cases[ci].am[i],
                   "hand case %zu %s: out[%lld] = %g argmax %d, want %g argmax %d", ci,
-                  vt_dtype_name(*dtypes[d]), (long long)i, out[i], (int)am[i], cases[ci].want[i],
+                  vt_dtype_name(*rt_dtypes[d]), (long long)i, out[i], (int)am[i], cases[ci].want[i],
                   (int)cases[ci].am[i]);
     }
   }
@@ -270,15 +252,15 @@ static void hand_checked(void) {
   double grad[16];
   int32_t am[16] = {5, 7, 13, 15, 0, 2, 8, 10, 5, 7, 13, 15, 0, 2, 8, 10};
   for (int i = 0; i < 16; i++) grad[i] = 1;
-  for (int d = 0; d < NUM_DTYPES; d++) {
+  for (int d = 0; d < RT_NUM_DTYPES; d++) {
     problem pb = {1, 2, 4, 4, 2, 2, 2, 1.0, input, rois, grad, am};
     double gin[32] = {0};
-    if (!CHECK_STATUS(run_backward(NULL, *dtypes[d], LAYOUT_CONTIGUOUS, &pb, gin, NULL), VO_OK))
+    if (!CHECK_STATUS(run_backward(NULL, *rt_dtypes[d], LAYOUT_CONTIGUOUS, &pb, gin, NULL), VO_OK))
       continue;
     for (int i = 0; i < 32; i++) {
       int hit = i == 5 || i == 7 || i == 13 || i == 15 || i == 16 || i == 18 || i == 24 || i == 26;
       CHECK_MSG(gin[i] == (hit ? 2 : 0), "hand backward %s: grad_input[%d] = %g",
-                vt_dtype_name(*dtypes[d]), i, gin[i]);
+                vt_dtype_name(*rt_dtypes[d]), i, gin[i]);
     }
   }
 }
@@ -289,22 +271,24 @@ static void special_values(void) {
   /* 1 channel, 2x4 map; RoI over all of it, 1x2 bins: columns [0,2), [2,4) */
   double input[8] = {NAN, 3, -INFINITY, -INFINITY, NAN, 3, -INFINITY, -INFINITY};
   double roi[5] = {0, 0, 0, 3, 1};
-  for (int d = 0; d < NUM_DTYPES; d++) {
+  for (int d = 0; d < RT_NUM_DTYPES; d++) {
     problem pb = {1, 1, 2, 4, 1, 1, 2, 1.0, input, roi, NULL, NULL};
     double out[2] = {0};
     int32_t am[2] = {0};
-    if (!CHECK_STATUS(run_forward(NULL, *dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, am, NULL), VO_OK))
+    if (!CHECK_STATUS(run_forward(NULL, *rt_dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, am, NULL),
+                      VO_OK))
       continue;
-    CHECK_MSG(out[0] == 3 && am[0] == 1, "%s: NaN bin: %g argmax %d", vt_dtype_name(*dtypes[d]),
+    CHECK_MSG(out[0] == 3 && am[0] == 1, "%s: NaN bin: %g argmax %d", vt_dtype_name(*rt_dtypes[d]),
               out[0], (int)am[0]);
     CHECK_MSG(out[1] == -INFINITY && am[1] == 2, "%s: -inf bin: %g argmax %d",
-              vt_dtype_name(*dtypes[d]), out[1], (int)am[1]);
+              vt_dtype_name(*rt_dtypes[d]), out[1], (int)am[1]);
     double nan_in[8];
     for (int i = 0; i < 8; i++) nan_in[i] = NAN;
     pb.input = nan_in;
-    if (CHECK_STATUS(run_forward(NULL, *dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, am, NULL), VO_OK))
+    if (CHECK_STATUS(run_forward(NULL, *rt_dtypes[d], LAYOUT_CONTIGUOUS, &pb, out, am, NULL),
+                     VO_OK))
       CHECK_MSG(isnan(out[0]) && am[0] == -1 && isnan(out[1]) && am[1] == -1,
-                "%s: all-NaN bins: %g %d %g %d", vt_dtype_name(*dtypes[d]), out[0], (int)am[0],
+                "%s: all-NaN bins: %g %d %g %d", vt_dtype_name(*rt_dtypes[d]), out[0], (int)am[0],
                 out[1], (int)am[1]);
   }
   /* float64 values below -FLT_MAX are real maxima (torchvision starts at -FLT_MAX) */
@@ -323,28 +307,9 @@ static void special_values(void) {
  * reversed (x2 < x1), and with corners on .5 (rounding ties). */
 static void gen_roi(vt_rng *rng, const problem *pb, DLDataType dt, double *r) {
   const double mh = (double)pb->h / pb->scale, mw = (double)pb->w / pb->scale;
-  int kind = (int)vt_rng_int(rng, 7);
-  double cx = vt_rng_uniform(rng, 0, mw), cy = vt_rng_uniform(rng, 0, mh);
-  double hw = vt_rng_uniform(rng, 0.5, mw / 2), hh = vt_rng_uniform(rng, 0.5, mh / 2);
-  switch (kind) {
-    case 1: cx = vt_rng_uniform(rng, -mw / 4, mw * 1.25); break;
-    case 2: cx = vt_rng_int(rng, 2) ? -mw : 2.5 * mw; break;
-    case 3:
-      hw = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
-      hh = vt_rng_uniform(rng, 0.01, 0.4) / pb->scale;
-      break;
-    case 4:
-      hw = vt_rng_uniform(rng, 1.5, 3) * mw;
-      hh = vt_rng_uniform(rng, 1.5, 3) * mh;
-      break;
-    case 5: hw = -hw / 3; break;
-    default: break;
-  }
-  r[0] = (double)vt_rng_int(rng, pb->n);
-  r[1] = vt_round_to(dt, cx - hw);
-  r[2] = vt_round_to(dt, cy - hh);
-  r[3] = vt_round_to(dt, cx + hw);
-  r[4] = vt_round_to(dt, cy + hh);
+  double box[4]; /* cx, cy, hw, hh */
+  const int kind = rt_roi_box(rng, 7, mh, mw, pb->scale, box);
+  rt_roi_store(rng, pb->n, dt, box, r);
   if (kind == 6) /* scaled corners exactly on .5 */
     for (int j = 1; j < 5; j++) r[j] = vt_round_to(dt, (floor(r[j] * pb->scale) + 0.5) / pb->scale);
 }
@@ -353,8 +318,8 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2) {
   static const double scales[3] = {1.0, 0.5, 0.25};
   static const int64_t sizes[3][4] = {{7, 9, 3, 2}, {5, 11, 2, 3}, {13, 6, 4, 5}}; /* h w ph pw */
   for (uint64_t seed = 1; seed <= 3; seed++) {
-    for (int d = 0; d < NUM_DTYPES; d++) {
-      const DLDataType dt = *dtypes[d];
+    for (int d = 0; d < RT_NUM_DTYPES; d++) {
+      const DLDataType dt = *rt_dtypes[d];
       for (int ties = 0; ties < 2; ties++) {
         vt_rng rng;
         vt_rng_seed(&rng, seed * 1000 + (uint64_t)(d * 10 + ties));
@@ -370,8 +335,7 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2) {
         for (int64_t i = 0; i < nin; i++)
           pb.input[i] = ties ? (double)(vt_rng_int(&rng, 4) - 2)
                              : vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
-        for (int64_t i = 0; i < nout; i++)
-          pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+        rt_fill_uniform(&rng, dt, pb.grad, nout);
         for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
         double *want = malloc(sizeof(double) * (size_t)nout);
         double *got = malloc(sizeof(double) * (size_t)nout);
@@ -445,8 +409,8 @@ static void paths(void) {
   CHECK_STATUS(vo_context_set_workspace_limit(ctx[4], 8192), VO_OK);
   CHECK_STATUS(vo_context_set_workspace_limit(ctx[5], 1), VO_OK);
   static const double specials[7] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0};
-  for (int d = 0; d < NUM_DTYPES; d++) {
-    const DLDataType dt = *dtypes[d];
+  for (int d = 0; d < RT_NUM_DTYPES; d++) {
+    const DLDataType dt = *rt_dtypes[d];
     vt_rng rng;
     vt_rng_seed(&rng, 777 + (uint64_t)d);
     problem pb = {2, 70, 9, 11, 13, 3, 4, 0.5, NULL, NULL, NULL, NULL};
@@ -464,7 +428,7 @@ static void paths(void) {
     /* a few channels entirely NaN in one image: all-NaN bins in vector lanes */
     for (int64_t c = 3; c < pb.c; c += 17)
       for (int64_t i = 0; i < pb.h * pb.w; i++) pb.input[c * pb.h * pb.w + i] = NAN;
-    for (int64_t i = 0; i < nout; i++) pb.grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+    rt_fill_uniform(&rng, dt, pb.grad, nout);
     for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
     double *want = malloc(sizeof(double) * (size_t)nout);
     double *got = malloc(sizeof(double) * (size_t)nout);
@@ -512,13 +476,7 @@ static void paths(void) {
 
 /* ------------------------------------------------------------ errors */
 
-#define EXPECT_FAIL(call, status, arg)    \
-  do {                                    \
-    if (CHECK_STATUS((call), (status))) { \
-      CHECK_ERROR_HAS("roi_pool");        \
-      CHECK_ERROR_HAS(arg);               \
-    }                                     \
-  } while (0)
+#define EXPECT_FAIL(call, status, arg) RT_EXPECT_FAIL("roi_pool", call, status, arg)
 
 static void errors(void) {
   const int64_t in_shape[4] = {2, 3, 4, 5}, roi_shape[2] = {2, 5}, out_shape[4] = {2, 3, 2, 2};
@@ -555,27 +513,13 @@ static void errors(void) {
   EXPECT_FAIL(vo_roi_pool(NULL, I, R, INFINITY, 2, 2, O, A), VO_ERROR_INVALID_ARGUMENT,
               "spatial_scale");
   /* batch indices and coordinates */
-  struct {
-    int64_t row, col;
-    double value;
-    const char *needle;
-  } bad[] = {
-      {1, 0, 7, "rois[1, 0] = 7 is not a batch index of input with N = 2"},
-      {0, 0, 2, "rois[0, 0] = 2 is not a batch index"},
-      {1, 0, -1, "rois[1, 0] = -1 is not a batch index"},
-      {1, 0, 0.5, "rois[1, 0] = 0.5 is not a batch index"},
-      {0, 0, NAN, "rois[0, 0] = nan is not finite"},
-      {1, 3, NAN, "rois[1, 3] = nan is not finite"},
-      {0, 2, INFINITY, "rois[0, 2] = inf is not finite"},
-      {1, 4, -INFINITY, "rois[1, 4] = -inf is not finite"},
-  };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    vt_tensor *r = vt_tensor_new(vt_f32, 2, roi_shape, roi_values);
-    vt_set(&r->dl, bad[i].row * 5 + bad[i].col, bad[i].value);
+  for (size_t i = 0; i < RT_NUM_BAD_ROIS; i++) {
+    const rt_bad_roi *bad = &rt_bad_rois[i];
+    vt_tensor *r = rt_bad_rois_tensor(bad, roi_values);
     EXPECT_FAIL(vo_roi_pool(NULL, I, &r->dl, 1.0, 2, 2, O, A), VO_ERROR_INVALID_ARGUMENT,
-                bad[i].needle);
+                bad->needle);
     EXPECT_FAIL(vo_roi_pool_backward(NULL, G, &r->dl, GA, 1.0, 2, 2, 2, 3, 4, 5, GI),
-                VO_ERROR_INVALID_ARGUMENT, bad[i].needle);
+                VO_ERROR_INVALID_ARGUMENT, bad->needle);
     vt_tensor_free(r);
   }
   /* backward: batch index against batch_size */
