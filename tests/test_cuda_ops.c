@@ -284,34 +284,14 @@ static void build_batched_nms(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
   build_nms_common(c, dt, seed, rng, 1);
 }
 
-static void build_iou_common(tcase *c, DLDataType dt, int seed, vt_rng *rng, int eps) {
-  static const int64_t ns[NUM_SEEDS] = {37, 0, 129}, ms[NUM_SEEDS] = {53, 9, 1};
-  double *b = malloc(sizeof(double) * (size_t)(4 * (ns[seed] + ms[seed])));
-  if (!b) exit(2);
-  gen_boxes(rng, ns[seed] + ms[seed], b);
-  const int64_t s1[2] = {ns[seed], 4}, s2[2] = {ms[seed], 4};
-  int t1 = add_values(c, dt, 2, s1, b);
-  arg_tensor(c, t1);
-  arg_tensor(c, add_values(c, dt, 2, s2, b + 4 * ns[seed]));
-  if (eps) arg_float(c, 1e-7);
-  c->shape_tensor = t1;
-  free(b);
-}
-static void build_box_iou(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
-  build_iou_common(c, dt, seed, rng, 0);
-}
-static void build_iou_eps(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
-  build_iou_common(c, dt, seed, rng, 1);
-}
-
-/* The IoU ops' backward: grad [N, M] and both box sets. */
-static void build_iou_backward_common(tcase *c, DLDataType dt, int seed, vt_rng *rng, int eps) {
+/* The IoU ops (and, with `grad`, their backward: grad [N, M] first). */
+static void build_iou_common(tcase *c, DLDataType dt, int seed, vt_rng *rng, int eps, int grad) {
   static const int64_t ns[NUM_SEEDS] = {37, 0, 129}, ms[NUM_SEEDS] = {53, 9, 1};
   double *b = malloc(sizeof(double) * (size_t)(4 * (ns[seed] + ms[seed])));
   if (!b) exit(2);
   gen_boxes(rng, ns[seed] + ms[seed], b);
   const int64_t gs[2] = {ns[seed], ms[seed]}, s1[2] = {ns[seed], 4}, s2[2] = {ms[seed], 4};
-  arg_tensor(c, add_uniform(c, dt, 2, gs, rng, -1, 1));
+  if (grad) arg_tensor(c, add_uniform(c, dt, 2, gs, rng, -1, 1));
   const int t1 = add_values(c, dt, 2, s1, b);
   arg_tensor(c, t1);
   arg_tensor(c, add_values(c, dt, 2, s2, b + 4 * ns[seed]));
@@ -319,11 +299,17 @@ static void build_iou_backward_common(tcase *c, DLDataType dt, int seed, vt_rng 
   c->shape_tensor = t1;
   free(b);
 }
+static void build_box_iou(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
+  build_iou_common(c, dt, seed, rng, 0, 0);
+}
+static void build_iou_eps(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
+  build_iou_common(c, dt, seed, rng, 1, 0);
+}
 static void build_iou_backward(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
-  build_iou_backward_common(c, dt, seed, rng, 0);
+  build_iou_common(c, dt, seed, rng, 0, 1);
 }
 static void build_iou_eps_backward(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
-  build_iou_backward_common(c, dt, seed, rng, 1);
+  build_iou_common(c, dt, seed, rng, 1, 1);
 }
 
 static void build_roi_align(tcase *c, DLDataType dt, int seed, vt_rng *rng) {
