@@ -95,26 +95,6 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
 /* The kernel, once per compute type T (float for float32/16/bfloat16,
  * double for float64) with its BLAS GEMM. */
 #define VO_DEFINE_DCN(T, SUF, DT, GEMM, FLOOR)                                                     \
-  /* Bilinear sample of plane `base` at (y, x), 0 outside (-1, H) x (-1, W) and for NaN; the       \
-   * corners outside the map read 0 (torchvision's bilinear_interpolate). */                       \
-  static inline T vo_dcn_bilinear_##SUF(const vo_view *in, int64_t base, int64_t h, int64_t w,     \
-                                        T y, T x) {                                                \
-    if (!(y > -1 && y < (T)h && x > -1 && x < (T)w)) return 0;                                     \
-    const T yf = FLOOR(y), xf = FLOOR(x);                                                          \
-    const int64_t yl = (int64_t)yf, xl = (int64_t)xf;                                              \
-    const T ly = y - yf, lx = x - xf, hy = 1 - ly, hx = 1 - lx;                                    \
-    const int64_t sh = in->stride[2], sw = in->stride[3];                                          \
-    const T v1 = (yl >= 0 && xl >= 0) ? (T)vo_load_host(in, base + yl * sh + xl * sw) : 0;         \
-    const T v2 =                                                                                   \
-        (yl >= 0 && xl + 1 <= w - 1) ? (T)vo_load_host(in, base + yl * sh + (xl + 1) * sw) : 0;    \
-    const T v3 =                                                                                   \
-        (yl + 1 <= h - 1 && xl >= 0) ? (T)vo_load_host(in, base + (yl + 1) * sh + xl * sw) : 0;    \
-    const T v4 = (yl + 1 <= h - 1 && xl + 1 <= w - 1)                                              \
-                     ? (T)vo_load_host(in, base + (yl + 1) * sh + (xl + 1) * sw)                   \
-                     : 0;                                                                          \
-    return hy * hx * v1 + hy * lx * v2 + ly * hx * v3 + ly * lx * v4;                              \
-  }                                                                                                \
-                                                                                                   \
   /* d sample / d y (is_y) or d x of the bilinear sample, with torchvision's guard: 0 unless all   \
    * of (y, x) is within [-1, H] x [-1, W] (which also keeps NaN out of the integer casts). */     \
   static inline T vo_dcn_coord_weight_##SUF(const vo_view *in, int64_t base, int64_t h, int64_t w, \
