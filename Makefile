@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 SOURCES := $(shell find include src tools tests bench python -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
 
-.PHONY: all deps configure build run test bench install format lint clean gpu-check
+.PHONY: all deps configure build run test bench install format lint clean gpu-check fuzz
 
 all: build
 
@@ -86,5 +86,25 @@ lint: configure
 gpu-check:
 	./scripts/gpu-check.sh
 
+# libFuzzer over vo_infer / vo_call (tests/fuzz/fuzz_call.c) under ASan + UBSan,
+# with clang, for FUZZ_SECONDS (default 300), from one seed call of every op
+# plus the corpus kept in $(FUZZ_BUILD)/corpus; a crash leaves crash-* files in
+# $(FUZZ_BUILD) and fails. FUZZ_ARGS: extra libFuzzer flags.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_ARGS ?=
+FUZZ_PACKAGES := clang libclang-rt-dev libomp-dev
+fuzz:
+	@./scripts/install-deps.sh $(FUZZ_PACKAGES)
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DVISIONOPS_FUZZ=ON \
+	  -DVISIONOPS_SANITIZE=address,undefined -DVISIONOPS_CUDA=OFF -DVISIONOPS_PYTHON=OFF \
+	  -DVISIONOPS_BUILD_TOOLS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_call fuzz_seeds
+	$(FUZZ_BUILD)/tests/fuzz/fuzz_seeds $(FUZZ_BUILD)/seeds
+	mkdir -p $(FUZZ_BUILD)/corpus
+	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+	  ./tests/fuzz/fuzz_call -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 \
+	  -max_len=8192 -print_final_stats=1 $(FUZZ_ARGS) corpus seeds
+
 clean:
-	rm -rf build build-sanitize
+	rm -rf build build-sanitize build-fuzz

@@ -5,8 +5,9 @@ set -euo pipefail
 
 # python3-torchvision (+ numpy) is the reference the parity tests compare against.
 # python3-dev builds the extension; python3-venv and python3-pytest run its tests.
+# Extra package names given as arguments are installed too (make fuzz: clang).
 packages=(build-essential cmake pkg-config libdlpack-dev libopenblas-dev python3 python3-dev
-          python3-venv python3-pytest python3-numpy python3-torchvision)
+          python3-venv python3-pytest python3-numpy python3-torchvision "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -99,7 +99,9 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
   int64_t expected = 1, reach = 0;
   for (int i = t->ndim - 1; i >= 0; i--) {
     v->stride[i] = t->strides ? t->strides[i] : expected;
-    expected *= t->shape[i];
+    /* Row-major strides of an empty tensor may overflow ([0, 1000, 2^62]):
+     * they are never used, so they saturate instead. */
+    if (__builtin_mul_overflow(expected, t->shape[i], &expected)) expected = INT64_MAX;
     /* Element offsets must fit in int64 for the kernels' index math. */
     int64_t s = v->stride[i], magnitude = s == INT64_MIN ? INT64_MAX : (s < 0 ? -s : s), span;
     if (numel > 0 && (__builtin_mul_overflow(t->shape[i] - 1, magnitude, &span) ||
@@ -110,6 +112,19 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
   if (numel > 0 && !t->data && !shape_only)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has NULL data but %lld elements", op, what,
                    (long long)numel);
+  /* Kernels load whole elements: a misaligned element is undefined behaviour
+   * on the CPU and a fault on GPUs. On devices whose data is a handle rather
+   * than an address (OpenCL), only the offset is checked. */
+  const uint64_t es = vo_dtype_size(dt);
+  const int addressable = t->device.device_type == kDLCPU || t->device.device_type == kDLCUDA ||
+                          t->device.device_type == kDLCUDAHost ||
+                          t->device.device_type == kDLCUDAManaged;
+  const uint64_t address = (addressable ? (uint64_t)(uintptr_t)t->data : 0) + t->byte_offset;
+  if (numel > 0 && t->data && address % es != 0)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: %s's first element (data + byte_offset %llu) is not aligned to its %u-byte "
+                   "elements",
+                   op, what, (unsigned long long)t->byte_offset, (unsigned)es);
   v->data = t->data ? (char *)t->data + t->byte_offset : NULL;
   return VO_OK;
 }
@@ -139,9 +154,12 @@ static void vo_view_extent(const vo_view *v, uintptr_t *lo, uintptr_t *hi) {
     else
       max_off += span;
   }
-  int64_t elem = (int64_t)vo_dtype_size(v->dtype);
-  *lo = (uintptr_t)((char *)v->data + min_off * elem);
-  *hi = (uintptr_t)((char *)v->data + (max_off + 1) * elem);
+  /* Unsigned address arithmetic: offsets are bounded (vo_make_view) but the
+   * range may lie below data (negative strides), where pointer arithmetic
+   * outside the caller's object would be undefined. */
+  const uintptr_t base = (uintptr_t)v->data, elem = vo_dtype_size(v->dtype);
+  *lo = base - (uintptr_t)(-min_off) * elem;
+  *hi = base + (uintptr_t)(max_off + 1) * elem;
 }
 
 static int vo_views_overlap(const vo_view *a, const vo_view *b) {

@@ -75,7 +75,8 @@ static void vo_gather_rows(const vo_view *src, const int64_t *rows, int64_t coun
         off += (rem % src->shape[d]) * src->stride[d];
         rem /= src->shape[d];
       }
-      memcpy(dst + (size_t)(j * inner + e) * es, (const char *)src->data + (size_t)off * es, es);
+      /* off < 0 with negative strides: signed arithmetic, never a size_t wrap */
+      memcpy(dst + (size_t)(j * inner + e) * es, (const char *)src->data + off * (int64_t)es, es);
     }
   }
 }

@@ -62,6 +62,13 @@ vo_status vo_expect_int_at_least(const vo_exec *ex, int arg, int64_t min) {
                  vo_arg_name(ex, arg), (long long)min, (long long)v);
 }
 
+vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why) {
+  const int64_t v = ex->args[arg].u.i;
+  if (v <= max) return VO_OK;
+  return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be at most %lld (%s), got %lld",
+                 ex->op_name, vo_arg_name(ex, arg), (long long)max, why, (long long)v);
+}
+
 /* a*b*c*d without int64 overflow (all >= 0); -1 if it would overflow. */
 int64_t vo_product4(int64_t a, int64_t b, int64_t c, int64_t d) {
   const int64_t f[4] = {a, b, c, d};
@@ -95,6 +102,61 @@ vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n) {
                        "%s: %s[%lld, 0] = %g is not a batch index of input with N = %lld",
                        ex->op_name, vo_arg_name(ex, rois_arg), (long long)i, v, (long long)n);
     }
+  }
+  return VO_OK;
+}
+
+/* The work of the roi_align family is K * C * PH * PW * (samples per bin),
+ * so the samples per bin are bounded. An explicit sampling_ratio is at most
+ * VO_MAX_SAMPLING_RATIO per axis. The adaptive grid (sampling_ratio <= 0,
+ * ceil(RoI size / pooled size)) follows the RoI: a RoI inside the map needs
+ * at most about (H + 2) / PH samples per bin along y, so the grid may be
+ * 4x that (or VO_MAX_SAMPLING_RATIO, if larger) before a RoI is refused as
+ * far larger than its map; without that bound one RoI of 1e9 pixels would
+ * keep a call busy for hours (torchvision's does). */
+vo_status vo_check_sampling_ratio(const vo_exec *ex, int sampling_arg) {
+  return vo_expect_int_at_most(
+      ex, sampling_arg, VO_MAX_SAMPLING_RATIO,
+      "samples per bin along each axis; <= 0 picks them from the RoI size");
+}
+
+static int64_t vo_adaptive_limit(int64_t map, int64_t pooled) {
+  const double l = ceil(4.0 * ((double)map + 2) / (double)pooled);
+  return l > VO_MAX_SAMPLING_RATIO ? (int64_t)fmin(l, 1e18) : VO_MAX_SAMPLING_RATIO;
+}
+
+vo_status vo_check_roi_grid(const vo_exec *ex, int rois_arg, int64_t k, const vo_roi_map *m) {
+  const vo_view *r = &ex->inputs[rois_arg];
+  if (m->sampling_ratio > 0) return VO_OK;
+  if (r->device.device_type != kDLCPU && r->device.device_type != kDLCUDAHost) return VO_OK;
+  if (!r->data) return VO_OK; /* shape inference without data (vo_infer) */
+  double c[4];
+  for (int j = 0; j < 4; j++)
+    c[j] =
+        vo_load_host(r, k * r->stride[0] + (j + 1) * r->stride[1]) * m->spatial_scale - m->offset;
+  double rw = c[2] - c[0], rh = c[3] - c[1];
+  if (m->min_size_1) {
+    rw = rw < 1 ? 1 : rw;
+    rh = rh < 1 ? 1 : rh;
+  }
+  const double gh = ceil(rh / (double)m->pooled_height), gw = ceil(rw / (double)m->pooled_width);
+  const int64_t lh = vo_adaptive_limit(m->height, m->pooled_height);
+  const int64_t lw = vo_adaptive_limit(m->width, m->pooled_width);
+  if (!(gh > (double)lh) && !(gw > (double)lw)) return VO_OK;
+  return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                 "%s: %s[%lld] spans %g x %g feature pixels (h x w), so adaptive sampling "
+                 "(sampling_ratio <= 0) would take %.0f x %.0f samples per bin; a %lld x %lld map "
+                 "allows at most %lld x %lld (4x what a RoI inside it needs): pass a "
+                 "sampling_ratio in 1..%d",
+                 ex->op_name, vo_arg_name(ex, rois_arg), (long long)k, rh, rw, gh, gw,
+                 (long long)m->height, (long long)m->width, (long long)lh, (long long)lw,
+                 VO_MAX_SAMPLING_RATIO);
+}
+
+vo_status vo_check_rois_grid(const vo_exec *ex, int rois_arg, const vo_roi_map *m) {
+  for (int64_t k = 0; k < ex->inputs[rois_arg].shape[0]; k++) {
+    vo_status st = vo_check_roi_grid(ex, rois_arg, k, m);
+    if (st != VO_OK) return st;
   }
   return VO_OK;
 }

@@ -39,6 +39,25 @@ vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale
  * grad_input sizes from n_arg on (into sizes; C a multiple of PH*PW). */
 vo_status vo_check_ps_backward_args(const vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
                                     int pw_arg, int n_arg, int64_t sizes[4]);
+/* Int argument `arg` is <= max; `why` says what the bound protects. */
+vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why);
+/* Most samples per bin along one axis that sampling_ratio may ask for. */
+#define VO_MAX_SAMPLING_RATIO 128
+/* sampling_ratio (int argument) is at most VO_MAX_SAMPLING_RATIO. */
+vo_status vo_check_sampling_ratio(const vo_exec *ex, int sampling_arg);
+/* The map a RoI is pooled from, as the roi_align family's geometry sees it:
+ * coordinates * spatial_scale - offset, sizes at least 1 with min_size_1. */
+typedef struct vo_roi_map {
+  double spatial_scale, offset;
+  int min_size_1;
+  int64_t sampling_ratio, pooled_height, pooled_width, height, width;
+} vo_roi_map;
+/* With adaptive sampling (sampling_ratio <= 0), host RoI k's grid of
+ * samples per bin stays within a bound set by the map (see common.c);
+ * rois already checked finite. */
+vo_status vo_check_roi_grid(const vo_exec *ex, int rois_arg, int64_t k, const vo_roi_map *m);
+/* vo_check_roi_grid for every RoI. */
+vo_status vo_check_rois_grid(const vo_exec *ex, int rois_arg, const vo_roi_map *m);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);
 /* Position-sensitive RoI ops: the channel count `c` (of tensor argument

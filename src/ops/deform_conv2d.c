@@ -71,9 +71,15 @@ static vo_status vo_check_deform_common(vo_exec *ex, int b) {
   if (kh < 1 || kw < 1)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: weight kernel size must be >= 1, got %lldx%lld",
                    ex->op_name, (long long)kh, (long long)kw);
-  if (ph > cap || pw > cap || dh > cap || dw > cap || kh * kw > cap / 2 || groups > cap || og > cap)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: padding, dilation, kernel or groups too large",
-                   ex->op_name);
+  for (int a = ARG_STRIDE_H + b; a <= ARG_OFFSET_GROUPS + b; a++)
+    if ((st = vo_expect_int_at_most(ex, a, cap, "2^40, so index products fit in int64")) != VO_OK)
+      return st;
+  int64_t taps;
+  if (__builtin_mul_overflow(kh, kw, &taps) || taps > cap / 2)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: weight's kernel %lldx%lld has more than 2^39 taps (index products must fit "
+                   "in int64)",
+                   ex->op_name, (long long)kh, (long long)kw);
   if (cin % groups != 0)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "%s: input has Cin = %lld channels, not divisible by groups = %lld", ex->op_name,

@@ -38,6 +38,18 @@ static void vo_fill_params(vo_exec *ex, int scale_arg, int ph_arg, int pw_arg, i
   q->channels_out = c / (p->pooled_height * p->pooled_width);
 }
 
+/* sampling_ratio and the adaptive grid of every host RoI on an h x w map
+ * (ps_roi_align always shifts by half a pixel and has no 1x1 minimum). */
+static vo_status vo_check_sampling(const vo_exec *ex, int scale_arg, int ph_arg, int pw_arg,
+                                   int sampling_arg, int64_t h, int64_t w) {
+  vo_status st = vo_check_sampling_ratio(ex, sampling_arg);
+  if (st != VO_OK) return st;
+  const vo_roi_map m = {
+      ex->args[scale_arg].u.f, 0.5, 0, ex->args[sampling_arg].u.i, ex->args[ph_arg].u.i,
+      ex->args[pw_arg].u.i,    h,   w};
+  return vo_check_rois_grid(ex, ARG_ROIS, &m);
+}
+
 vo_status vo_check_ps_roi_align(vo_exec *ex) {
   vo_status st;
   const int64_t in_dims[4] = {-1, -1, -1, -1};
@@ -53,6 +65,9 @@ vo_status vo_check_ps_roi_align(vo_exec *ex) {
   const int64_t out_dims[4] = {k, cout, ph, pw};
   if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
   if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+  if ((st = vo_check_sampling(ex, ARG_F_SCALE, ARG_F_PH, ARG_F_PW, ARG_F_SAMPLING, in->shape[2],
+                              in->shape[3])) != VO_OK)
+    return st;
 
   ex->dtype = in->dtype;
   const int64_t shape[4] = {k, cout, ph, pw};
@@ -72,6 +87,8 @@ vo_status vo_check_ps_roi_align_backward(vo_exec *ex) {
       vo_check_ps_backward_args(ex, ARG_B_MAPPING, ARG_B_SCALE, ARG_B_PH, ARG_B_PW, ARG_B_N, sizes);
   if (st != VO_OK) return st;
   const int64_t n = sizes[0], c = sizes[1], h = sizes[2], w = sizes[3];
+  if ((st = vo_check_sampling(ex, ARG_B_SCALE, ARG_B_PH, ARG_B_PW, ARG_B_SAMPLING, h, w)) != VO_OK)
+    return st;
 
   ex->dtype = ex->inputs[ARG_GRAD].dtype;
   const int64_t shape[4] = {n, c, h, w};

@@ -29,6 +29,18 @@ static void vo_fill_params(vo_exec *ex, int sampling_arg, int aligned_arg, int64
   p->out = &ex->outputs[0];
 }
 
+/* sampling_ratio and the adaptive grid of every host RoI on an h x w map. */
+static vo_status vo_check_sampling(const vo_exec *ex, int sampling_arg, int aligned_arg, int64_t h,
+                                   int64_t w) {
+  vo_status st = vo_check_sampling_ratio(ex, sampling_arg);
+  if (st != VO_OK) return st;
+  const int aligned = ex->args[aligned_arg].u.b != 0;
+  const vo_roi_map m = {
+      ex->args[ARG_SCALE].u.f, aligned ? 0.5 : 0.0,  !aligned, ex->args[sampling_arg].u.i,
+      ex->args[ARG_PH].u.i,    ex->args[ARG_PW].u.i, h,        w};
+  return vo_check_rois_grid(ex, ARG_ROIS, &m);
+}
+
 vo_status vo_check_roi_align(vo_exec *ex) {
   vo_status st;
   const int64_t in_dims[4] = {-1, -1, -1, -1};
@@ -42,6 +54,9 @@ vo_status vo_check_roi_align(vo_exec *ex) {
   const int64_t out_dims[4] = {k, in->shape[1], ph, pw};
   if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
   if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+  if ((st = vo_check_sampling(ex, ARG_F_SAMPLING, ARG_F_ALIGNED, in->shape[2], in->shape[3])) !=
+      VO_OK)
+    return st;
 
   ex->dtype = in->dtype;
   const int64_t shape[4] = {k, in->shape[1], ph, pw};
@@ -71,6 +86,7 @@ vo_status vo_check_roi_align_backward(vo_exec *ex) {
            (long long)pw);
   if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
   if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
+  if ((st = vo_check_sampling(ex, ARG_B_SAMPLING, ARG_B_ALIGNED, h, w)) != VO_OK) return st;
 
   ex->dtype = ex->inputs[ARG_GRAD].dtype;
   const int64_t shape[4] = {n, c, h, w};
