@@ -404,7 +404,17 @@ static void iou_errors(void) {
       vt_tensor *b64 = vt_tensor_new(vt_f64, 2, s24, box_values);
       vt_tensor *bi = vt_tensor_new(vt_i64, 2, s24, box_values);
       EXPECT_FAIL(fn(NULL, A, &b64->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes2");
+      /* Integer boxes are accepted (torchvision's upcasting), but both sets
+       * must have one dtype, and bool / complex are no boxes. */
+      EXPECT_FAIL(fn(NULL, A, &bi->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes2");
+      CHECK_ERROR_HAS("got int64");
+      EXPECT_FAIL(fn(NULL, &bi->dl, A, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes2");
+      bi->dl.dtype = (DLDataType){6 /* kDLBool */, 8, 1};
       EXPECT_FAIL(fn(NULL, &bi->dl, &bi->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes1");
+      CHECK_ERROR_HAS("got bool");
+      bi->dl.dtype = (DLDataType){kDLComplex, 64, 1};
+      EXPECT_FAIL(fn(NULL, &bi->dl, &bi->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes1");
+      CHECK_ERROR_HAS("unsupported dtype complex64");
       vt_tensor_free(b64);
       vt_tensor_free(bi);
     }
