@@ -55,17 +55,26 @@ def _describe(x):
 
 
 def _is_tensor(x):
-    return (hasattr(x, "shape") and hasattr(x, "dtype")
-            and (hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__")))
+    """A DLPack array (torch, NumPy, ...) or a buffer-protocol object."""
+    if hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
+        return hasattr(x, "shape")
+    if isinstance(x, (str, bytes, bytearray)):
+        return False
+    try:
+        memoryview(x)
+    except TypeError:
+        return False
+    return True
 
 
 def _tensor(x, op, name):
-    """x itself if it is a tensor (torch, NumPy or another DLPack array);
-    otherwise a TypeError naming the op and the argument."""
+    """x itself if it is a tensor (torch, NumPy or another DLPack array; a
+    buffer-protocol object as a memoryview, which has a shape); otherwise a
+    TypeError naming the op and the argument."""
     if not _is_tensor(x):
         raise VisionOpsTypeError("%s: %s must be a tensor (a torch.Tensor or a NumPy array), got %s"
                                  % (op, name, _describe(x)))
-    return x
+    return x if hasattr(x, "shape") else memoryview(x)
 
 
 def _numel(x):
@@ -298,6 +307,7 @@ def _rois(op, boxes):
                 raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] "
                                          "tensors, got a %s whose item %d is %s"
                                          % (op, type(boxes).__name__, i, _describe(b)))
+            b = _tensor(b, op, "boxes[%d]" % i)
             if len(b.shape) != 2 or b.shape[1] != 4:
                 raise VisionOpsValueError("%s: boxes: each tensor of the list must have shape "
                                           "[L, 4], got %s" % (op, list(b.shape)))
@@ -313,6 +323,7 @@ def _rois(op, boxes):
     if not _is_tensor(boxes):
         raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] tensors, "
                                  "got %s" % (op, _describe(boxes)))
+    boxes = _tensor(boxes, op, "boxes")
     if len(boxes.shape) != 2 or boxes.shape[1] != 5:
         raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a list of [L, 4] "
                                   "tensors, got shape %s" % (op, list(boxes.shape)))

@@ -380,3 +380,12 @@ def test_fx_leaf_modules_like_torchvision():
     for layer in (visionops.DeformConv2d(6, 2, 3), ):
         names = get_graph_node_names(Wrap(layer), tracer_kwargs={"leaf_modules": [type(layer)]})
         assert names[0] == names[1] == ["a", "b", "c", "layer"]
+
+
+def test_buffer_objects_still_accepted():
+    """The argument checks accept buffer-protocol objects (a memoryview of an
+    array), which the extension reads in place."""
+    b = np.array([[0, 0, 2, 2], [1, 1, 3, 3]], np.float64)
+    np.testing.assert_array_equal(visionops.box_iou(memoryview(b), memoryview(b)),
+                                  visionops.box_iou(b, b))
+    assert list(visionops.nms(memoryview(b), memoryview(np.array([0.9, 0.8])), 0.1)) == [0]
