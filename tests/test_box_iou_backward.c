@@ -414,6 +414,36 @@ static void empty_cases(const run_ctx *rc) {
     }
 }
 
+/* Half boxes: the forward returns float32, so autograd hands the backward a
+ * float32 grad; a half grad (the boxes' dtype) stays accepted. With grad
+ * values that half holds exactly, both give the same gradients. */
+static void float32_grad_cases(const run_ctx *rc) {
+  const double a[8] = {0, 0, 1, 1, 2, 2, 5, 6}, b[12] = {0.5, 0, 2, 1.5, 1, 1, 4, 7, 3, 3, 6, 6};
+  const double g[6] = {1, -0.5, 0.25, 2, 0.125, -1};
+  const DLDataType *const halves[2] = {&vt_f16, &vt_bf16};
+  for (int h = 0; h < 2; h++)
+    for (int kind = 0; kind < 4; kind++) {
+      vt_tensor *ta = make(*halves[h], 2, 4, 0, a), *tb = make(*halves[h], 3, 4, 1, b);
+      vt_tensor *g32 = make(vt_f32, 2, 3, 0, g), *gh = make(*halves[h], 2, 3, 0, g);
+      double oa32[8], ob32[12], oah[8], obh[12];
+      if (CHECK_STATUS(run_backward(rc, kind, g32, ta, tb, default_eps, oa32, ob32), VO_OK) &&
+          CHECK_STATUS(run_backward(rc, kind, gh, ta, tb, default_eps, oah, obh), VO_OK)) {
+        CHECK_MSG(!memcmp(oa32, oah, sizeof oa32) && !memcmp(ob32, obh, sizeof ob32),
+                  "%s %s: float32 grad and %s grad give different gradients", names[kind],
+                  vt_dtype_name(*halves[h]), vt_dtype_name(*halves[h]));
+      }
+      vt_tensor *g64 = make(vt_f64, 2, 3, 0, g);
+      CHECK_STATUS(run_backward(rc, kind, g64, ta, tb, default_eps, oa32, ob32),
+                   VO_ERROR_UNSUPPORTED_DTYPE);
+      CHECK_ERROR_HAS("grad must be float32 (the forward's output dtype) or");
+      vt_tensor_free(ta);
+      vt_tensor_free(tb);
+      vt_tensor_free(g32);
+      vt_tensor_free(gh);
+      vt_tensor_free(g64);
+    }
+}
+
 /* a and b hold the same bits (NaN included). */
 static int same_bits(const double *a, const double *b, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
@@ -536,6 +566,7 @@ static void per_backend(const vo_backend_info *backend, void *user) {
   random_cases(&rc);
   finite_difference_cases(&rc);
   empty_cases(&rc);
+  float32_grad_cases(&rc);
 }
 
 int main(void) {

@@ -141,13 +141,17 @@ static vo_status run_iou(const run_ctx *rc, vr_iou_kind kind, const vt_tensor *a
   CHECK_MSG(desc.ndim == 2 && desc.shape[0] == n && desc.shape[1] == m,
             "box_iou_shape: ndim %d shape [%lld, %lld], expected [%lld, %lld]", (int)desc.ndim,
             (long long)desc.shape[0], (long long)desc.shape[1], (long long)n, (long long)m);
-  CHECK(desc.dtype.code == a->dl.dtype.code && desc.dtype.bits == a->dl.dtype.bits &&
-        desc.dtype.lanes == 1);
+  /* torchvision's upcasting: float64 boxes give float64, all others float32. */
+  const DLDataType out_dt = is_f64(a->dl.dtype) ? vt_f64 : vt_f32;
+  CHECK_MSG(desc.dtype.code == out_dt.code && desc.dtype.bits == out_dt.bits &&
+                desc.dtype.lanes == 1,
+            "box_iou_shape: output dtype code %u bits %u for %s boxes", (unsigned)desc.dtype.code,
+            (unsigned)desc.dtype.bits, vt_dtype_name(a->dl.dtype));
   CHECK(desc.device.device_type == rc->device.device_type &&
         desc.device.device_id == rc->device.device_id);
 
   int64_t shape[2] = {n, m};
-  vt_tensor *host_out = vt_tensor_new(a->dl.dtype, 2, shape, NULL);
+  vt_tensor *host_out = vt_tensor_new(out_dt, 2, shape, NULL);
   vt_fill(&host_out->dl, -123.0);
   vt_tensor *dout = vt_to_device(host_out, rc->device);
   st = call_iou(kind, rc->ctx, &da->dl, &db->dl, eps, &dout->dl);
@@ -549,6 +553,47 @@ static void iou_hand(const run_ctx *rc, const char *name, const double *a, const
   }
 }
 
+/* Integer boxes (as torchvision accepts them): the exact IoU of integer
+ * coordinates, computed in float64, returned as float32; the reference
+ * computes in double from the same integer values. The coordinates span
+ * what int8 / uint8 hold, and larger ones (areas above 2^24, where float32
+ * arithmetic would round) for the wider types. */
+static void integer_iou_cases(const run_ctx *rc) {
+  static const DLDataType *const int_dtypes[] = {&vt_i64, &vt_i32, &vt_i16, &vt_i8, &vt_u8};
+  const int64_t n = 9, m = 7;
+  for (size_t d = 0; d < sizeof int_dtypes / sizeof int_dtypes[0]; d++) {
+    const DLDataType dt = *int_dtypes[d];
+    const int narrow = dt.bits == 8;
+    const double span = narrow ? 60 : (dt.bits == 16 ? 16000 : 3000000);
+    vt_rng rng;
+    vt_rng_seed(&rng, 4242 + d);
+    double a[4 * 9], b[4 * 7], ref[9 * 7], got[9 * 7];
+    for (int64_t i = 0; i < 4 * n; i++) a[i] = floor(vt_rng_uniform(&rng, 0, span));
+    for (int64_t i = 0; i < 4 * m; i++) b[i] = floor(vt_rng_uniform(&rng, 0, span));
+    for (int64_t i = 0; i < n; i++) a[4 * i + 2] += a[4 * i], a[4 * i + 3] += a[4 * i + 1];
+    for (int64_t i = 0; i < m; i++) b[4 * i + 2] += b[4 * i], b[4 * i + 3] += b[4 * i + 1];
+    b[0] = a[0], b[1] = a[1], b[2] = a[2], b[3] = a[3]; /* one identical pair: IoU 1 */
+    for (int lay = 0; lay < NUM_LAYOUTS; lay++) {
+      vt_tensor *ta = make_input(dt, n, 4, (layout)lay, a);
+      vt_tensor *tb = make_input(dt, m, 4, (layout)((lay + 1) % NUM_LAYOUTS), b);
+      for (int k = 0; k < 4; k++) {
+        vr_pairwise_iou((vr_iou_kind)k, a, n, b, m, default_eps, 0, ref);
+        for (int64_t i = 0; i < n * m; i++) ref[i] = (float)ref[i];
+        char what[160];
+        snprintf(what, sizeof what, "%s %s %s boxes, %s", rc->backend->name, iou_names[k],
+                 vt_dtype_name(dt), layout_names[lay]);
+        if (CHECK_MSG(run_iou(rc, (vr_iou_kind)k, ta, tb, default_eps, got) == VO_OK, "%s: %s",
+                      what, vo_last_error())) {
+          CHECK_MSG(got[0] == 1.0f, "%s: identical boxes give %.9g", what, got[0]);
+          expect_iou(what, vt_f32, got, ref, n, m);
+        }
+      }
+      vt_tensor_free(ta);
+      vt_tensor_free(tb);
+    }
+  }
+}
+
 static void hand_iou_cases(const run_ctx *rc) {
   const double pi = 3.14159265358979323846, eps = default_eps, nan = NAN;
   {
@@ -793,6 +838,7 @@ static void per_backend(const vo_backend_info *backend, void *user) {
   run_ctx rc = {backend, {backend->device_type, 0}, NULL};
   printf("backend %s (%s)\n", backend->name, backend->detail);
   hand_iou_cases(&rc);
+  integer_iou_cases(&rc);
   hand_nms_cases(&rc);
   generic_path_cases(&rc);
   random_iou_cases(&rc);

@@ -131,6 +131,27 @@ static void nms_errors(void) {
   h.shape[2] = 1;
   EXPECT_FAIL(vo_nms(NULL, &h.dl, S, 0.5, K, NK), VO_ERROR_INVALID_ARGUMENT, "nms", "boxes");
 
+  /* Dtypes are named: int16 is a known dtype (not "code 0, 16 bits"), and
+   * dtypes the library has no use for are named too. */
+  {
+    static const struct {
+      DLDataType dt;
+      const char *name;
+    } named[] = {{{kDLInt, 16, 1}, "got int16"},
+                 {{kDLInt, 8, 1}, "got int8"},
+                 {{kDLUInt, 16, 1}, "unsupported dtype uint16"},
+                 {{kDLComplex, 64, 1}, "unsupported dtype complex64"},
+                 {{kDLComplex, 128, 1}, "unsupported dtype complex128"},
+                 {{6 /* kDLBool */, 8, 1}, "got bool"},
+                 {{kDLFloat, 8, 1}, "unsupported dtype float8"}};
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+      header_from(&h, f.boxes);
+      h.dl.dtype = named[i].dt;
+      EXPECT_FAIL(vo_nms(NULL, &h.dl, S, 0.5, K, NK), VO_ERROR_UNSUPPORTED_DTYPE, "nms", "boxes");
+      CHECK_ERROR_HAS(named[i].name);
+    }
+  }
+
   {
     const int64_t s4[1] = {4};
     vt_tensor *s4t = vt_tensor_new(vt_f32, 1, s4, NULL);
@@ -404,7 +425,17 @@ static void iou_errors(void) {
       vt_tensor *b64 = vt_tensor_new(vt_f64, 2, s24, box_values);
       vt_tensor *bi = vt_tensor_new(vt_i64, 2, s24, box_values);
       EXPECT_FAIL(fn(NULL, A, &b64->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes2");
+      /* Integer boxes are accepted (torchvision's upcasting), but both sets
+       * must have one dtype, and bool / complex are no boxes. */
+      EXPECT_FAIL(fn(NULL, A, &bi->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes2");
+      CHECK_ERROR_HAS("got int64");
+      EXPECT_FAIL(fn(NULL, &bi->dl, A, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes2");
+      bi->dl.dtype = (DLDataType){6 /* kDLBool */, 8, 1};
       EXPECT_FAIL(fn(NULL, &bi->dl, &bi->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes1");
+      CHECK_ERROR_HAS("got bool");
+      bi->dl.dtype = (DLDataType){kDLComplex, 64, 1};
+      EXPECT_FAIL(fn(NULL, &bi->dl, &bi->dl, O), VO_ERROR_UNSUPPORTED_DTYPE, op, "boxes1");
+      CHECK_ERROR_HAS("unsupported dtype complex64");
       vt_tensor_free(b64);
       vt_tensor_free(bi);
     }

@@ -61,6 +61,9 @@ const DLDataType vt_f16 = {kDLFloat, 16, 1};
 const DLDataType vt_bf16 = {kDLBfloat, 16, 1};
 const DLDataType vt_i64 = {kDLInt, 64, 1};
 const DLDataType vt_i32 = {kDLInt, 32, 1};
+const DLDataType vt_i16 = {kDLInt, 16, 1};
+const DLDataType vt_i8 = {kDLInt, 8, 1};
+const DLDataType vt_u8 = {kDLUInt, 8, 1};
 
 static int same_dtype(DLDataType a, DLDataType b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
@@ -73,6 +76,9 @@ const char *vt_dtype_name(DLDataType dtype) {
   if (same_dtype(dtype, vt_bf16)) return "bfloat16";
   if (same_dtype(dtype, vt_i64)) return "int64";
   if (same_dtype(dtype, vt_i32)) return "int32";
+  if (same_dtype(dtype, vt_i16)) return "int16";
+  if (same_dtype(dtype, vt_i8)) return "int8";
+  if (same_dtype(dtype, vt_u8)) return "uint8";
   return "?";
 }
 
@@ -99,6 +105,15 @@ static void store(DLDataType dtype, void *p, double v) {
     memcpy(p, &i, sizeof i);
   } else if (same_dtype(dtype, vt_i32)) {
     int32_t i = (int32_t)v;
+    memcpy(p, &i, sizeof i);
+  } else if (same_dtype(dtype, vt_i16)) {
+    int16_t i = (int16_t)v;
+    memcpy(p, &i, sizeof i);
+  } else if (same_dtype(dtype, vt_i8)) {
+    int8_t i = (int8_t)v;
+    memcpy(p, &i, sizeof i);
+  } else if (same_dtype(dtype, vt_u8)) {
+    uint8_t i = (uint8_t)v;
     memcpy(p, &i, sizeof i);
   } else {
     vt_die("store: dtype not supported by the harness");
@@ -128,6 +143,21 @@ static double load(DLDataType dtype, const void *p) {
   }
   if (same_dtype(dtype, vt_i32)) {
     int32_t i;
+    memcpy(&i, p, sizeof i);
+    return i;
+  }
+  if (same_dtype(dtype, vt_i16)) {
+    int16_t i;
+    memcpy(&i, p, sizeof i);
+    return i;
+  }
+  if (same_dtype(dtype, vt_i8)) {
+    int8_t i;
+    memcpy(&i, p, sizeof i);
+    return i;
+  }
+  if (same_dtype(dtype, vt_u8)) {
+    uint8_t i;
     memcpy(&i, p, sizeof i);
     return i;
   }

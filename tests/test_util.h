@@ -44,7 +44,7 @@ int vt_finish(const char *program);
 
 /* ---------------------------------------------------------------- dtypes */
 
-extern const DLDataType vt_f32, vt_f64, vt_f16, vt_bf16, vt_i64, vt_i32;
+extern const DLDataType vt_f32, vt_f64, vt_f16, vt_bf16, vt_i64, vt_i32, vt_i16, vt_i8, vt_u8;
 
 const char *vt_dtype_name(DLDataType dtype);
 size_t vt_dtype_bytes(DLDataType dtype);

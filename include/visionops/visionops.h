@@ -259,7 +259,10 @@ VO_API vo_status vo_batched_nms(const vo_context *ctx, const DLTensor *boxes,
                                 const DLTensor *scores, const DLTensor *idxs, double iou_threshold,
                                 DLTensor *keep, DLTensor *num_kept);
 
-/* Pairwise overlap of a[N,4] and b[M,4] into out[N,M] (dtype of the boxes). */
+/* Pairwise overlap of a[N,4] and b[M,4] into out[N,M]. Boxes are float32,
+ * float64, float16, bfloat16 or integers (int64/32/16/8, uint8), both sets of
+ * one dtype; out is float64 for float64 boxes and float32 for all others, as
+ * torchvision's upcasting gives (integer boxes compute in float64). */
 VO_API vo_status vo_box_iou_shape(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                                   vo_tensor_desc *out);
 VO_API vo_status vo_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
@@ -273,7 +276,8 @@ VO_API vo_status vo_complete_box_iou(const vo_context *ctx, const DLTensor *a, c
 
 /* Gradients of the four pairwise ops above with respect to both box sets, as
  * torchvision's autograd computes them for its implementation: grad [N,M]
- * (the boxes' dtype) is the gradient of `out`; grad_a [N,4] and grad_b [M,4]
+ * (the forward's output dtype, or the boxes' dtype) is the gradient of `out`;
+ * float boxes only (integer boxes are not differentiable); grad_a [N,4] and grad_b [M,4]
  * (the boxes' dtype) are fully overwritten. torch.max / torch.min ties split
  * the gradient half and half, clamp(min=0) passes it at 0, and
  * complete_box_iou's alpha is a constant. grad_a[i] sums over j in order and

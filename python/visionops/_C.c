@@ -15,8 +15,10 @@
  *   call(op, args, alloc, stream=0, num_threads=0, deterministic=False)
  *                               -> [output, ...], each made by alloc(shape, dtype, device)
  *
- * Errors: ValueError (bad argument values or devices), TypeError (dtypes,
- * Python types), RuntimeError (everything else), each with the C message.
+ * Errors: VisionOpsValueError (bad argument values or devices),
+ * VisionOpsTypeError (dtypes, Python types), VisionOpsError (everything
+ * else), each with the C message; all three are RuntimeErrors too, and the
+ * first two ValueError / TypeError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,12 +52,17 @@ static void store_release(store *s) {
   s->num_tensors = 0;
 }
 
+/* The package's exceptions (visionops.VisionOpsError and its two kinds),
+ * created at import. Each is also a RuntimeError, which torchvision raises
+ * for the same inputs, so `except RuntimeError` code keeps working. */
+static PyObject *Error, *ValueErr, *TypeErr;
+
 static PyObject *raise_status(vo_status st) {
   const char *msg = vo_last_error();
   if (!msg || !*msg) msg = vo_status_string(st);
-  PyObject *type = PyExc_RuntimeError;
-  if (st == VO_ERROR_INVALID_ARGUMENT || st == VO_ERROR_DEVICE_MISMATCH) type = PyExc_ValueError;
-  if (st == VO_ERROR_UNSUPPORTED_DTYPE) type = PyExc_TypeError;
+  PyObject *type = Error;
+  if (st == VO_ERROR_INVALID_ARGUMENT || st == VO_ERROR_DEVICE_MISMATCH) type = ValueErr;
+  if (st == VO_ERROR_UNSUPPORTED_DTYPE) type = TypeErr;
   PyErr_SetString(type, msg);
   return NULL;
 }
@@ -118,7 +125,7 @@ static int dtype_from_format(const char *fmt, Py_ssize_t itemsize, DLDataType *o
 
 static DLTensor *new_slot(store *s, const char *op, const char *what) {
   if (s->num_tensors >= MAX_TENSORS) {
-    PyErr_Format(PyExc_ValueError, "%s: too many tensors in one call (%s)", op, what);
+    PyErr_Format(ValueErr, "%s: too many tensors in one call (%s)", op, what);
     return NULL;
   }
   int i = s->num_tensors++;
@@ -134,7 +141,7 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   PyObject *dtype = PyDict_GetItemString(obj, "dtype");
   PyObject *device = PyDict_GetItemString(obj, "device");
   if (!shape || !dtype || !PyUnicode_Check(dtype)) {
-    PyErr_Format(PyExc_TypeError, "%s: %s: a tensor spec needs 'shape' and 'dtype'", op, what);
+    PyErr_Format(TypeErr, "%s: %s: a tensor spec needs 'shape' and 'dtype'", op, what);
     return -1;
   }
   PyObject *seq = PySequence_Fast(shape, "shape must be a sequence");
@@ -142,7 +149,7 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > VO_MAX_DIMS) {
     Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "%s: %s has %zd dimensions, at most %d are supported", op, what,
+    PyErr_Format(ValueErr, "%s: %s has %zd dimensions, at most %d are supported", op, what,
                  n, VO_MAX_DIMS);
     return -1;
   }
@@ -155,7 +162,7 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   }
   Py_DECREF(seq);
   if (!dtype_from_name(PyUnicode_AsUTF8(dtype), &t->dtype)) {
-    PyErr_Format(PyExc_TypeError, "%s: %s has unsupported dtype %U", op, what, dtype);
+    PyErr_Format(TypeErr, "%s: %s has unsupported dtype %U", op, what, dtype);
     return -1;
   }
   t->device.device_type = kDLCPU;
@@ -177,19 +184,19 @@ static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, con
   if (PyObject_GetBuffer(obj, b, flags) != 0) return -1;
   s->has_buffer[i] = 1;
   if (!dtype_from_format(b->format, b->itemsize, &t->dtype)) {
-    PyErr_Format(PyExc_TypeError, "%s: %s has unsupported buffer format '%s'", op, what,
+    PyErr_Format(TypeErr, "%s: %s has unsupported buffer format '%s'", op, what,
                  b->format ? b->format : "B");
     return -1;
   }
   if (b->ndim > VO_MAX_DIMS) {
-    PyErr_Format(PyExc_ValueError, "%s: %s has %d dimensions, at most %d are supported", op, what,
+    PyErr_Format(ValueErr, "%s: %s has %d dimensions, at most %d are supported", op, what,
                  b->ndim, VO_MAX_DIMS);
     return -1;
   }
   for (int d = 0; d < b->ndim; d++) {
     s->shapes[i][d] = b->shape[d];
     if (b->strides[d] % b->itemsize != 0) {
-      PyErr_Format(PyExc_ValueError, "%s: %s has a stride not a multiple of its item size", op,
+      PyErr_Format(ValueErr, "%s: %s has a stride not a multiple of its item size", op,
                    what);
       return -1;
     }
@@ -227,7 +234,7 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   } else {
     use_buffer = PyObject_CheckBuffer(obj);
     if (!use_buffer) {
-      PyErr_Format(PyExc_TypeError,
+      PyErr_Format(TypeErr,
                    "%s: %s must be a tensor (an object with __dlpack__ or the buffer protocol), "
                    "got %s",
                    op, what, Py_TYPE(obj)->tp_name);
@@ -237,7 +244,7 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   if (use_buffer) return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
   s->refs[i] = capsule;
   if (!PyCapsule_IsValid(capsule, "dltensor")) {
-    PyErr_Format(PyExc_TypeError, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op,
+    PyErr_Format(TypeErr, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op,
                  what);
     return NULL;
   }
@@ -263,7 +270,7 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > MAX_ARGS) {
     Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "%s: too many arguments (%zd)", op->name, n);
+    PyErr_Format(ValueErr, "%s: too many arguments (%zd)", op->name, n);
     return -1;
   }
   for (Py_ssize_t a = 0; a < n; a++) {
@@ -284,7 +291,7 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
       Py_ssize_t k = PySequence_Size(o);
       if (k > VO_MAX_LIST) {
-        PyErr_Format(PyExc_ValueError, "%s: %s holds %zd items, at most %d are supported", op->name,
+        PyErr_Format(ValueErr, "%s: %s holds %zd items, at most %d are supported", op->name,
                      what, k, VO_MAX_LIST);
         goto fail;
       }
@@ -312,7 +319,7 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
       if (!t) goto fail;
       *v = vo_tensor_value(t);
     } else {
-      PyErr_Format(PyExc_TypeError, "%s: argument %zd has unsupported type %s", op->name, a,
+      PyErr_Format(TypeErr, "%s: argument %zd has unsupported type %s", op->name, a,
                    Py_TYPE(o)->tp_name);
       goto fail;
     }
@@ -327,7 +334,7 @@ fail:
 
 static const vo_op_info *find_op(const char *name) {
   const vo_op_info *op = vo_op_find(name);
-  if (!op) PyErr_Format(PyExc_ValueError, "visionops: no operator named '%s'", name);
+  if (!op) PyErr_Format(ValueErr, "visionops: no operator named '%s'", name);
   return op;
 }
 
@@ -504,12 +511,42 @@ static struct PyModuleDef module = {
     NULL,
 };
 
+/* A new exception class visionops.<name> with the given bases, added to m. */
+static PyObject *add_exception(PyObject *m, const char *name, PyObject *bases, const char *doc) {
+  char qualified[64];
+  snprintf(qualified, sizeof qualified, "visionops.%s", name);
+  PyObject *type = PyErr_NewExceptionWithDoc(qualified, doc, bases, NULL);
+  if (!type) return NULL;
+  if (PyModule_AddObject(m, name, type) != 0) {
+    Py_DECREF(type);
+    return NULL;
+  }
+  Py_INCREF(type); /* one reference for the module, one for this file */
+  return type;
+}
+
 PyMODINIT_FUNC PyInit__C(void) {
   PyObject *m = PyModule_Create(&module);
   if (!m) return NULL;
-  if (PyModule_AddStringConstant(m, "version", vo_version()) != 0) {
-    Py_DECREF(m);
-    return NULL;
-  }
+  if (PyModule_AddStringConstant(m, "version", vo_version()) != 0) goto fail;
+  Error = add_exception(m, "VisionOpsError", PyExc_RuntimeError,
+                        "An error of the visionops C library (a RuntimeError, as torchvision's).");
+  if (!Error) goto fail;
+  PyObject *bases = Py_BuildValue("(OO)", Error, PyExc_ValueError);
+  ValueErr = bases ? add_exception(m, "VisionOpsValueError", bases,
+                                   "A bad argument value, shape or device: a ValueError and a "
+                                   "RuntimeError.")
+                   : NULL;
+  Py_XDECREF(bases);
+  if (!ValueErr) goto fail;
+  bases = Py_BuildValue("(OO)", Error, PyExc_TypeError);
+  TypeErr = bases ? add_exception(m, "VisionOpsTypeError", bases,
+                                  "A bad dtype or Python type: a TypeError and a RuntimeError.")
+                  : NULL;
+  Py_XDECREF(bases);
+  if (!TypeErr) goto fail;
   return m;
+fail:
+  Py_DECREF(m);
+  return NULL;
 }

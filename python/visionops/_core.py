@@ -5,6 +5,7 @@ import re
 import threading
 
 from . import _C
+from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 # ------------------------------------------------------------------ schemas
 
@@ -64,7 +65,7 @@ class Schema:
         args = list(args)
         for a in self.args[len(args):]:
             if a.default is NO_DEFAULT:
-                raise TypeError("%s: missing argument %s" % (self.name, a.name))
+                raise VisionOpsTypeError("%s: missing argument %s" % (self.name, a.name))
             args.append(a.default)
         return args
 
@@ -81,7 +82,7 @@ def set_num_threads(n):
     """Threads the CPU kernels use (0: all cores, the default)."""
     n = int(n)
     if n < 0:
-        raise ValueError("set_num_threads: n must be >= 0, got %d" % n)
+        raise VisionOpsValueError("set_num_threads: n must be >= 0, got %d" % n)
     with _lock:
         _settings["num_threads"] = n
 
@@ -113,9 +114,9 @@ def _numpy_alloc(shape, dtype, device):
     import numpy as np
 
     if device[0] != 1:
-        raise RuntimeError("visionops: NumPy inputs live on the CPU, got device type %d" % device[0])
+        raise VisionOpsError("visionops: NumPy inputs live on the CPU, got device type %d" % device[0])
     if dtype == "bfloat16":
-        raise TypeError("visionops: NumPy has no bfloat16")
+        raise VisionOpsTypeError("visionops: NumPy has no bfloat16")
     return np.empty(shape, dtype=dtype)
 
 

@@ -1,17 +1,22 @@
-"""torchvision.ops-compatible functions: same names, signatures, defaults and
-return types. On PyTorch tensors they call the registered operators
-(torch.ops.visionops.*, so autograd and Meta tensors work); on NumPy arrays
-(or any other DLPack / buffer object) they call the C library directly and
-return NumPy arrays."""
+"""torchvision.ops-compatible functions and nn.Modules: same names,
+signatures, defaults and return types. On PyTorch tensors they call the
+registered operators (torch.ops.visionops.*, so autograd and Meta tensors
+work); on NumPy arrays (or any other DLPack / buffer object) they call the C
+library directly and return NumPy arrays. Under torch.fx.symbolic_trace each
+function is a leaf (one call_function node), as torchvision's are."""
+import functools
 import math
 import sys
 
 from . import _core
+from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 __all__ = [
     "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
     "complete_box_iou", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
-    "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign",
+    "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
+    "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
+    "VisionOpsTypeError",
 ]
 
 
@@ -37,30 +42,127 @@ def _call(name, *args):
     return outs if schema.returns_list else (outs[0] if len(outs) == 1 else tuple(outs))
 
 
+def _describe(x):
+    """A short description of a Python object for error messages."""
+    if x is None:
+        return "None"
+    if isinstance(x, (list, tuple)):
+        kind = type(x).__name__
+        if not x:
+            return "an empty %s" % kind
+        return "a %s of %s" % (kind, type(x[0]).__name__)
+    return "a %s" % type(x).__name__
+
+
+def _is_tensor(x):
+    """A DLPack array (torch, NumPy, ...) or a buffer-protocol object."""
+    if hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
+        return hasattr(x, "shape")
+    if isinstance(x, (str, bytes, bytearray)):
+        return False
+    try:
+        memoryview(x)
+    except TypeError:
+        return False
+    return True
+
+
+def _tensor(x, op, name):
+    """x itself if it is a tensor (torch, NumPy or another DLPack array; a
+    buffer-protocol object as a memoryview, which has a shape); otherwise a
+    TypeError naming the op and the argument."""
+    if not _is_tensor(x):
+        raise VisionOpsTypeError("%s: %s must be a tensor (a torch.Tensor or a NumPy array), got %s"
+                                 % (op, name, _describe(x)))
+    return x if hasattr(x, "shape") else memoryview(x)
+
+
+def _numel(x):
+    n = 1
+    for d in x.shape:
+        n *= int(d)
+    return n
+
+
 def _pair(v, what):
     if isinstance(v, (list, tuple)):
         if len(v) == 1:
             return int(v[0]), int(v[0])
         if len(v) != 2:
-            raise ValueError("%s must be an int or a pair of ints, got %r" % (what, v))
+            raise VisionOpsValueError("%s must be an int or a pair of ints, got %r" % (what, v))
         return int(v[0]), int(v[1])
     return int(v), int(v)
+
+
+def _fx_leaf(fn):
+    """Makes fn one node under torch.fx.symbolic_trace whichever way it is
+    reached (visionops.f, visionops.ops.f, `from visionops import f`): when
+    an argument is an fx Proxy, the call is recorded instead of run. The
+    names are also registered with torch.fx.wrap at module level below."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        fx = sys.modules.get("torch.fx")
+        if fx is not None:
+            proxy = _find_proxy(fx.Proxy, args, kwargs)
+            if proxy is not None:
+                return proxy.tracer.create_proxy("call_function", wrapper, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _find_proxy(proxy_type, args, kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, proxy_type):
+            return a
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, proxy_type):
+                    return b
+        if isinstance(a, dict):
+            for b in a.values():
+                if isinstance(b, proxy_type):
+                    return b
+    return None
 
 
 # ---------------------------------------------------------------- box ops
 
 
+@_fx_leaf
 def nms(boxes, scores, iou_threshold):
     """Indices (int64) of the boxes kept by greedy NMS, by decreasing score
     (ties: lower index first)."""
+    boxes = _tensor(boxes, "nms", "boxes")
+    scores = _tensor(scores, "nms", "scores")
     keep, num_kept = _call("nms", boxes, scores, float(iou_threshold))
     return keep[:int(num_kept)]
 
 
+def _empty_keep(boxes):
+    """An empty int64 index tensor (or array) beside boxes."""
+    if _is_torch(boxes):
+        import torch
+
+        return torch.empty((0,), dtype=torch.int64, device=boxes.device)
+    import numpy as np
+
+    return np.empty((0,), dtype=np.int64)
+
+
+@_fx_leaf
 def batched_nms(boxes, scores, idxs, iou_threshold):
     """NMS within each category of idxs; kept indices by decreasing score.
     idxs may be of any integer dtype, as in torchvision (the library reads
-    int64; others are widened, an N-element copy)."""
+    int64; others are widened, an N-element copy). Boxes without elements
+    (of any shape, e.g. [0] or [0, 4]) give an empty int64 result whatever
+    the other arguments are, as in torchvision."""
+    boxes = _tensor(boxes, "batched_nms", "boxes")
+    if _numel(boxes) == 0:
+        return _empty_keep(boxes)
+    scores = _tensor(scores, "batched_nms", "scores")
+    idxs = _tensor(idxs, "batched_nms", "idxs")
     keep, num_kept = _call("batched_nms", boxes, scores, _int64(idxs), float(iou_threshold))
     return keep[:int(num_kept)]
 
@@ -103,46 +205,112 @@ def _int64(t):
     return t
 
 
+def _pairwise(op, boxes1, boxes2, *extra):
+    """One of the four IoU ops over [..., N, 4] x [..., M, 4] -> [..., N, M]
+    (torchvision 0.29's batched form; leading dimensions broadcast). [N, 4]
+    x [M, 4] is one call of the C op; a batch is one call per slice (the C
+    op is 2-D), stacked in the caller's framework, so autograd flows as
+    usual."""
+    boxes1 = _tensor(boxes1, op, "boxes1")
+    boxes2 = _tensor(boxes2, op, "boxes2")
+    if len(boxes1.shape) == 2 and len(boxes2.shape) == 2:
+        return _call(op, boxes1, boxes2, *extra)
+    for name, b in (("boxes1", boxes1), ("boxes2", boxes2)):
+        if len(b.shape) < 2 or b.shape[-1] != 4:
+            raise VisionOpsValueError("%s: %s must have shape [..., %s, 4], got %s"
+                                      % (op, name, "N" if name == "boxes1" else "M",
+                                         list(b.shape)))
+    torch_in = _is_torch(boxes1) or _is_torch(boxes2)
+    if torch_in:
+        import torch as xp
+
+        broadcast = xp.broadcast_shapes
+    else:
+        import numpy as xp
+
+        broadcast = xp.broadcast_shapes
+    lead1, lead2 = tuple(boxes1.shape[:-2]), tuple(boxes2.shape[:-2])
+    try:
+        lead = tuple(broadcast(lead1, lead2))
+    except (RuntimeError, ValueError):
+        raise VisionOpsValueError("%s: the leading dimensions of boxes1 %s and boxes2 %s do not "
+                                  "broadcast" % (op, list(boxes1.shape), list(boxes2.shape))
+                                  ) from None
+    n, m = int(boxes1.shape[-2]), int(boxes2.shape[-2])
+    if torch_in:
+        b1 = boxes1.expand(lead + (n, 4)).reshape(-1, n, 4)
+        b2 = boxes2.expand(lead + (m, 4)).reshape(-1, m, 4)
+    else:
+        b1 = xp.broadcast_to(boxes1, lead + (n, 4)).reshape(-1, n, 4)
+        b2 = xp.broadcast_to(boxes2, lead + (m, 4)).reshape(-1, m, 4)
+    if b1.shape[0] == 0:
+        # No slice to call: the C op still checks the dtypes on one empty pair.
+        out = _call(op, b1.reshape(0, 4), b2.reshape(0, 4), *extra)
+        return out.reshape(lead + (n, m))
+    outs = [_call(op, b1[i], b2[i], *extra) for i in range(b1.shape[0])]
+    out = xp.stack(outs, 0) if torch_in else xp.stack(outs, axis=0)
+    return out.reshape(lead + (n, m))
+
+
+@_fx_leaf
 def box_iou(boxes1, boxes2, fmt="xyxy"):
-    """Pairwise IoU. `fmt` ("xyxy", "xywh" or "cxcywh", as in newer
-    torchvision) is the format of both box sets."""
+    """Pairwise IoU of [..., N, 4] and [..., M, 4] boxes: [..., N, M].
+    `fmt` ("xyxy", "xywh" or "cxcywh", as in newer torchvision) is the
+    format of both box sets. Float64 boxes give float64, all others (float32,
+    float16, bfloat16, integers) float32, as torchvision's upcasting."""
     fmt = str(fmt).lower()
     if fmt not in _BOX_FORMATS:
-        raise ValueError("box_iou: fmt must be one of %s, got %r" % (", ".join(_BOX_FORMATS), fmt))
+        raise VisionOpsValueError("box_iou: fmt must be one of %s, got %r"
+                                  % (", ".join(_BOX_FORMATS), fmt))
     if fmt != "xyxy":
         for name, b in (("boxes1", boxes1), ("boxes2", boxes2)):
-            if len(b.shape) != 2 or b.shape[1] != 4:
-                raise ValueError("box_iou: %s must have shape [N, 4], got %s"
-                                 % (name, tuple(b.shape)))
-    return _call("box_iou", _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt))
+            b = _tensor(b, "box_iou", name)
+            if len(b.shape) < 2 or b.shape[-1] != 4:
+                raise VisionOpsValueError("box_iou: %s must have shape [..., %s, 4], got %s"
+                                          % (name, "N" if name == "boxes1" else "M",
+                                             list(b.shape)))
+        boxes1, boxes2 = _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt)
+    return _pairwise("box_iou", boxes1, boxes2)
 
 
+@_fx_leaf
 def generalized_box_iou(boxes1, boxes2):
-    return _call("generalized_box_iou", boxes1, boxes2)
+    """Pairwise generalized IoU of [..., N, 4] and [..., M, 4] boxes."""
+    return _pairwise("generalized_box_iou", boxes1, boxes2)
 
 
+@_fx_leaf
 def distance_box_iou(boxes1, boxes2, eps=1e-7):
-    return _call("distance_box_iou", boxes1, boxes2, float(eps))
+    """Pairwise distance IoU of [..., N, 4] and [..., M, 4] boxes."""
+    return _pairwise("distance_box_iou", boxes1, boxes2, float(eps))
 
 
+@_fx_leaf
 def complete_box_iou(boxes1, boxes2, eps=1e-7):
-    return _call("complete_box_iou", boxes1, boxes2, float(eps))
+    """Pairwise complete IoU of [..., N, 4] and [..., M, 4] boxes."""
+    return _pairwise("complete_box_iou", boxes1, boxes2, float(eps))
 
 
 # ---------------------------------------------------------------- RoI ops
 
 
-def _rois(boxes):
+def _rois(op, boxes):
     """torchvision's box formats to a [K, 5] rois tensor: a [K, 5] tensor as
     is, or a list of [L_i, 4] tensors (one per image) with the image index
     prepended."""
     if isinstance(boxes, (list, tuple)):
         if not boxes:
-            raise ValueError("boxes: expected a [K, 5] tensor or a non-empty list of [L, 4] tensors")
-        for b in boxes:
+            raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a non-empty list of "
+                                      "[L, 4] tensors" % op)
+        for i, b in enumerate(boxes):
+            if not _is_tensor(b):
+                raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] "
+                                         "tensors, got a %s whose item %d is %s"
+                                         % (op, type(boxes).__name__, i, _describe(b)))
+            b = _tensor(b, op, "boxes[%d]" % i)
             if len(b.shape) != 2 or b.shape[1] != 4:
-                raise ValueError("boxes: each tensor of the list must have shape [L, 4], got %s"
-                                 % (tuple(b.shape),))
+                raise VisionOpsValueError("%s: boxes: each tensor of the list must have shape "
+                                          "[L, 4], got %s" % (op, list(b.shape)))
         if _is_torch(boxes):
             import torch
 
@@ -152,69 +320,121 @@ def _rois(boxes):
 
         return np.concatenate([np.concatenate([np.full_like(b[:, :1], i), b], axis=1)
                                for i, b in enumerate(boxes)], axis=0)
+    if not _is_tensor(boxes):
+        raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] tensors, "
+                                 "got %s" % (op, _describe(boxes)))
+    boxes = _tensor(boxes, op, "boxes")
     if len(boxes.shape) != 2 or boxes.shape[1] != 5:
-        raise ValueError("boxes: expected a [K, 5] tensor or a list of [L, 4] tensors, got shape %s"
-                         % (tuple(boxes.shape),))
+        raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a list of [L, 4] "
+                                  "tensors, got shape %s" % (op, list(boxes.shape)))
     return boxes
 
 
+@_fx_leaf
 def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
-    ph, pw = _pair(output_size, "output_size")
-    return _call("roi_align", input, _rois(boxes), float(spatial_scale), ph, pw,
+    input = _tensor(input, "roi_align", "input")
+    ph, pw = _pair(output_size, "roi_align: output_size")
+    return _call("roi_align", input, _rois("roi_align", boxes), float(spatial_scale), ph, pw,
                  int(sampling_ratio), bool(aligned))
 
 
+@_fx_leaf
 def roi_pool(input, boxes, output_size, spatial_scale=1.0):
-    ph, pw = _pair(output_size, "output_size")
-    out, _argmax = _call("roi_pool", input, _rois(boxes), float(spatial_scale), ph, pw)
+    input = _tensor(input, "roi_pool", "input")
+    ph, pw = _pair(output_size, "roi_pool: output_size")
+    out, _argmax = _call("roi_pool", input, _rois("roi_pool", boxes), float(spatial_scale), ph, pw)
     return out
 
 
+@_fx_leaf
 def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
-    ph, pw = _pair(output_size, "output_size")
-    out, _mapping = _call("ps_roi_align", input, _rois(boxes), float(spatial_scale), ph, pw,
-                          int(sampling_ratio))
+    input = _tensor(input, "ps_roi_align", "input")
+    ph, pw = _pair(output_size, "ps_roi_align: output_size")
+    out, _mapping = _call("ps_roi_align", input, _rois("ps_roi_align", boxes),
+                          float(spatial_scale), ph, pw, int(sampling_ratio))
     return out
 
 
+@_fx_leaf
 def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0):
-    ph, pw = _pair(output_size, "output_size")
-    out, _mapping = _call("ps_roi_pool", input, _rois(boxes), float(spatial_scale), ph, pw)
+    input = _tensor(input, "ps_roi_pool", "input")
+    ph, pw = _pair(output_size, "ps_roi_pool: output_size")
+    out, _mapping = _call("ps_roi_pool", input, _rois("ps_roi_pool", boxes), float(spatial_scale),
+                          ph, pw)
     return out
 
 
+@_fx_leaf
 def multi_scale_roi_align(features, boxes, scales, output_size, sampling_ratio, canonical_scale=224,
                           canonical_level=4, aligned=False):
     """RoIAlign over a feature pyramid: each RoI pooled from the level
     torchvision's LevelMapper assigns it (scales[i] is level i's stride
     reciprocal, e.g. 1/4, 1/8, ...)."""
-    ph, pw = _pair(output_size, "output_size")
+    op = "multi_scale_roi_align"
+    ph, pw = _pair(output_size, "%s: output_size" % op)
+    if _is_tensor(features) or not isinstance(features, (list, tuple)):
+        raise VisionOpsTypeError("%s: features must be a list of [N, C, H, W] tensors, got %s"
+                                 % (op, _describe(features)))
     features = list(features)
     if not features:
-        raise ValueError("multi_scale_roi_align: features must be a non-empty list of "
-                         "[N, C, H, W] tensors")
-    return _call("multi_scale_roi_align", features, _rois(boxes),
-                 [float(s) for s in scales], ph, pw, int(sampling_ratio), int(canonical_scale),
-                 int(canonical_level), bool(aligned))
+        raise VisionOpsValueError("%s: features must be a non-empty list of [N, C, H, W] tensors"
+                                  % op)
+    for i, f in enumerate(features):
+        _tensor(f, op, "features[%d]" % i)
+    return _call(op, features, _rois(op, boxes), [float(s) for s in scales], ph, pw,
+                 int(sampling_ratio), int(canonical_scale), int(canonical_level), bool(aligned))
 
 
 # ------------------------------------------------------------ deform_conv2d
 
 
+@_fx_leaf
 def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0),
                   dilation=(1, 1), mask=None):
-    stride_h, stride_w = _pair(stride, "stride")
-    pad_h, pad_w = _pair(padding, "padding")
-    dil_h, dil_w = _pair(dilation, "dilation")
-    if len(weight.shape) != 4 or len(input.shape) != 4:
-        raise ValueError("deform_conv2d: input and weight must be 4-d, got %s and %s"
-                         % (tuple(input.shape), tuple(weight.shape)))
+    op = "deform_conv2d"
+    input = _tensor(input, op, "input")
+    offset = _tensor(offset, op, "offset")
+    weight = _tensor(weight, op, "weight")
+    if bias is not None:
+        _tensor(bias, op, "bias")
+    if mask is not None:
+        _tensor(mask, op, "mask")
+    stride_h, stride_w = _pair(stride, "%s: stride" % op)
+    pad_h, pad_w = _pair(padding, "%s: padding" % op)
+    dil_h, dil_w = _pair(dilation, "%s: dilation" % op)
+    for name, t in (("input", input), ("offset", offset), ("weight", weight)):
+        if len(t.shape) != 4:
+            raise VisionOpsValueError("%s: %s must be 4-d, got shape %s" % (op, name,
+                                                                           list(t.shape)))
     kh, kw = int(weight.shape[2]), int(weight.shape[3])
     if weight.shape[1] == 0 or kh * kw == 0:
-        raise ValueError("deform_conv2d: weight has an empty dimension: %s" % (tuple(weight.shape),))
-    groups = int(input.shape[1]) // int(weight.shape[1])
-    offset_groups = int(offset.shape[1]) // (2 * kh * kw)
-    return _call("deform_conv2d", input, weight, offset, mask, bias, stride_h, stride_w, pad_h,
+        raise VisionOpsValueError("%s: weight has an empty dimension: %s" % (op, list(weight.shape)))
+    # torchvision derives groups and offset_groups from the shapes; say which
+    # shape is wrong rather than reporting a derived value the caller never
+    # passed.
+    c_in, c_per_group, c_off = int(input.shape[1]), int(weight.shape[1]), int(offset.shape[1])
+    c_out = int(weight.shape[0])
+    if c_in % c_per_group != 0:
+        raise VisionOpsValueError(
+            "%s: weight has %d input channels per group (weight.shape[1]), which does not divide "
+            "the input's %d channels" % (op, c_per_group, c_in))
+    groups = c_in // c_per_group
+    if c_out % groups != 0:
+        raise VisionOpsValueError(
+            "%s: weight has %d output channels, not divisible by the %d groups that input's %d "
+            "channels / weight.shape[1] = %d make" % (op, c_out, groups, c_in, c_per_group))
+    if c_off == 0 or c_off % (2 * kh * kw) != 0:
+        raise VisionOpsValueError(
+            "%s: offset has %d channels; it must have 2 * offset_groups * kernel_h * kernel_w "
+            "channels, a positive multiple of 2 * %d * %d = %d (weight %s)"
+            % (op, c_off, kh, kw, 2 * kh * kw, list(weight.shape)))
+    offset_groups = c_off // (2 * kh * kw)
+    if c_in % offset_groups != 0:
+        raise VisionOpsValueError(
+            "%s: offset has %d channels = 2 * %d offset groups * %d * %d, and %d offset groups do "
+            "not divide the input's %d channels" % (op, c_off, offset_groups, kh, kw,
+                                                    offset_groups, c_in))
+    return _call(op, input, weight, offset, mask, bias, stride_h, stride_w, pad_h,
                  pad_w, dil_h, dil_w, groups, offset_groups, mask is not None)
 
 
@@ -228,6 +448,34 @@ def _infer_scale(feature_size, original_size):
     scales = [2.0 ** float(np.round(np.log2(np.float32(float(s1) / float(s2)))))
               for s1, s2 in zip(feature_size, original_size)]
     return scales[0]
+
+
+# MultiScaleRoIAlign's forward in three fx leaves (a dict and a list of
+# image sizes cannot be traced through).
+@_fx_leaf
+def _select_features(x, featmap_names):
+    if not isinstance(x, dict):
+        raise VisionOpsTypeError("MultiScaleRoIAlign: x must be a dict of feature maps, got %s"
+                                 % _describe(x))
+    features = [v for k, v in x.items() if k in featmap_names]
+    if not features:
+        raise VisionOpsValueError("MultiScaleRoIAlign: none of the feature maps %r is in x"
+                                  % (list(featmap_names),))
+    return features
+
+
+@_fx_leaf
+def _pyramid_scales(features, image_shapes):
+    if not image_shapes:
+        raise VisionOpsValueError("MultiScaleRoIAlign: image_shapes must not be empty")
+    max_h = max(s[0] for s in image_shapes)
+    max_w = max(s[1] for s in image_shapes)
+    scales = [_infer_scale(f.shape[-2:], (max_h, max_w)) for f in features]
+    for s in scales:
+        if not (s > 0 and math.log2(s) == int(math.log2(s))):
+            raise VisionOpsValueError("MultiScaleRoIAlign: inferred scale %g is not a power of 2"
+                                      % s)
+    return scales
 
 
 class _MultiScaleRoIAlignBase:
@@ -246,19 +494,11 @@ class _MultiScaleRoIAlignBase:
         self.scales = None
 
     def _forward(self, x, boxes, image_shapes):
-        features = [v for k, v in x.items() if k in self.featmap_names]
-        if not features:
-            raise ValueError("MultiScaleRoIAlign: none of the feature maps %r is in x"
-                             % (self.featmap_names,))
-        max_h = max(s[0] for s in image_shapes)
-        max_w = max(s[1] for s in image_shapes)
-        scales = [_infer_scale(f.shape[-2:], (max_h, max_w)) for f in features]
-        self.scales = scales
-        for s in scales:
-            if not (s > 0 and math.log2(s) == int(math.log2(s))):
-                raise ValueError("MultiScaleRoIAlign: inferred scale %g is not a power of 2" % s)
-        return multi_scale_roi_align(features, boxes, scales, self.output_size, self.sampling_ratio,
-                                     self.canonical_scale, self.canonical_level, False)
+        features = _select_features(x, self.featmap_names)
+        self.scales = _pyramid_scales(features, image_shapes)
+        return multi_scale_roi_align(features, boxes, self.scales, self.output_size,
+                                     self.sampling_ratio, self.canonical_scale,
+                                     self.canonical_level, False)
 
     def __repr__(self):
         return "%s(featmap_names=%s, output_size=%s, sampling_ratio=%s)" % (
@@ -294,3 +534,168 @@ except ImportError:  # NumPy only
 
         def __call__(self, x, boxes, image_shapes):
             return self._forward(x, boxes, image_shapes)
+
+
+# ---------------------------------------------------- torchvision's modules
+#
+# RoIAlign, RoIPool, PSRoIAlign, PSRoIPool and DeformConv2d with
+# torchvision.ops' constructors, attributes, parameter names (state_dict
+# keys), initialisation and repr, calling the functions above.
+
+try:
+    import torch as _torch
+    import torch.nn as _nn
+except ImportError:  # NumPy only: the modules need torch.nn
+    _torch = _nn = None
+
+
+def _needs_torch(name):
+    def init(*args, **kwargs):
+        raise VisionOpsError("visionops.%s is a torch.nn.Module: it needs PyTorch installed" % name)
+
+    return type(name, (), {"__init__": init, "__doc__": "Needs PyTorch (torch.nn.Module)."})
+
+
+if _nn is not None:
+
+    class RoIAlign(_nn.Module):
+        """torchvision.ops.RoIAlign: see roi_align."""
+
+        def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=False):
+            super().__init__()
+            self.output_size = output_size
+            self.spatial_scale = spatial_scale
+            self.sampling_ratio = sampling_ratio
+            self.aligned = aligned
+
+        def forward(self, input, rois):
+            return roi_align(input, rois, self.output_size, self.spatial_scale,
+                             self.sampling_ratio, self.aligned)
+
+        def __repr__(self):
+            return "%s(output_size=%s, spatial_scale=%s, sampling_ratio=%s, aligned=%s)" % (
+                type(self).__name__, self.output_size, self.spatial_scale, self.sampling_ratio,
+                self.aligned)
+
+    class RoIPool(_nn.Module):
+        """torchvision.ops.RoIPool: see roi_pool."""
+
+        def __init__(self, output_size, spatial_scale):
+            super().__init__()
+            self.output_size = output_size
+            self.spatial_scale = spatial_scale
+
+        def forward(self, input, rois):
+            return roi_pool(input, rois, self.output_size, self.spatial_scale)
+
+        def __repr__(self):
+            return "%s(output_size=%s, spatial_scale=%s)" % (type(self).__name__, self.output_size,
+                                                             self.spatial_scale)
+
+    class PSRoIAlign(_nn.Module):
+        """torchvision.ops.PSRoIAlign: see ps_roi_align."""
+
+        def __init__(self, output_size, spatial_scale, sampling_ratio):
+            super().__init__()
+            self.output_size = output_size
+            self.spatial_scale = spatial_scale
+            self.sampling_ratio = sampling_ratio
+
+        def forward(self, input, rois):
+            return ps_roi_align(input, rois, self.output_size, self.spatial_scale,
+                                self.sampling_ratio)
+
+        def __repr__(self):
+            return "%s(output_size=%s, spatial_scale=%s, sampling_ratio=%s)" % (
+                type(self).__name__, self.output_size, self.spatial_scale, self.sampling_ratio)
+
+    class PSRoIPool(_nn.Module):
+        """torchvision.ops.PSRoIPool: see ps_roi_pool."""
+
+        def __init__(self, output_size, spatial_scale):
+            super().__init__()
+            self.output_size = output_size
+            self.spatial_scale = spatial_scale
+
+        def forward(self, input, rois):
+            return ps_roi_pool(input, rois, self.output_size, self.spatial_scale)
+
+        def __repr__(self):
+            return "%s(output_size=%s, spatial_scale=%s)" % (type(self).__name__, self.output_size,
+                                                             self.spatial_scale)
+
+    class DeformConv2d(_nn.Module):
+        """torchvision.ops.DeformConv2d: a deformable convolution layer with
+        weight [out_channels, in_channels // groups, kh, kw] and an optional
+        bias, initialised as torch.nn.Conv2d is; see deform_conv2d."""
+
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                     dilation=1, groups=1, bias=True):
+            super().__init__()
+            if in_channels % groups != 0:
+                raise VisionOpsValueError("DeformConv2d: in_channels (%d) must be divisible by "
+                                          "groups (%d)" % (in_channels, groups))
+            if out_channels % groups != 0:
+                raise VisionOpsValueError("DeformConv2d: out_channels (%d) must be divisible by "
+                                          "groups (%d)" % (out_channels, groups))
+            self.in_channels = in_channels
+            self.out_channels = out_channels
+            self.kernel_size = _pair(kernel_size, "DeformConv2d: kernel_size")
+            self.stride = _pair(stride, "DeformConv2d: stride")
+            self.padding = _pair(padding, "DeformConv2d: padding")
+            self.dilation = _pair(dilation, "DeformConv2d: dilation")
+            self.groups = groups
+            self.weight = _nn.Parameter(_torch.empty(out_channels, in_channels // groups,
+                                                     *self.kernel_size))
+            if bias:
+                self.bias = _nn.Parameter(_torch.empty(out_channels))
+            else:
+                self.register_parameter("bias", None)
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            """Kaiming-uniform weight (a = sqrt(5)) and a bias uniform in
+            +-1/sqrt(fan_in): torch.nn.Conv2d's (and torchvision's) init."""
+            _nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+            if self.bias is not None:
+                fan_in = self.weight.shape[1] * self.weight.shape[2] * self.weight.shape[3]
+                bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+                _nn.init.uniform_(self.bias, -bound, bound)
+
+        def forward(self, input, offset, mask=None):
+            return deform_conv2d(input, offset, self.weight, self.bias, stride=self.stride,
+                                 padding=self.padding, dilation=self.dilation, mask=mask)
+
+        def __repr__(self):
+            parts = ["%d" % self.in_channels, "%d" % self.out_channels,
+                     "kernel_size=%s" % (self.kernel_size,), "stride=%s" % (self.stride,)]
+            if self.padding != (0, 0):
+                parts.append("padding=%s" % (self.padding,))
+            if self.dilation != (1, 1):
+                parts.append("dilation=%s" % (self.dilation,))
+            if self.groups != 1:
+                parts.append("groups=%d" % self.groups)
+            if self.bias is None:
+                parts.append("bias=False")
+            return "%s(%s)" % (type(self).__name__, ", ".join(parts))
+
+else:
+    RoIAlign = _needs_torch("RoIAlign")
+    RoIPool = _needs_torch("RoIPool")
+    PSRoIAlign = _needs_torch("PSRoIAlign")
+    PSRoIPool = _needs_torch("PSRoIPool")
+    DeformConv2d = _needs_torch("DeformConv2d")
+
+
+# torch.fx: the functions are leaves (see _fx_leaf); registering the names
+# with torch.fx.wrap too makes the modules' calls above leaves by fx's own
+# mechanism. It must run at module level.
+_FX_LEAVES = ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
+              "complete_box_iou", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
+              "multi_scale_roi_align", "deform_conv2d")
+if _torch is not None:
+    import torch.fx as _fx
+
+    for _name in _FX_LEAVES:
+        _fx.wrap(_name)
+    del _name

@@ -11,6 +11,7 @@ import torch
 from torch.utils.dlpack import to_dlpack
 
 from . import _C, _core
+from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 _DTYPES = {
     "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
@@ -24,13 +25,29 @@ _CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy: torch's default stream is the legac
 _lib = torch.library.Library("visionops", "DEF")
 
 
-def _borrow(value):
+def _export(op, what, t):
+    """One tensor as a DLPack capsule. Tensors DLPack cannot carry (bool in
+    torch 1.13, quantized, sparse) are an error naming the op, the argument
+    and the dtype or layout, not torch's DLPack message."""
+    if t.dtype == torch.bool:
+        raise VisionOpsTypeError("%s: %s has unsupported dtype bool" % (op, what))
+    if t.is_quantized:
+        raise VisionOpsTypeError("%s: %s is a quantized tensor (%s); visionops takes float "
+                                 "tensors (dequantize() it first)"
+                                 % (op, what, str(t.dtype).replace("torch.", "")))
+    if t.layout != torch.strided:
+        raise VisionOpsTypeError("%s: %s has layout %s; visionops takes dense (strided) tensors"
+                                 % (op, what, str(t.layout).replace("torch.", "")))
+    return to_dlpack(t.detach())
+
+
+def _borrow(op, what, value):
     """A tensor argument as a DLPack capsule (no copy, no stream sync: the
     op runs on the tensor's current stream)."""
     if isinstance(value, torch.Tensor):
-        return to_dlpack(value.detach())
+        return _export(op, what, value)
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
-        return [to_dlpack(v.detach()) for v in value]
+        return [_export(op, "%s[%d]" % (what, i), v) for i, v in enumerate(value)]
     return value
 
 
@@ -49,7 +66,8 @@ def _alloc(shape, dtype, device):
     elif device[0] == _KDL_CPU:
         dev = torch.device("cpu")
     else:
-        raise RuntimeError("visionops: outputs on DLPack device type %d are not supported" % device[0])
+        raise VisionOpsError("visionops: outputs on DLPack device type %d are not supported"
+                             % device[0])
     return torch.empty(shape, dtype=_DTYPES[dtype], device=dev)
 
 
@@ -89,7 +107,7 @@ def _make_kernel(schema):
     def kernel(*args):
         args = schema.complete(args)
         first = _first_tensor(args)
-        args = [_borrow(a) for a in args]
+        args = [_borrow(name, a.name, v) for a, v in zip(schema.args, args)]
         if first is not None and first.is_cuda:
             with torch.cuda.device(first.device):
                 stream = torch.cuda.current_stream(first.device).cuda_stream or _CUDA_STREAM_LEGACY
@@ -102,9 +120,10 @@ def _make_kernel(schema):
     return kernel
 
 
-def _spec(t):
+def _spec(op, what, t):
     if t.dtype not in _DTYPE_NAMES:
-        raise TypeError("visionops: unsupported dtype %s" % t.dtype)
+        raise VisionOpsTypeError("%s: %s has unsupported dtype %s"
+                                 % (op, what, str(t.dtype).replace("torch.", "")))
     return {"shape": tuple(t.shape), "dtype": _DTYPE_NAMES[t.dtype], "device": (_KDL_CPU, 0)}
 
 
@@ -114,16 +133,16 @@ def _make_meta(schema):
     def meta(*args):
         args = schema.complete(args)
         specs, devices = [], set()
-        for a in args:
+        for arg, a in zip(schema.args, args):
             if isinstance(a, torch.Tensor):
                 devices.add(a.device)
-                a = _spec(a)
+                a = _spec(name, arg.name, a)
             elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
                 devices.update(t.device for t in a)
-                a = [_spec(t) for t in a]
+                a = [_spec(name, "%s[%d]" % (arg.name, i), t) for i, t in enumerate(a)]
             specs.append(a)
         if len(devices) > 1:  # e.g. CPU and Meta tensors in one call
-            raise ValueError("%s: all tensors must be on one device, got %s"
+            raise VisionOpsValueError("%s: all tensors must be on one device, got %s"
                              % (name, " and ".join(sorted(str(d) for d in devices))))
         first = _first_tensor(args)
         device = first.device if first is not None else torch.device("meta")
@@ -190,7 +209,7 @@ def _backward_args(schema, bschema, args, outs, grad):
         elif a.name in _SIZE_NAMES and isinstance(first_input, torch.Tensor):
             result.append(int(first_input.shape[_SIZE_NAMES.index(a.name)]))
         else:
-            raise RuntimeError("visionops: cannot supply %s of %s for the backward of %s"
+            raise VisionOpsError("visionops: cannot supply %s of %s for the backward of %s"
                                % (a.name, bschema.name, schema.name))
     return result
 

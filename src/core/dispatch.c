@@ -77,8 +77,8 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
                    (unsigned)t->dtype.lanes);
   vo_dtype dt = vo_dtype_from_dl(t->dtype);
   if (dt == VO_DTYPE_INVALID)
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has unsupported dtype (code %u, %u bits)",
-                   op, what, (unsigned)t->dtype.code, (unsigned)t->dtype.bits);
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has unsupported dtype %s", op, what,
+                   vo_dl_dtype_str(t->dtype, buf, sizeof buf));
   memset(v, 0, sizeof *v);
   v->ndim = t->ndim;
   v->dtype = dt;

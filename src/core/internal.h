@@ -34,15 +34,25 @@ typedef enum vo_dtype {
   VO_I64,
   VO_I32,
   VO_U8,
-  VO_BOOL
+  VO_BOOL,
+  VO_I16,
+  VO_I8
 } vo_dtype;
 
 vo_dtype vo_dtype_from_dl(DLDataType t);
 DLDataType vo_dtype_to_dl(vo_dtype d);
 const char *vo_dtype_name(vo_dtype d);
 size_t vo_dtype_size(vo_dtype d);
+/* Any DLPack dtype by name ("complex64", "bool", "uint16", "float32x4"), also
+ * those the library has no vo_dtype for: for messages about unsupported
+ * dtypes. Writes into buf and returns it. */
+const char *vo_dl_dtype_str(DLDataType t, char *buf, size_t size);
 static inline int vo_dtype_is_float(vo_dtype d) {
   return d == VO_F32 || d == VO_F64 || d == VO_F16 || d == VO_BF16;
+}
+/* Integer dtypes (bool excluded): torchvision's IoU ops accept such boxes. */
+static inline int vo_dtype_is_int(vo_dtype d) {
+  return d == VO_I64 || d == VO_I32 || d == VO_I16 || d == VO_I8 || d == VO_U8;
 }
 
 /* ------------------------------------------------------------- views */
@@ -123,9 +133,9 @@ typedef struct vo_nms_params {
 
 /* box_iou and its generalized / distance / complete variants. */
 typedef struct vo_pairwise_iou_params {
-  const vo_view *a;   /* [N,4] */
+  const vo_view *a;   /* [N,4] float or integer; ex->dtype is the compute dtype */
   const vo_view *b;   /* [M,4] same dtype */
-  const vo_view *out; /* out: [N,M] same dtype, contiguous */
+  const vo_view *out; /* out: [N,M] float64 for float64 boxes, else float32; contiguous */
   vo_iou_kind kind;
   double eps; /* distance/complete only */
 } vo_pairwise_iou_params;
@@ -133,7 +143,7 @@ typedef struct vo_pairwise_iou_params {
 /* box_iou_backward and its variants: the gradient of the pairwise op with
  * respect to both box sets (src/core/box_iou_grad.h has the per-pair math). */
 typedef struct vo_pairwise_iou_backward_params {
-  const vo_view *grad;   /* [N,M], the boxes' dtype */
+  const vo_view *grad;   /* [N,M], the forward's output dtype or the boxes' */
   const vo_view *a;      /* [N,4] */
   const vo_view *b;      /* [M,4] */
   const vo_view *grad_a; /* out: [N,4], contiguous */

@@ -132,13 +132,16 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
   const vo_pairwise_iou_params *p = &ex->p.iou;
   const int64_t n = p->a->shape[0], m = p->b->shape[0];
   if (n == 0 || m == 0) return VO_OK;
+  /* Compute in float64 for float64 and integer boxes, else float32; the
+   * output is float64 or float32. Integer boxes compute in float64 and store
+   * float32 through a per-thread row. */
   const int use_f64 = ex->dtype == VO_F64;
-  const int half_out = ex->dtype == VO_F16 || ex->dtype == VO_BF16;
+  const int narrow_out = use_f64 && p->out->dtype == VO_F32;
   const size_t elem = use_f64 ? sizeof(double) : sizeof(float);
   const int threads = vo_cpu_threads(ex->ctx, n);
-  /* 8 per-box arrays per side, plus a float row per thread for half output. */
+  /* 8 per-box arrays per side, plus a double row per thread when narrowing. */
   const size_t side_bytes = 8 * (size_t)(n + m) * elem;
-  const size_t row_bytes = half_out ? (size_t)threads * (size_t)m * sizeof(float) : 0;
+  const size_t row_bytes = narrow_out ? (size_t)threads * (size_t)m * sizeof(double) : 0;
   void *mem = vo_workspace_alloc(ex->ctx, ex->device, side_bytes + row_bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
   const int avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
@@ -148,26 +151,11 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
     vo_side_f64 a, b;
     vo_iou_prepare_f64(p->a, (double *)mem, n, &a);
     vo_iou_prepare_f64(p->b, (double *)mem + 8 * n, m, &b);
-    double *out = p->out->data;
-    vo_row_f64_fn row = vo_iou_rows_f64_scalar[p->kind];
-#ifdef VO_HAVE_AVX2_KERNELS
-    if (avx2) row = vo_iou_rows_f64_avx2[p->kind];
-#endif
-#ifdef VISIONOPS_HAVE_OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-#endif
-    for (int64_t i = 0; i < n; i++) row(p->eps, &a, i, &b, m, out + i * m);
-  } else {
-    vo_side_f32 a, b;
-    vo_iou_prepare_f32(p->a, (float *)mem, n, &a);
-    vo_iou_prepare_f32(p->b, (float *)mem + 8 * n, m, &b);
-    const float eps = (float)p->eps;
-    float *rows = (void *)((char *)mem + side_bytes);
+    double *rows = (void *)((char *)mem + side_bytes);
     void *out = p->out->data;
-    const vo_dtype dt = ex->dtype;
-    vo_row_f32_fn row_fn = vo_iou_rows_f32_scalar[p->kind];
+    vo_row_f64_fn row_fn = vo_iou_rows_f64_scalar[p->kind];
 #ifdef VO_HAVE_AVX2_KERNELS
-    if (avx2) row_fn = vo_iou_rows_f32_avx2[p->kind];
+    if (avx2) row_fn = vo_iou_rows_f64_avx2[p->kind];
 #endif
 #ifdef VISIONOPS_HAVE_OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
@@ -178,16 +166,27 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
 #else
       const int t = 0;
 #endif
-      float *row = half_out ? rows + (size_t)t * (size_t)m : (float *)out + i * m;
-      row_fn(eps, &a, i, &b, m, row);
-      if (dt == VO_F16) {
-        uint16_t *o = (uint16_t *)out + i * m;
-        for (int64_t j = 0; j < m; j++) o[j] = vo_f32_to_f16(row[j]);
-      } else if (dt == VO_BF16) {
-        uint16_t *o = (uint16_t *)out + i * m;
-        for (int64_t j = 0; j < m; j++) o[j] = vo_f32_to_bf16(row[j]);
+      double *row = narrow_out ? rows + (size_t)t * (size_t)m : (double *)out + i * m;
+      row_fn(p->eps, &a, i, &b, m, row);
+      if (narrow_out) {
+        float *o = (float *)out + i * m;
+        for (int64_t j = 0; j < m; j++) o[j] = (float)row[j];
       }
     }
+  } else {
+    vo_side_f32 a, b;
+    vo_iou_prepare_f32(p->a, (float *)mem, n, &a);
+    vo_iou_prepare_f32(p->b, (float *)mem + 8 * n, m, &b);
+    const float eps = (float)p->eps;
+    float *out = p->out->data;
+    vo_row_f32_fn row_fn = vo_iou_rows_f32_scalar[p->kind];
+#ifdef VO_HAVE_AVX2_KERNELS
+    if (avx2) row_fn = vo_iou_rows_f32_avx2[p->kind];
+#endif
+#ifdef VISIONOPS_HAVE_OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+#endif
+    for (int64_t i = 0; i < n; i++) row_fn(eps, &a, i, &b, m, out + i * m);
   }
   vo_workspace_free(ex->ctx, ex->device, mem);
   return VO_OK;

@@ -4,9 +4,32 @@
 #include "core/box_iou_grad.h"
 #include "cuda/common.cuh"
 
+#include <type_traits>
+
 namespace {
 
 constexpr int kThreads = 256;
+
+// Boxes' compute type: vo_cuda_compute's for float and half storage, double
+// for integer boxes (torchvision computes their areas and intersections
+// exactly, in integer arithmetic).
+template <typename S, bool integer = std::is_integral<S>::value>
+struct box_compute {
+  typedef typename vo_cuda_compute<S>::type type;
+};
+template <typename S>
+struct box_compute<S, true> {
+  typedef double type;
+};
+
+template <typename S>
+__device__ __forceinline__ typename box_compute<S>::type load_box(const void *data,
+                                                                  int64_t offset) {
+  if constexpr (std::is_integral<S>::value)
+    return static_cast<double>(static_cast<const S *>(data)[offset]);
+  else
+    return vo_cuda_load<S>(data, offset);
+}
 
 __device__ __forceinline__ float atan_t(float v) { return atanf(v); }
 __device__ __forceinline__ double atan_t(double v) { return atan(v); }
@@ -46,33 +69,36 @@ __device__ __forceinline__ T pair_value(vo_iou_kind kind, const T *a, const T *b
   return diou - vo_cuda_mul(alpha, v);
 }
 
-template <typename S>
+// Boxes of storage type S (float, half or integer), computed in T
+// (box_compute: double for double and integer boxes, else float), stored
+// as O (double for double boxes, else float: torchvision's upcasting).
+template <typename S, typename O>
 __global__ void pairwise_iou_kernel(vo_cuda_view a, vo_cuda_view b, int64_t n, int64_t m,
-                                    vo_iou_kind kind, typename vo_cuda_compute<S>::type eps,
-                                    S *out) {
-  typedef typename vo_cuda_compute<S>::type T;
+                                    vo_iou_kind kind, typename box_compute<S>::type eps,
+                                    O *out) {
+  typedef typename box_compute<S>::type T;
   VO_CUDA_GRID_STRIDE(e, n * m) {
     const int64_t i = e / m;
     const int64_t j = e - i * m;
     T ba[4], bb[4];
     for (int k = 0; k < 4; ++k) {
-      ba[k] = vo_cuda_load<S>(a.data, vo_cuda_offset(a, i, k));
-      bb[k] = vo_cuda_load<S>(b.data, vo_cuda_offset(b, j, k));
+      ba[k] = load_box<S>(a.data, vo_cuda_offset(a, i, k));
+      bb[k] = load_box<S>(b.data, vo_cuda_offset(b, j, k));
     }
-    vo_cuda_store(out, e, pair_value<T>(kind, ba, bb, eps));
+    out[e] = static_cast<O>(pair_value<T>(kind, ba, bb, eps));
   }
 }
 
-template <typename S>
+template <typename S, typename O>
 vo_status pairwise_run(const vo_exec *ex, cudaStream_t stream) {
-  typedef typename vo_cuda_compute<S>::type T;
+  typedef typename box_compute<S>::type T;
   const vo_pairwise_iou_params &p = ex->p.iou;
   const int64_t n = p.a->shape[0];
   const int64_t m = p.b->shape[0];
   if (n == 0 || m == 0) return VO_OK;
-  pairwise_iou_kernel<S><<<vo_cuda_blocks(n * m, kThreads), kThreads, 0, stream>>>(
+  pairwise_iou_kernel<S, O><<<vo_cuda_blocks(n * m, kThreads), kThreads, 0, stream>>>(
       vo_cuda_view_of(p.a), vo_cuda_view_of(p.b), n, m, p.kind, (T)p.eps,
-      static_cast<S *>(p.out->data));
+      static_cast<O *>(p.out->data));
   return vo_cuda_check_launch(ex);
 }
 
@@ -98,7 +124,8 @@ __device__ __forceinline__ void pair_grad(vo_iou_kind kind, double eps, const do
 // The gradient of one box set: warp w owns box i = w of `own` (grid-stride
 // over boxes); lane l sums the pairs j = l, l + 32, ... of `other` in order
 // (in double), then a fixed shuffle tree adds the 32 partial sums. grad is
-// [N, M] with `own` its rows (own_is_a) or its columns.
+// [N, M] with `own` its rows (own_is_a) or its columns, of the boxes' dtype
+// or float32 (the forward's output for half boxes): read by its runtime dtype.
 template <typename S>
 __global__ void pairwise_iou_backward_kernel(vo_cuda_view grad, vo_cuda_view own,
                                              vo_cuda_view other, int64_t count_own,
@@ -121,11 +148,11 @@ __global__ void pairwise_iou_backward_kernel(vo_cuda_view grad, vo_cuda_view own
         theirs[k] = vo_cuda_load<S>(other.data, vo_cuda_offset(other, j, k));
       const T t_theirs = complete ? atan_ratio(theirs) : T(0);
       if (own_is_a) {
-        const T g = vo_cuda_load<S>(grad.data, vo_cuda_offset(grad, i, j));
+        const T g = vo_cuda_load_as<T>(grad, vo_cuda_offset(grad, i, j));
         pair_grad(kind, eps, mine, theirs, t_mine, t_theirs, g, ga, gb);
         for (int k = 0; k < 4; ++k) acc[k] += (double)ga[k];
       } else {
-        const T g = vo_cuda_load<S>(grad.data, vo_cuda_offset(grad, j, i));
+        const T g = vo_cuda_load_as<T>(grad, vo_cuda_offset(grad, j, i));
         pair_grad(kind, eps, theirs, mine, t_theirs, t_mine, g, ga, gb);
         for (int k = 0; k < 4; ++k) acc[k] += (double)gb[k];
       }
@@ -186,13 +213,19 @@ extern "C" vo_status vo_cuda_pairwise_iou(const vo_exec *ex) {
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const cudaStream_t stream = vo_cuda_stream(ex);
-  switch (ex->dtype) {
-    case VO_F32: return pairwise_run<float>(ex, stream);
-    case VO_F64: return pairwise_run<double>(ex, stream);
-    case VO_F16: return pairwise_run<__half>(ex, stream);
-    case VO_BF16: return pairwise_run<__nv_bfloat16>(ex, stream);
+  const vo_dtype boxes = ex->p.iou.a->dtype;
+  switch (boxes) {
+    case VO_F32: return pairwise_run<float, float>(ex, stream);
+    case VO_F64: return pairwise_run<double, double>(ex, stream);
+    case VO_F16: return pairwise_run<__half, float>(ex, stream);
+    case VO_BF16: return pairwise_run<__nv_bfloat16, float>(ex, stream);
+    case VO_I64: return pairwise_run<int64_t, float>(ex, stream);
+    case VO_I32: return pairwise_run<int32_t, float>(ex, stream);
+    case VO_I16: return pairwise_run<int16_t, float>(ex, stream);
+    case VO_I8: return pairwise_run<int8_t, float>(ex, stream);
+    case VO_U8: return pairwise_run<uint8_t, float>(ex, stream);
     default:
       return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                     vo_dtype_name(ex->dtype));
+                     vo_dtype_name(boxes));
   }
 }

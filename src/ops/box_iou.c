@@ -12,16 +12,26 @@ static vo_status vo_check_pairwise(vo_exec *ex, vo_iou_kind kind) {
   const int64_t dims[2] = {-1, 4};
   if ((st = vo_expect_shape(ex, ARG_A, 2, dims, "N, 4")) != VO_OK) return st;
   if ((st = vo_expect_shape(ex, ARG_B, 2, dims, "M, 4")) != VO_OK) return st;
-  if ((st = vo_expect_float(ex, ARG_A)) != VO_OK) return st;
+  const vo_dtype dt = ex->inputs[ARG_A].dtype;
+  if (!vo_dtype_is_float(dt) && !vo_dtype_is_int(dt))
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                   "%s: %s must be float32, float64, float16, bfloat16 or an integer dtype (int64, "
+                   "int32, int16, int8, uint8), got %s",
+                   ex->op_name, vo_arg_name(ex, ARG_A), vo_dtype_name(dt));
   if ((st = vo_expect_same_dtype(ex, ARG_B, ARG_A)) != VO_OK) return st;
   double eps = 0;
   if (kind == VO_IOU_DISTANCE || kind == VO_IOU_COMPLETE) {
     if ((st = vo_expect_finite(ex, ARG_EPS)) != VO_OK) return st;
     eps = ex->args[ARG_EPS].u.f;
   }
-  ex->dtype = ex->inputs[ARG_A].dtype;
+  /* torchvision's upcasting (_upcast, then true division): float64 boxes
+   * give float64; float32, float16, bfloat16 and integer boxes give
+   * float32. Halves compute in float32; integers in float64, so areas and
+   * intersections are exact as torchvision's integer arithmetic is. */
+  ex->dtype = dt == VO_F64 || vo_dtype_is_int(dt) ? VO_F64 : VO_F32;
+  const vo_dtype out_dtype = dt == VO_F64 ? VO_F64 : VO_F32;
   const int64_t shape[2] = {ex->inputs[ARG_A].shape[0], ex->inputs[ARG_B].shape[0]};
-  vo_set_output(ex, 0, ex->dtype, 2, shape);
+  vo_set_output(ex, 0, out_dtype, 2, shape);
   vo_pairwise_iou_params *p = &ex->p.iou;
   p->a = &ex->inputs[ARG_A];
   p->b = &ex->inputs[ARG_B];
@@ -91,7 +101,17 @@ static vo_status vo_check_pairwise_backward(vo_exec *ex, vo_iou_kind kind) {
   }
   if ((st = vo_expect_float(ex, BARG_A)) != VO_OK) return st;
   if ((st = vo_expect_same_dtype(ex, BARG_B, BARG_A)) != VO_OK) return st;
-  if ((st = vo_expect_same_dtype(ex, BARG_GRAD, BARG_A)) != VO_OK) return st;
+  /* grad is the forward's output (float32 for half boxes) or, as before the
+   * forward upcast half boxes, the boxes' own dtype. */
+  const vo_dtype bdt = ex->inputs[BARG_A].dtype, gdt = g->dtype;
+  const vo_dtype fwd = bdt == VO_F64 ? VO_F64 : VO_F32;
+  if (bdt == fwd) {
+    if ((st = vo_expect_same_dtype(ex, BARG_GRAD, BARG_A)) != VO_OK) return st;
+  } else if (gdt != bdt && gdt != fwd)
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                   "%s: %s must be %s (the forward's output dtype) or %s (the boxes' dtype), got %s",
+                   ex->op_name, vo_arg_name(ex, BARG_GRAD), vo_dtype_name(fwd), vo_dtype_name(bdt),
+                   vo_dtype_name(gdt));
   double eps = 0;
   if (kind == VO_IOU_DISTANCE || kind == VO_IOU_COMPLETE) {
     if ((st = vo_expect_finite(ex, BARG_EPS)) != VO_OK) return st;

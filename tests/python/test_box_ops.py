@@ -187,18 +187,23 @@ def test_iou_parity(name, extra, ref, dtype, sizes, seed):
 
 @pytest.mark.parametrize("name,extra,ref", IOU_OPS, ids=[o[0] for o in IOU_OPS])
 def test_iou_float16(name, extra, ref, rng):
-    """float16 computes in float32 and writes back float16: within 5e-3 of
-    torchvision in float32 on the upcast input, and of torchvision's own
-    float16 (coordinates small enough that its float16 areas stay finite)."""
+    """float16 computes in float32 and returns float32, as torchvision's
+    _upcast does: float32-close to torchvision on the upcast input, within
+    5e-3 of torchvision's own float16 call (which rounds some intermediates
+    to float16; coordinates small enough that its float16 areas stay
+    finite), and the same dtype as it."""
     a = (detections(rng, 40, np.float64, spread=100) / 4).astype(np.float16)
     b = (detections(rng, 30, np.float64, spread=100) / 4).astype(np.float16)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     fn = getattr(visionops, name)
     got = fn(ta, tb, *extra)
-    assert got.dtype == torch.float16
-    assert_close(got, ref(ta.float(), tb.float(), *extra), "float16", what=name + " vs fp32")
-    assert_close(got, ref(ta, tb, *extra), "float16", what=name + " vs tv fp16")
-    np.testing.assert_array_equal(fn(a, b, *extra), got.numpy())
+    want16 = ref(ta, tb, *extra)
+    assert got.dtype == want16.dtype == torch.float32
+    assert_close(got, ref(ta.float(), tb.float(), *extra), "float32", what=name + " vs fp32")
+    assert_close(got, want16, "float16", what=name + " vs tv fp16")
+    got_np = fn(a, b, *extra)
+    assert got_np.dtype == np.float32
+    np.testing.assert_array_equal(got_np, got.numpy())
 
 
 @pytest.mark.parametrize("name,extra,ref", IOU_OPS, ids=[o[0] for o in IOU_OPS])

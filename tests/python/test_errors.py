@@ -104,7 +104,7 @@ CASES = [
     ("box_iou [N, 3]", ValueError, r"box_iou: boxes1 must have shape \[N, 4\], got \[3, 3\]",
      lambda a: visionops.box_iou(a.B[:, :3], a.B)),
     ("complete_box_iou boxes2 1-d", ValueError,
-     r"complete_box_iou: boxes2 must have shape \[M, 4\], got \[4\]",
+     r"complete_box_iou: boxes2 must have shape \[\.\.\., M, 4\], got \[4\]",
      lambda a: visionops.complete_box_iou(a.B, a.B[0])),
     ("deform_conv2d offset size", ValueError,
      r"deform_conv2d: offset must have spatial size Hout x Wout = 6x6, got 5x6",
@@ -127,13 +127,64 @@ CASES = [
      lambda a: visionops.multi_scale_roi_align([a.X], a.R, [0.5, 0.25], 2, 2)),
     ("MultiScaleRoIAlign missing maps", ValueError, r"none of the feature maps \['z'\]",
      lambda a: visionops.MultiScaleRoIAlign(["z"], 2, 2)({"a": a.X}, [a.R[:, 1:]], [(16, 16)])),
+    # plainly wrong Python arguments: the op and the argument named, not an
+    # AttributeError from deep inside
+    ("box_iou list of lists", TypeError,
+     r"box_iou: boxes1 must be a tensor \(a torch.Tensor or a NumPy array\), got a list of list",
+     lambda a: visionops.box_iou([[0, 0, 1, 1]], a.B)),
+    ("generalized_box_iou None", TypeError, r"generalized_box_iou: boxes2 must be a tensor .*None",
+     lambda a: visionops.generalized_box_iou(a.B, None)),
+    ("nms boxes None", TypeError, r"nms: boxes must be a tensor .*got None",
+     lambda a: visionops.nms(None, a.S, 0.5)),
+    ("nms scores list", TypeError, r"nms: scores must be a tensor .*got a list of float",
+     lambda a: visionops.nms(a.B, [0.5, 0.4, 0.3], 0.5)),
+    ("batched_nms idxs None", TypeError, r"batched_nms: idxs must be a tensor .*got None",
+     lambda a: visionops.batched_nms(a.B, a.S, None, 0.5)),
+    ("roi_align boxes None", TypeError,
+     r"roi_align: boxes must be a \[K, 5\] tensor or a list of \[L, 4\] tensors, got None",
+     lambda a: visionops.roi_align(a.X, None, 2)),
+    ("roi_pool boxes list of lists", TypeError,
+     r"roi_pool: boxes must be .* got a list whose item 0 is a list of int",
+     lambda a: visionops.roi_pool(a.X, [[0, 0, 1, 1]], 2)),
+    ("ps_roi_align input None", TypeError, r"ps_roi_align: input must be a tensor .*got None",
+     lambda a: visionops.ps_roi_align(None, a.R, 2)),
+    ("multi_scale features tensor", TypeError,
+     r"multi_scale_roi_align: features must be a list of \[N, C, H, W\] tensors",
+     lambda a: visionops.multi_scale_roi_align(a.X, a.R, [0.5], 2, 2)),
+    ("deform_conv2d offset 17 channels", ValueError,
+     r"deform_conv2d: offset has 17 channels; it must have 2 \* offset_groups \* kernel_h \* "
+     r"kernel_w channels, a positive multiple of 2 \* 3 \* 3 = 18",
+     lambda a: visionops.deform_conv2d(a.X, a.zeros(2, 17, 6, 6), a.zeros(3, 4, 3, 3))),
+    ("deform_conv2d offset groups", ValueError,
+     r"deform_conv2d: offset has 54 channels = 2 \* 3 offset groups \* 3 \* 3, and 3 offset "
+     r"groups do not divide the input's 4 channels",
+     lambda a: visionops.deform_conv2d(a.X, a.zeros(2, 54, 6, 6), a.zeros(3, 4, 3, 3))),
+    ("deform_conv2d output channels", ValueError,
+     r"deform_conv2d: weight has 3 output channels, not divisible by the 2 groups",
+     lambda a: visionops.deform_conv2d(a.X, a.zeros(2, 18, 6, 6), a.zeros(3, 2, 3, 3))),
+    ("deform_conv2d offset 0 channels", ValueError, r"deform_conv2d: offset has 0 channels",
+     lambda a: visionops.deform_conv2d(a.X, a.zeros(2, 0, 6, 6), a.zeros(3, 4, 3, 3))),
+    ("deform_conv2d mask list", TypeError, r"deform_conv2d: mask must be a tensor",
+     lambda a: visionops.deform_conv2d(a.X, a.zeros(2, 18, 6, 6), a.zeros(3, 4, 3, 3),
+                                       mask=[1.0])),
     # dtypes
     ("nms integer boxes", TypeError,
      r"nms: boxes must be float32, float64, float16 or bfloat16, got int32",
      lambda a: visionops.nms(a.cast(a.B, "int32"), a.cast(a.S, "int32"), 0.5)),
-    ("box_iou int64 boxes", TypeError,
-     r"box_iou: boxes1 must be float32, float64, float16 or bfloat16, got int64",
-     lambda a: visionops.box_iou(a.cast(a.B, "int64"), a.cast(a.B, "int64"))),
+    ("box_iou int64 and float32 boxes", TypeError,
+     r"box_iou: boxes2 must have the dtype of boxes1 \(int64\), got float32",
+     lambda a: visionops.box_iou(a.cast(a.B, "int64"), a.B)),
+    ("box_iou bool boxes", TypeError, r"box_iou: boxes1 .*bool",
+     lambda a: visionops.box_iou(a.cast(a.B, "bool"), a.cast(a.B, "bool"))),
+    ("nms complex boxes", TypeError, r"nms: boxes has unsupported dtype complex64",
+     lambda a: visionops.nms(a.cast(a.B, "complex64"), a.S, 0.5)),
+    ("roi_align complex input", TypeError, r"roi_align: input has unsupported dtype complex128",
+     lambda a: visionops.roi_align(a.cast(a.X, "complex128"), a.R, 2)),
+    ("roi_pool bool input", TypeError, r"roi_pool: input .*bool",
+     lambda a: visionops.roi_pool(a.cast(a.X, "bool"), a.R, 2)),
+    ("deform_conv2d bool weight", TypeError, r"deform_conv2d: weight .*bool",
+     lambda a: visionops.deform_conv2d(a.X, a.zeros(2, 18, 6, 6), a.zeros(3, 4, 3, 3,
+                                                                           dtype="bool"))),
     ("nms mixed dtypes", TypeError,
      r"nms: scores must have the dtype of boxes \(float32\), got float64",
      lambda a: visionops.nms(a.B, a.cast(a.S, "float64"), 0.5)),
@@ -159,8 +210,10 @@ def test_numpy_errors(exc, pattern, call):
 
 
 def test_not_a_tensor():
-    with pytest.raises(TypeError, match=r"box_iou: argument 0 has unsupported type str"):
+    with pytest.raises(TypeError, match=r"box_iou: boxes1 must be a tensor .*got a str"):
         visionops.box_iou("boxes", B)
+    with pytest.raises(TypeError, match=r"box_iou: argument 0 has unsupported type str"):
+        visionops._core.run_numpy("box_iou", ["boxes", B])
 
 
 def test_rois_wrong_width_through_the_c_library():
@@ -175,7 +228,7 @@ def test_error_types_are_distinct():
         visionops.roi_align(X, NumpyInputs().rois_with(0, 0, 5), 2)
     assert not isinstance(e.value, TypeError)
     with pytest.raises(TypeError) as e:
-        visionops.box_iou(B.astype(np.int64), B.astype(np.int64))
+        visionops.nms(B.astype(np.int64), S, 0.5)
     assert not isinstance(e.value, ValueError)
 
 

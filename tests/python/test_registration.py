@@ -60,14 +60,16 @@ def m(*shape, dtype=torch.float32):
 def meta_cases(dt):
     """op name -> (args on meta tensors, [(shape, dtype)] of the outputs)."""
     i64, i32 = torch.int64, torch.int32
+    iou_dt = torch.float64 if dt == torch.float64 else torch.float32
     return {
         "nms": ((m(7, 4, dtype=dt), m(7, dtype=dt), 0.5), [((7,), i64), ((), i64)]),
         "batched_nms": ((m(7, 4, dtype=dt), m(7, dtype=dt), m(7, dtype=i64), 0.5),
                         [((7,), i64), ((), i64)]),
-        "box_iou": ((m(7, 4, dtype=dt), m(3, 4, dtype=dt)), [((7, 3), dt)]),
-        "generalized_box_iou": ((m(7, 4, dtype=dt), m(0, 4, dtype=dt)), [((7, 0), dt)]),
-        "distance_box_iou": ((m(7, 4, dtype=dt), m(3, 4, dtype=dt), 1e-7), [((7, 3), dt)]),
-        "complete_box_iou": ((m(1, 4, dtype=dt), m(3, 4, dtype=dt), 1e-7), [((1, 3), dt)]),
+        # float16 / bfloat16 boxes give float32 IoUs (torchvision's _upcast)
+        "box_iou": ((m(7, 4, dtype=dt), m(3, 4, dtype=dt)), [((7, 3), iou_dt)]),
+        "generalized_box_iou": ((m(7, 4, dtype=dt), m(0, 4, dtype=dt)), [((7, 0), iou_dt)]),
+        "distance_box_iou": ((m(7, 4, dtype=dt), m(3, 4, dtype=dt), 1e-7), [((7, 3), iou_dt)]),
+        "complete_box_iou": ((m(1, 4, dtype=dt), m(3, 4, dtype=dt), 1e-7), [((1, 3), iou_dt)]),
         "roi_align": ((m(2, 3, 8, 9, dtype=dt), m(5, 5, dtype=dt), 0.5, 2, 3, -1, False),
                       [((5, 3, 2, 3), dt)]),
         "roi_align_backward": ((m(5, 3, 2, 3, dtype=dt), m(5, 5, dtype=dt), 0.5, 2, 3, 2, 3, 8, 9,
