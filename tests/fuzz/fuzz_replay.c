@@ -11,7 +11,7 @@
 
 #include "fuzz_run.h"
 
-static int expect_ok, failures, runs;
+static int expect_ok, failures, runs, accepted;
 
 static void replay_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -37,6 +37,7 @@ static void replay_file(const char *path) {
   vo_status st;
   fuzz_run(buf, size, &st);
   runs++;
+  accepted += st == VO_OK;
   if (expect_ok && st != VO_OK) {
     fprintf(stderr, "fuzz_replay: %s is not a valid call: %s\n", path, vo_last_error());
     failures++;
@@ -68,6 +69,6 @@ int main(int argc, char **argv) {
     else
       replay(argv[i]);
   }
-  printf("fuzz_replay: %d inputs, %d failed\n", runs, failures);
+  printf("fuzz_replay: %d inputs (%d valid calls), %d failed\n", runs, accepted, failures);
   return failures || runs == 0 ? 1 : 0;
 }
