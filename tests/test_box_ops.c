@@ -845,7 +845,8 @@ static void threaded_nms_cases(void) {
   static const DLDataType *const dts[2] = {&vt_f32, &vt_f64};
   for (int si = 0; si < 2; si++) {
     const int64_t n = sizes[si];
-    double *boxes = malloc(sizeof(double) * 4 * (size_t)n), *scores = malloc(sizeof(double) * (size_t)n);
+    double *boxes = malloc(sizeof(double) * 4 * (size_t)n),
+           *scores = malloc(sizeof(double) * (size_t)n);
     double *cats = malloc(sizeof(double) * (size_t)n);
     int64_t *idxs = malloc(sizeof(int64_t) * (size_t)n), *ref = malloc(sizeof(int64_t) * (size_t)n);
     int64_t *keep = malloc(sizeof(int64_t) * (size_t)n);
@@ -859,7 +860,8 @@ static void threaded_nms_cases(void) {
         vt_tensor *tb = make_input(dt, n, 4, LAYOUT_CONTIGUOUS, boxes);
         vt_tensor *ts = make_input(dt, n, 0, LAYOUT_CONTIGUOUS, scores);
         vt_tensor *ti = make_input(vt_i64, n, 0, LAYOUT_CONTIGUOUS, cats);
-        double *b = malloc(sizeof(double) * 4 * (size_t)n), *sc = malloc(sizeof(double) * (size_t)n);
+        double *b = malloc(sizeof(double) * 4 * (size_t)n),
+               *sc = malloc(sizeof(double) * (size_t)n);
         vt_read_all(&tb->dl, b);
         vt_read_all(&ts->dl, sc);
         for (int64_t i = 0; i < n; i++) idxs[i] = (int64_t)cats[i];

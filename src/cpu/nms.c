@@ -95,23 +95,22 @@ static float vo_threshold_f32(double t) {
  * the result is or-ed into sup[].
  */
 #define VO_DEFINE_APPLY(T, SUFFIX, ATTR)                                                         \
-  ATTR static void vo_nms_apply_##SUFFIX(const T *restrict x1, const T *restrict y1,            \
-                                         const T *restrict x2, const T *restrict y2,            \
-                                         const T *restrict area, int64_t i, int64_t j0,         \
-                                         int64_t j1, T thr, uint8_t *restrict sup) {            \
-    const T ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];                   \
-    for (int64_t j = j0; j < j1; j++) {                                                         \
-      T xx1 = ix1 < x1[j] ? x1[j] : ix1;                                                        \
-      T yy1 = iy1 < y1[j] ? y1[j] : iy1;                                                        \
-      T xx2 = x2[j] < ix2 ? x2[j] : ix2;                                                        \
-      T yy2 = y2[j] < iy2 ? y2[j] : iy2;                                                        \
-      T w = xx2 - xx1, h = yy2 - yy1;                                                           \
-      w = (T)0 < w ? w : (T)0;                                                                  \
-      h = (T)0 < h ? h : (T)0;                                                                  \
-      T inter = w * h;                                                                          \
-      T ovr = inter / (ia + area[j] - inter);                                                   \
-      sup[j] |= (uint8_t)(ovr > thr);                                                           \
-    }                                                                                           \
+  ATTR static void vo_nms_apply_##SUFFIX(                                                        \
+      const T *restrict x1, const T *restrict y1, const T *restrict x2, const T *restrict y2,    \
+      const T *restrict area, int64_t i, int64_t j0, int64_t j1, T thr, uint8_t *restrict sup) { \
+    const T ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];                    \
+    for (int64_t j = j0; j < j1; j++) {                                                          \
+      T xx1 = ix1 < x1[j] ? x1[j] : ix1;                                                         \
+      T yy1 = iy1 < y1[j] ? y1[j] : iy1;                                                         \
+      T xx2 = x2[j] < ix2 ? x2[j] : ix2;                                                         \
+      T yy2 = y2[j] < iy2 ? y2[j] : iy2;                                                         \
+      T w = xx2 - xx1, h = yy2 - yy1;                                                            \
+      w = (T)0 < w ? w : (T)0;                                                                   \
+      h = (T)0 < h ? h : (T)0;                                                                   \
+      T inter = w * h;                                                                           \
+      T ovr = inter / (ia + area[j] - inter);                                                    \
+      sup[j] |= (uint8_t)(ovr > thr);                                                            \
+    }                                                                                            \
   }
 
 VO_DEFINE_APPLY(float, f32_scalar, )
@@ -163,8 +162,8 @@ typedef struct vo_nms_boxes {
   double thr_f64;
   void (*apply_f32)(const float *, const float *, const float *, const float *, const float *,
                     int64_t, int64_t, int64_t, float, uint8_t *);
-  void (*apply_f64)(const double *, const double *, const double *, const double *,
-                    const double *, int64_t, int64_t, int64_t, double, uint8_t *);
+  void (*apply_f64)(const double *, const double *, const double *, const double *, const double *,
+                    int64_t, int64_t, int64_t, double, uint8_t *);
 } vo_nms_boxes;
 
 static inline void vo_nms_apply(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
@@ -257,8 +256,8 @@ static int64_t vo_nms_greedy(const vo_nms_boxes *b, uint8_t *sup, int64_t *kept_
                              int64_t *kept_end, int threads) {
   const int64_t chunks = vo_nms_chunks(b->m);
   if (threads <= 1 || chunks <= 1) return vo_nms_greedy_serial(b, sup, kept_list);
-  vo_nms_flow f = {.b = b, .sup = sup, .kept_list = kept_list, .kept_end = kept_end,
-                   .chunks = chunks};
+  vo_nms_flow f = {
+      .b = b, .sup = sup, .kept_list = kept_list, .kept_end = kept_end, .chunks = chunks};
   atomic_init(&f.next, 0);
   atomic_init(&f.resolved, 0);
   vo_cpu_run(threads, vo_nms_flow_worker, &f);
@@ -365,9 +364,8 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
   /* One block: three sort arrays, the slot map, segment starts, the kept
    * lists, chunk ends, 5 SoA arrays, flags. Sizes cannot overflow: n
    * elements of the inputs already fit in memory. */
-  const size_t bytes =
-      un * (3 * sizeof(vo_sort_item) + 3 * sizeof(int64_t) + 5 * elem + 2) +
-      (chunks + 1) * sizeof(int64_t);
+  const size_t bytes = un * (3 * sizeof(vo_sort_item) + 3 * sizeof(int64_t) + 5 * elem + 2) +
+                       (chunks + 1) * sizeof(int64_t);
   char *mem = vo_workspace_alloc(ctx, ex->device, bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
   vo_sort_item *sort_a = (vo_sort_item *)mem, *sort_b = sort_a + n, *sort_c = sort_b + n;
