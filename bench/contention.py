@@ -1,5 +1,5 @@
-"""Threads under load: times each visionops CPU case at 1 thread and at all
-threads, with or without background CPU load (one busy process per core),
+"""Threads under load: times each visionops CPU case at 1 thread and at the
+default thread count (none set on the context: all cores), with or without background CPU load (one busy process per core),
 and reports per op the all-threads time against the 1-thread time. Several
 builds of the library can be given: every timing round visits each build and
 both thread counts in turn, so the builds are compared under the same
@@ -62,12 +62,12 @@ def measure(libs, case_lists, cores, reps, budget_s):
         for vo, f in zip(libs, fns):  # warm-up (and the first estimate)
             vo.threads(1)
             first = timed(f)
-            vo.threads(cores)
+            vo.threads(0)
             f()
         n = max(3, min(reps, int(budget_s * 1000 / max(first * len(libs) * 2, 1e-3))))
         for _ in range(n):
             for k, (vo, f) in enumerate(zip(libs, fns)):
-                for slot, threads in ((0, 1), (1, cores)):
+                for slot, threads in ((0, 1), (1, 0)):  # 0: the default, all threads
                     vo.threads(threads)
                     samples[k][slot].append(timed(f))
         times = [(median(a), median(b)) for a, b in samples]

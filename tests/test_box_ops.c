@@ -725,7 +725,7 @@ static void context_cases(void) {
   printf("CPU ISA under VO_ISA_AUTO: %s\n", isa ? isa : "(null)");
 
   vo_backend_info cpu = {"cpu", kDLCPU, 1, 1, ""};
-  enum { N = 1500, M = 77 };
+  enum { N = 1500, M = 301 }; /* 1500 x 301 IoUs: enough work for two threads */
   vt_rng rng;
   vt_rng_seed(&rng, 99);
   double *boxes = malloc(sizeof(double) * 4 * N), *scores = malloc(sizeof(double) * N);

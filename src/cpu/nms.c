@@ -228,11 +228,17 @@ static void vo_nms_flow_worker(void *arg, int slot) {
     const int64_t j1 = j0 + VO_NMS_CHUNK < b->m ? j0 + VO_NMS_CHUNK : b->m;
     int64_t done = 0, pos = 0; /* chunks applied to this one; kept boxes applied */
     int spins = 0;
+    long long waiting_since = 0;
     while (done < c) {
       const int64_t r = atomic_load_explicit(&f->resolved, memory_order_acquire);
       if (r == done) {
+        if (!waiting_since) waiting_since = vo_cpu_clock_ns();
         vo_cpu_pause(&spins);
         continue;
+      }
+      if (waiting_since) {
+        vo_cpu_note_stall(vo_cpu_clock_ns() - waiting_since);
+        waiting_since = 0;
       }
       const int64_t end = f->kept_end[r - 1];
       for (; pos < end; pos++) vo_nms_apply(b, f->kept_list[pos], j0, j1, f->sup);

@@ -13,6 +13,16 @@
  * leaves without touching it. The region's function and argument are
  * written before the state that opens it, so a worker that validated the
  * state reads them complete.
+ *
+ * Shared cores: a worker that started can still be preempted holding a
+ * piece, and the caller must then wait for the scheduler to run it again
+ * (a time slice, milliseconds). The caller measures how long it was held
+ * up after its own work (plus the stalls kernels report while waiting on
+ * one another) and, when that outweighs the work, runs the regions of the
+ * next few milliseconds alone; each such finding doubles that quiet spell
+ * (8 ms up to about 1 s), each region that ran smoothly with a worker
+ * halves the next one. Under sustained load that costs about one held-up
+ * region per second; on an idle machine it does not trigger.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -21,11 +31,17 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #define VO_POOL_MAX_WORKERS 255
 /* Pause iterations a worker polls for the next region before it sleeps:
- * a few tens of microseconds, so back-to-back calls find it awake. */
-#define VO_POOL_SPIN 4000
+ * some microseconds, so back-to-back calls find it awake (longer spins
+ * take the core from the caller when cores are shared). */
+#define VO_POOL_SPIN 1000
 
 static pthread_mutex_t vo_pool_mu = PTHREAD_MUTEX_INITIALIZER; /* sleep/wake, creation */
 static pthread_cond_t vo_pool_cv = PTHREAD_COND_INITIALIZER;
@@ -38,6 +54,94 @@ static int vo_pool_max_slots;
 static vo_cpu_task vo_pool_fn;
 static void *vo_pool_arg;
 static _Thread_local int vo_pool_inside;
+static atomic_llong vo_pool_stall_ns;    /* reported by the current region's participants */
+static atomic_llong vo_pool_quiet_until; /* monotonic ns: until then, regions run alone */
+static atomic_int vo_pool_backoff;       /* held-up regions lately, less smooth ones */
+
+/* A region counts as held up when the caller waited (after its own work,
+ * or in reported stalls) more than this and more than a quarter of the
+ * region's time. */
+#define VO_POOL_HELD_NS 250000LL
+#define VO_POOL_QUIET_NS 8000000LL /* the first quiet spell: 8 ms */
+#define VO_POOL_MAX_BACKOFF 8      /* the longest: 8 ms << 7, about 1 s */
+
+static long long vo_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Cores the rest of the machine leaves free, sampled at most every
+ * VO_POOL_SAMPLE_NS: the busy time of all CPUs (/proc/stat) less this
+ * process's own CPU time (getrusage, every thread), over the last
+ * interval. Where /proc/stat cannot be read, every core counts as free.
+ */
+#define VO_POOL_SAMPLE_NS 100000000LL
+static atomic_llong vo_pool_sampled_at;
+static atomic_int vo_pool_free_cores; /* 0: not sampled yet */
+static atomic_flag vo_pool_sampling = ATOMIC_FLAG_INIT;
+static long long vo_pool_last_busy_ns, vo_pool_last_self_ns, vo_pool_last_ns;
+static int vo_pool_cpus;
+
+/* All CPUs' busy time (user+nice+system+irq+softirq+steal) in ns, or -1. */
+static long long vo_busy_ns(int *cpus) {
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return -1;
+  unsigned long long v[8] = {0};
+  char line[256];
+  long long busy = -1;
+  int n = 0;
+  if (fgets(line, sizeof line, f) &&
+      sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+             &v[5], &v[6], &v[7]) == 8) {
+    const long tick = sysconf(_SC_CLK_TCK);
+    busy = (long long)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) *
+           (1000000000LL / (tick > 0 ? tick : 100));
+    while (fgets(line, sizeof line, f) && strncmp(line, "cpu", 3) == 0) n++;
+  }
+  fclose(f);
+  *cpus = n;
+  return busy;
+}
+
+static long long vo_self_ns(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+  return ((long long)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+         ((long long)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+}
+
+int vo_cpu_free_cores(void) {
+  const long long now = vo_now_ns();
+  if (now - atomic_load_explicit(&vo_pool_sampled_at, memory_order_relaxed) >= VO_POOL_SAMPLE_NS &&
+      !atomic_flag_test_and_set(&vo_pool_sampling)) {
+    int cpus = 0;
+    const long long busy = vo_busy_ns(&cpus), self = vo_self_ns();
+    if (busy >= 0 && self >= 0 && cpus > 0) {
+      if (vo_pool_last_ns && now > vo_pool_last_ns) {
+        const double others =
+            (double)((busy - vo_pool_last_busy_ns) - (self - vo_pool_last_self_ns)) /
+            (double)(now - vo_pool_last_ns);
+        int free_cores = (int)((double)cpus - (others > 0 ? others : 0) + 0.5);
+        atomic_store_explicit(&vo_pool_free_cores, free_cores < 1 ? 1 : free_cores,
+                              memory_order_relaxed);
+      }
+      vo_pool_last_busy_ns = busy, vo_pool_last_self_ns = self, vo_pool_last_ns = now;
+      vo_pool_cpus = cpus;
+    }
+    atomic_store_explicit(&vo_pool_sampled_at, now, memory_order_relaxed);
+    atomic_flag_clear(&vo_pool_sampling);
+  }
+  const int f = atomic_load_explicit(&vo_pool_free_cores, memory_order_relaxed);
+  return f > 0 ? f : 1 << 30;
+}
+
+void vo_cpu_note_stall(long long ns) {
+  if (ns > 0) atomic_fetch_add_explicit(&vo_pool_stall_ns, ns, memory_order_relaxed);
+}
+
+long long vo_cpu_clock_ns(void) { return vo_now_ns(); }
 
 int vo_cpu_in_region(void) { return vo_pool_inside; }
 
@@ -120,12 +224,22 @@ static void vo_pool_grow(int want) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static void vo_pool_alone(vo_cpu_task fn, void *arg) {
+  const int was = vo_pool_inside;
+  vo_pool_inside = 1;
+  fn(arg, 0);
+  vo_pool_inside = was;
+}
+
 void vo_cpu_run(int threads, vo_cpu_task fn, void *arg) {
-  if (threads <= 1 || vo_pool_inside || pthread_mutex_trylock(&vo_pool_run_mu) != 0) {
-    const int was = vo_pool_inside;
-    vo_pool_inside = 1;
-    fn(arg, 0);
-    vo_pool_inside = was;
+  if (threads <= 1 || vo_pool_inside) {
+    vo_pool_alone(fn, arg);
+    return;
+  }
+  const long long t0 = vo_now_ns();
+  if (t0 < atomic_load_explicit(&vo_pool_quiet_until, memory_order_relaxed) ||
+      pthread_mutex_trylock(&vo_pool_run_mu) != 0) {
+    vo_pool_alone(fn, arg);
     return;
   }
   pthread_once(&vo_pool_once, vo_pool_init);
@@ -134,17 +248,37 @@ void vo_cpu_run(int threads, vo_cpu_task fn, void *arg) {
   vo_pool_arg = arg;
   vo_pool_max_slots = threads;
   atomic_store(&vo_pool_slots, 1);
-  pthread_mutex_lock(&vo_pool_mu);
-  vo_pool_grow(threads - 1);
+  atomic_store_explicit(&vo_pool_stall_ns, 0, memory_order_relaxed);
+  /* Never wait for vo_pool_mu: a worker preempted while holding it (just
+   * woken, or about to sleep) would hold the caller up for a time slice.
+   * Without it the workers are not woken this time (a worker about to
+   * sleep misses this region, which only means fewer participants); they
+   * are started on a later call. */
+  const int locked = pthread_mutex_trylock(&vo_pool_mu) == 0;
+  if (locked) vo_pool_grow(threads - 1);
   const unsigned long long open = atomic_load(&vo_pool_state) + 1; /* closed (even) + 1 */
   atomic_store(&vo_pool_state, open);
-  pthread_cond_broadcast(&vo_pool_cv);
-  pthread_mutex_unlock(&vo_pool_mu);
+  if (locked) {
+    pthread_cond_broadcast(&vo_pool_cv);
+    pthread_mutex_unlock(&vo_pool_mu);
+  }
 
   fn(arg, 0);
 
+  const long long t1 = vo_now_ns();
   atomic_store(&vo_pool_state, open + 1);
   for (int spins = 0; atomic_load(&vo_pool_active) != 0;) vo_cpu_pause(&spins);
+  const long long t2 = vo_now_ns();
+  const long long held = t2 - t1 + atomic_load_explicit(&vo_pool_stall_ns, memory_order_relaxed);
+  int b = atomic_load_explicit(&vo_pool_backoff, memory_order_relaxed);
+  if (held > VO_POOL_HELD_NS && 4 * held > t2 - t0) {
+    if (b < VO_POOL_MAX_BACKOFF) b++;
+    atomic_store_explicit(&vo_pool_quiet_until, t2 + (VO_POOL_QUIET_NS << (b - 1)),
+                          memory_order_relaxed);
+  } else if (b > 0 && atomic_load_explicit(&vo_pool_slots, memory_order_relaxed) > 1) {
+    b--; /* a worker took part and nobody was held up */
+  }
+  atomic_store_explicit(&vo_pool_backoff, b, memory_order_relaxed);
   vo_pool_inside = 0;
   pthread_mutex_unlock(&vo_pool_run_mu);
 }

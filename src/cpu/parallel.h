@@ -23,8 +23,9 @@ typedef void (*vo_cpu_task)(void *arg, int slot);
  * does: under shared cores that cost 15-25 ms a region). Because any
  * number of participants from 1 to `threads` may run, fn must share its
  * work by claiming pieces (vo_cpu_claim), never by splitting it per slot.
- * threads <= 1, a call from inside a region, or a region already running
- * in another application thread: fn(arg, 0) alone.
+ * threads <= 1, a call from inside a region, a region already running in
+ * another application thread, or a quiet spell after a region that was
+ * held up by the scheduler (parallel.c): fn(arg, 0) alone.
  */
 void vo_cpu_run(int threads, vo_cpu_task fn, void *arg);
 
@@ -56,5 +57,18 @@ static inline int vo_cpu_claim(vo_cpu_range *r, int64_t *begin, int64_t *end) {
  * so that a waiting thread does not hold up the one it waits for when both
  * share a core. `spins` starts at 0 and is reset after progress. */
 void vo_cpu_pause(int *spins);
+
+/* How many cores the other processes on the machine left free lately (at
+ * least 1; a large number where that cannot be measured): regions use no
+ * more threads than that (vo_cpu_threads_for), since a thread beyond the
+ * free cores only takes turns with a busy process, and whoever waits for
+ * it waits a time slice. Sampled at most every 100 ms. */
+int vo_cpu_free_cores(void);
+
+/* A participant that waited `ns` on another (e.g. for a chunk it depends
+ * on) reports it, so that vo_cpu_run can tell a region held up by the
+ * scheduler from one that ran smoothly; vo_cpu_clock_ns is the clock. */
+void vo_cpu_note_stall(long long ns);
+long long vo_cpu_clock_ns(void);
 
 #endif /* VISIONOPS_CPU_PARALLEL_H */
