@@ -40,7 +40,7 @@ void vo_cpu_gather_boxes_f64(const vo_view *boxes, const int64_t *order, int64_t
 /*
  * How many threads a parallel region gets: at most one per work item (as
  * vo_cpu_threads), and only as many as give each thread at least
- * VO_CPU_MIN_THREAD_NS of work, from `cost_ns`, the caller's estimate of
+ * VO_CPU_MIN_THREAD_NS (parallel.h) of work, from `cost_ns`, the caller's estimate of
  * the region's one-thread time in nanoseconds. Every CPU parallel region
  * asks this, so that a call too small to repay waking a thread stays on
  * the calling one: opening a region costs microseconds on an idle machine
@@ -54,8 +54,6 @@ void vo_cpu_gather_boxes_f64(const vo_view *boxes, const int64_t *order, int64_t
  * (vo_cpu_free_cores); a count set with vo_context_set_num_threads is an
  * upper bound only the work estimate lowers.
  */
-#define VO_CPU_MIN_THREAD_NS 50000.0
-
 static inline int vo_cpu_threads_for(const vo_context *ctx, int64_t items, double cost_ns) {
   if (vo_cpu_in_region()) return 1;
   int t = vo_cpu_threads(ctx, items);
@@ -63,8 +61,9 @@ static inline int vo_cpu_threads_for(const vo_context *ctx, int64_t items, doubl
     const int free_cores = vo_cpu_free_cores();
     if (t > free_cores) t = free_cores;
   }
-  if (t > 1 && !(cost_ns >= VO_CPU_MIN_THREAD_NS * t)) {
-    const double fit = cost_ns / VO_CPU_MIN_THREAD_NS; /* NaN (no estimate) gives 1 */
+  const double min_ns = vo_cpu_min_thread_ns();
+  if (t > 1 && min_ns > 0 && !(cost_ns >= min_ns * t)) {
+    const double fit = cost_ns / min_ns; /* NaN (no estimate) gives 1 */
     t = fit >= 2 ? (int)fit : 1;
   }
   return t;

@@ -32,6 +32,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -135,6 +136,23 @@ int vo_cpu_free_cores(void) {
   }
   const int f = atomic_load_explicit(&vo_pool_free_cores, memory_order_relaxed);
   return f > 0 ? f : 1 << 30;
+}
+
+/* VISIONOPS_MIN_THREAD_NS overrides VO_CPU_MIN_THREAD_NS (read once): the
+ * test suites set it to 0 so that their small inputs still exercise the
+ * multi-threaded paths. */
+static double vo_pool_min_thread_ns = VO_CPU_MIN_THREAD_NS;
+static pthread_once_t vo_pool_env_once = PTHREAD_ONCE_INIT;
+static void vo_pool_read_env(void) {
+  const char *v = getenv("VISIONOPS_MIN_THREAD_NS");
+  char *end = NULL;
+  const double d = v ? strtod(v, &end) : -1;
+  if (v && end != v && d >= 0) vo_pool_min_thread_ns = d;
+}
+
+double vo_cpu_min_thread_ns(void) {
+  pthread_once(&vo_pool_env_once, vo_pool_read_env);
+  return vo_pool_min_thread_ns;
 }
 
 void vo_cpu_note_stall(long long ns) {

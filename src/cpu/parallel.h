@@ -65,6 +65,11 @@ void vo_cpu_pause(int *spins);
  * it waits a time slice. Sampled at most every 100 ms. */
 int vo_cpu_free_cores(void);
 
+/* The least one-thread work (ns) per thread of a region: 50 us, or
+ * VISIONOPS_MIN_THREAD_NS from the environment (a testing knob). */
+#define VO_CPU_MIN_THREAD_NS 50000.0
+double vo_cpu_min_thread_ns(void);
+
 /* A participant that waited `ns` on another (e.g. for a chunk it depends
  * on) reports it, so that vo_cpu_run can tell a region held up by the
  * scheduler from one that ran smoothly; vo_cpu_clock_ns is the clock. */
