@@ -41,10 +41,10 @@ int main(void) {
   /* a 999x1 box_iou (~0.6 ns a pair): stays on the caller */
   CHECK_MSG(vo_cpu_threads_for(two, 999, 999 * 0.6) == 1, "tiny call got %d threads",
             vo_cpu_threads_for(two, 999, 999 * 0.6));
-  CHECK(vo_cpu_threads_for(two, 1000, 99999) == 1);     /* under 2 x 50 us */
-  CHECK(vo_cpu_threads_for(two, 1000, 100000) == 2);    /* 50 us each */
-  CHECK(vo_cpu_threads_for(two, 1, 1e12) == 1);         /* one item */
-  CHECK(vo_cpu_threads_for(two, 1000, NAN) == 1); /* no estimate */
+  CHECK(vo_cpu_threads_for(two, 1000, 99999) == 1);  /* under 2 x 50 us */
+  CHECK(vo_cpu_threads_for(two, 1000, 100000) == 2); /* 50 us each */
+  CHECK(vo_cpu_threads_for(two, 1, 1e12) == 1);      /* one item */
+  CHECK(vo_cpu_threads_for(two, 1000, NAN) == 1);    /* no estimate */
   vo_context *eight = NULL;
   CHECK_STATUS(vo_context_create(&eight), VO_OK);
   CHECK_STATUS(vo_context_set_num_threads(eight, 8), VO_OK);
@@ -79,6 +79,43 @@ int main(void) {
   printf("regions with workers taking part: slot 1 %d, slot 2 %d of 400 / 200\n",
          atomic_load(&j->slots_seen[1]), atomic_load(&j->slots_seen[2]));
   free(j);
+
+  /* nms's chunked pass on 1 and 3 threads (under TSan: its flags and kept
+   * list are published correctly): the same kept list */
+  {
+    enum { N = 12000 };
+    vo_context *one = NULL, *three = NULL;
+    CHECK_STATUS(vo_context_create(&one), VO_OK);
+    CHECK_STATUS(vo_context_create(&three), VO_OK);
+    CHECK_STATUS(vo_context_set_num_threads(one, 1), VO_OK);
+    CHECK_STATUS(vo_context_set_num_threads(three, 3), VO_OK);
+    double *b = malloc(sizeof(double) * 4 * N), *s = malloc(sizeof(double) * N);
+    vt_rng rng;
+    vt_rng_seed(&rng, 5);
+    for (int i = 0; i < N; i++) {
+      const double cx = 40 * (double)vt_rng_int(&rng, 25) + vt_rng_uniform(&rng, 0, 3);
+      const double cy = 40 * (double)vt_rng_int(&rng, 25) + vt_rng_uniform(&rng, 0, 3);
+      b[4 * i] = cx, b[4 * i + 1] = cy, b[4 * i + 2] = cx + 30, b[4 * i + 3] = cy + 30;
+      s[i] = vt_rng_uniform(&rng, 0, 1);
+    }
+    int64_t shape[2] = {N, 4}, n1 = N;
+    vt_tensor *tb = vt_tensor_new(vt_f32, 2, shape, b), *ts = vt_tensor_new(vt_f32, 1, &n1, s);
+    vt_tensor *k1 = vt_tensor_new(vt_i64, 1, &n1, NULL), *k3 = vt_tensor_new(vt_i64, 1, &n1, NULL);
+    vt_tensor *c1 = vt_tensor_new(vt_i64, 0, NULL, NULL),
+              *c3 = vt_tensor_new(vt_i64, 0, NULL, NULL);
+    CHECK_STATUS(vo_nms(one, &tb->dl, &ts->dl, 0.5, &k1->dl, &c1->dl), VO_OK);
+    CHECK_STATUS(vo_nms(three, &tb->dl, &ts->dl, 0.5, &k3->dl, &c3->dl), VO_OK);
+    int same = vt_get(&c1->dl, 0) == vt_get(&c3->dl, 0);
+    for (int i = 0; same && i < N; i++) same = vt_get(&k1->dl, i) == vt_get(&k3->dl, i);
+    CHECK_MSG(same, "nms: 3 threads keep other boxes than 1 (%g vs %g kept)", vt_get(&c3->dl, 0),
+              vt_get(&c1->dl, 0));
+    vt_tensor *all[] = {tb, ts, k1, k3, c1, c3};
+    for (int i = 0; i < 6; i++) vt_tensor_free(all[i]);
+    free(b);
+    free(s);
+    vo_context_destroy(one);
+    vo_context_destroy(three);
+  }
   vo_context_destroy(two);
   vo_context_destroy(eight);
   return vt_finish("test_threads");
