@@ -71,7 +71,8 @@ def median(xs):
 
 def measure(libs, case_lists, cores, reps, budget_s):
     """Rows of {op, label, times: [(t1, tn) per lib]}; each round times every
-    lib at 1 and at all threads, one call each, after a warm-up call."""
+    lib at 1 and at the default thread count, one call each, after a warm-up
+    call."""
     rows = []
     for per_lib in zip(*case_lists):
         fns = [c.make("cpu")[1] for c in per_lib]
@@ -82,11 +83,16 @@ def measure(libs, case_lists, cores, reps, budget_s):
             vo.threads(0)
             f()
         n = max(3, min(reps, int(budget_s * 1000 / max(first * len(libs) * 2, 1e-3))))
-        for _ in range(n):
-            for k, (vo, f) in enumerate(zip(libs, fns)):
-                for slot, threads in ((0, 1), (1, 0)):  # 0: the default, all threads
-                    vo.threads(threads)
-                    samples[k][slot].append(timed(f))
+        # every (build, thread count) pair in turn, the order rotated each
+        # round: a call right after another build's multi-threaded one finds
+        # that build's threads still spinning, and no pair should always pay
+        # for that
+        combos = [(k, slot, threads) for k in range(len(libs))
+                  for slot, threads in ((0, 1), (1, 0))]  # 0: the default, all threads
+        for r in range(n):
+            for k, slot, threads in combos[r % len(combos):] + combos[:r % len(combos)]:
+                libs[k].threads(threads)
+                samples[k][slot].append(timed(fns[k]))
         times = [(median(a), median(b)) for a, b in samples]
         row = {"op": per_lib[0].op, "label": per_lib[0].label, "times": times, "runs": n}
         rows.append(row)
@@ -136,6 +142,10 @@ def main(argv=None):
         sys.exit("contention: --names needs one name per library")
     libs = [Lib(p) for p in opts.libs]
     cores = os.cpu_count() or 1
+    # Importing torch set OpenMP's default thread count to torch's (1 on a
+    # 2-vCPU machine), and visionops' default follows OpenMP's: give it back
+    # all cores, as a plain C program has them.
+    cases.torch.set_num_threads(cores)
     sizes = cases.QUICK if opts.quick else cases.Sizes()
     wanted = lambda op: opts.filter in op or opts.filter in op + "_backward"
     case_lists = [[c for c in tiny_cases(vo, wanted) + cases.all_cases(vo, sizes, wanted)
