@@ -2,8 +2,8 @@
 default thread count (none set on the context: all cores), with or without background CPU load (one busy process per core),
 and reports per op the all-threads time against the 1-thread time. Several
 builds of the library can be given: every timing round visits each build and
-both thread counts in turn, so the builds are compared under the same
-conditions (for before/after figures on a machine others are using too).
+both thread counts once, in a shuffled order and each call after a 20 ms
+pause, so the builds are compared under the same conditions (for before/after figures on a machine others are using too).
 `make bench BENCH_ARGS=--load` runs it (through compare_torchvision.py) on
 the build with background load.
 Usage: /usr/bin/python3 bench/contention.py LIB.so [LIB2.so ...] [--load]
@@ -12,6 +12,7 @@ The target (issue 11, a benchmark, never a test): under load no op at all
 threads takes more than 1.5x its 1-thread time."""
 import argparse
 import os
+import random
 import subprocess
 import sys
 import time
@@ -23,6 +24,8 @@ import cases  # noqa: E402
 from vo_ctypes import Lib  # noqa: E402
 
 TARGET = 1.5
+SETTLE_S = 0.02  # pause before each timed call
+order = random.Random(11)
 
 # The work models (greedy NMS evaluations in Python) are not needed here.
 cases.greedy_evaluations = lambda *a: 0
@@ -82,16 +85,19 @@ def measure(libs, case_lists, cores, reps, budget_s):
             first = timed(f)
             vo.threads(0)
             f()
-        n = max(3, min(reps, int(budget_s * 1000 / max(first * len(libs) * 2, 1e-3))))
-        # every (build, thread count) pair in turn, the order rotated each
-        # round: a call right after another build's multi-threaded one finds
-        # that build's threads still spinning, and no pair should always pay
-        # for that
+        per_round = len(libs) * 2 * (first + 1000 * SETTLE_S)
+        n = max(3, min(reps, int(budget_s * 1000 / max(per_round, 1e-3))))
+        # every (build, thread count) pair once a round, in a shuffled order,
+        # each call after a pause: OpenMP's threads spin for milliseconds
+        # after a region, and the call that follows one (of either build)
+        # would pay for that
         combos = [(k, slot, threads) for k in range(len(libs))
                   for slot, threads in ((0, 1), (1, 0))]  # 0: the default, all threads
-        for r in range(n):
-            for k, slot, threads in combos[r % len(combos):] + combos[:r % len(combos)]:
+        for _ in range(n):
+            order.shuffle(combos)
+            for k, slot, threads in combos:
                 libs[k].threads(threads)
+                time.sleep(SETTLE_S)
                 samples[k][slot].append(timed(fns[k]))
         times = [(median(a), median(b)) for a, b in samples]
         row = {"op": per_lib[0].op, "label": per_lib[0].label, "times": times, "runs": n}
