@@ -76,7 +76,8 @@ static long long vo_now_ns(void) {
  * Cores the rest of the machine leaves free, sampled at most every
  * VO_POOL_SAMPLE_NS: the busy time of all CPUs (/proc/stat) less this
  * process's own CPU time (getrusage, every thread), over the last
- * interval. Where /proc/stat cannot be read, every core counts as free.
+ * interval (before the first interval, the processes runnable at that
+ * moment). Where /proc/stat cannot be read, every core counts as free.
  */
 #define VO_POOL_SAMPLE_NS 100000000LL
 static atomic_llong vo_pool_sampled_at;
@@ -106,6 +107,17 @@ static long long vo_busy_ns(int *cpus) {
   return busy;
 }
 
+/* Threads runnable on the machine now (/proc/loadavg's fourth field), or -1. */
+static int vo_running_now(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  double a, b, c;
+  int running = -1, total;
+  if (fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) != 5) running = -1;
+  fclose(f);
+  return running;
+}
+
 static long long vo_self_ns(void) {
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
@@ -120,7 +132,16 @@ int vo_cpu_free_cores(void) {
     int cpus = 0;
     const long long busy = vo_busy_ns(&cpus), self = vo_self_ns();
     if (busy >= 0 && self >= 0 && cpus > 0) {
-      if (vo_pool_last_ns && now > vo_pool_last_ns) {
+      if (!vo_pool_last_ns) {
+        /* No interval yet: the processes runnable right now, less this
+         * thread, stand in until the first interval has passed. */
+        const int running = vo_running_now();
+        if (running > 0) {
+          const int free_cores = cpus - (running - 1);
+          atomic_store_explicit(&vo_pool_free_cores, free_cores < 1 ? 1 : free_cores,
+                                memory_order_relaxed);
+        }
+      } else if (now > vo_pool_last_ns) {
         const double others =
             (double)((busy - vo_pool_last_busy_ns) - (self - vo_pool_last_self_ns)) /
             (double)(now - vo_pool_last_ns);
