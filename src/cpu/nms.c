@@ -254,10 +254,12 @@ static void vo_nms_flow_worker(void *arg, int slot) {
     atomic_store_explicit(&f->resolved, c + 1, memory_order_release);
   }
 }
-/* Greedy suppression with `threads` threads (1: the serial pass); the same
- * kept list either way. kept_end needs room for vo_nms_chunks(m) entries. */
+
+/* Chunks of m boxes. */
 static int64_t vo_nms_chunks(int64_t m) { return (m + VO_NMS_CHUNK - 1) / VO_NMS_CHUNK; }
 
+/* Greedy suppression with `threads` threads (1: the serial pass); the same
+ * kept list either way. kept_end needs room for vo_nms_chunks(m) entries. */
 static int64_t vo_nms_greedy(const vo_nms_boxes *b, uint8_t *sup, int64_t *kept_list,
                              int64_t *kept_end, int threads) {
   const int64_t chunks = vo_nms_chunks(b->m);
