@@ -61,7 +61,7 @@ bench: configure
 	else \
 	  echo "bench: $(BENCH_PYTHON) cannot import torch and torchvision, so no comparison:"; \
 	  echo "bench: timing visionops alone (bench/bench.c); bench/RESULTS.md is left as it is."; \
-	  $(BUILD)/visionops_bench --markdown $(filter --quick,$(BENCH_ARGS)); \
+	  $(BUILD)/visionops_bench --markdown $(filter --quick --load,$(BENCH_ARGS)); \
 	fi
 
 install: build

@@ -3,7 +3,10 @@
  * thread and at all threads, and prints medians (a Markdown table with
  * --markdown). It is what `make bench` falls back to where /usr/bin/python3
  * lacks torch/torchvision (the side-by-side comparison is
- * bench/compare_torchvision.py). --quick: one timed run per cell.
+ * bench/compare_torchvision.py). --quick: one timed run per cell. --load:
+ * with one busy process per core in the background (bench/contention.py is
+ * the same with torch), flagging ops whose all-threads time is over 1.5x
+ * their 1-thread time.
  * Benchmarks are never tests: nothing here fails on speed.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -12,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "visionops/visionops.h"
 
@@ -360,8 +367,28 @@ done:
   return result;
 }
 
+/* n busy child processes (the background load of --load); their pids go
+ * to pids, the count started is returned. */
+static int start_load(pid_t *pids, int n) {
+  int started = 0;
+  for (int i = 0; i < n; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      volatile unsigned long spin = 0;
+      for (;;) spin++;
+    }
+    if (pid > 0) pids[started++] = pid;
+  }
+  return started;
+}
+
+static void stop_load(const pid_t *pids, int n) {
+  for (int i = 0; i < n; i++) kill(pids[i], SIGTERM);
+  for (int i = 0; i < n; i++) waitpid(pids[i], NULL, 0);
+}
+
 int main(int argc, char **argv) {
-  int reps = 11, markdown = 0;
+  int reps = 11, markdown = 0, load = 0;
   const char *filter = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
@@ -372,8 +399,11 @@ int main(int argc, char **argv) {
       markdown = 1;
     } else if (strcmp(argv[i], "--quick") == 0) {
       reps = 1;
+    } else if (strcmp(argv[i], "--load") == 0) {
+      load = 1;
     } else {
-      fprintf(stderr, "usage: %s [--reps N] [--quick] [--filter OP_SUBSTRING] [--markdown]\n",
+      fprintf(stderr,
+              "usage: %s [--reps N] [--quick] [--load] [--filter OP_SUBSTRING] [--markdown]\n",
               argv[0]);
       return 2;
     }
@@ -387,6 +417,10 @@ int main(int argc, char **argv) {
 
   bench_case cases[32];
   int n = make_cases(cases, 32);
+  pid_t pids[256];
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int loaded = load ? start_load(pids, cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus) : 0;
+  if (load) printf("background load: %d busy processes\n", loaded);
   char all_title[32];
   snprintf(all_title, sizeof all_title, "%d threads (ms)", threads);
   if (markdown)
@@ -409,9 +443,11 @@ int main(int argc, char **argv) {
       status = 1;
       continue;
     }
-    printf(markdown ? "| %s | %s | %.3f | %.3f | %.2fx |\n" : "%-22s %-28s %14.3f %16.3f %8.2fx\n",
-           c->op, c->label, t1, tn, t1 / tn);
+    printf(
+        markdown ? "| %s | %s | %.3f | %.3f | %.2fx%s |\n" : "%-22s %-28s %14.3f %16.3f %8.2fx%s\n",
+        c->op, c->label, t1, tn, t1 / tn, load && tn > 1.5 * t1 ? " (over 1.5x)" : "");
   }
+  stop_load(pids, loaded);
   for (int i = 0; i < n; i++) free_case(&cases[i]);
   vo_context_destroy(one);
   vo_context_destroy(all);

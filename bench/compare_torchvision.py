@@ -5,7 +5,10 @@ prints the tables, writes them into bench/RESULTS.md between the
 bench:begin/end markers and draws bench/ratios.svg.
 Usage: /usr/bin/python3 bench/compare_torchvision.py build/libvisionops.so
        [--quick] [--reps N] [--budget S] [--filter S] [--out FILE.md] [--svg FILE.svg]
-       [--no-write]
+       [--no-write] [--load]
+--load: threads under load instead (bench/contention.py): visionops alone at
+1 thread and at all threads with one busy process per core in the
+background; prints its table and writes nothing.
 A benchmark, never a test: nothing here fails on speed."""
 import argparse
 import ctypes
@@ -200,6 +203,9 @@ def parse_args():
                     "so smoke runs never overwrite the recorded figures)")
     ap.add_argument("--svg", default=None, help="chart path (default: ratios.svg next to --out)")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--load", action="store_true",
+                    help="time visionops at 1 and all threads under background CPU load "
+                    "(bench/contention.py) instead of the comparison")
     opts = ap.parse_args()
     opts.reps = opts.reps or (1 if opts.quick else 7)
     opts.budget = opts.budget or (1.0 if opts.quick else 4.0)
@@ -235,6 +241,12 @@ def write_outputs(rows, opts, cores, vo, peaks, stream):
 
 def main():
     opts = parse_args()
+    if opts.load:
+        import contention
+        contention.main([opts.lib, "--load", "--markdown", "--reps", str(opts.reps)]
+                        + (["--quick"] if opts.quick else [])
+                        + (["--filter", opts.filter] if opts.filter else []))
+        return
     vo = Lib(opts.lib)
     cores = os.cpu_count() or 1
     stream = setup_cuda(vo)

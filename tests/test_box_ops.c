@@ -770,7 +770,7 @@ static void context_cases(void) {
   printf("CPU ISA under VO_ISA_AUTO: %s\n", isa ? isa : "(null)");
 
   vo_backend_info cpu = {"cpu", kDLCPU, 1, 1, ""};
-  enum { N = 1500, M = 77 };
+  enum { N = 1500, M = 301 }; /* 1500 x 301 IoUs: enough work for two threads */
   vt_rng rng;
   vt_rng_seed(&rng, 99);
   double *boxes = malloc(sizeof(double) * 4 * N), *scores = malloc(sizeof(double) * N);
@@ -831,6 +831,120 @@ static void context_cases(void) {
   for (int i = 0; i < 4; i++) vo_context_destroy(ctx[i]);
 }
 
+/* ------------------------------------------------------------ NMS on several threads */
+
+/* Inputs for the multi-threaded greedy pass (categories of 8,192 boxes and
+ * more, cut into 512-box chunks): few or many kept, exact ties, NaNs. */
+typedef enum big_mode { BIG_FEW_KEPT, BIG_MANY_KEPT, BIG_TIES, BIG_NAN, NUM_BIG_MODES } big_mode;
+static const char *const big_names[NUM_BIG_MODES] = {"few kept", "many kept", "tie-heavy",
+                                                     "NaN boxes and scores"};
+
+static void gen_big(vt_rng *rng, int64_t n, big_mode mode, double *boxes, double *scores,
+                    double *cats) {
+  for (int64_t i = 0; i < n; i++) {
+    double *b = boxes + 4 * i;
+    if (mode != BIG_MANY_KEPT) {
+      /* Jittered copies of a few objects (of 400 with NaNs); for ties,
+       * exact copies of a pool of 50 boxes with scores in steps of 0.1. */
+      static const int objects[NUM_BIG_MODES] = {6, 0, 50, 400};
+      vt_rng obj;
+      vt_rng_seed(&obj, 7 + (uint64_t)vt_rng_int(rng, objects[mode]));
+      double cx = vt_rng_uniform(&obj, 0, 1000), cy = vt_rng_uniform(&obj, 0, 1000);
+      double w = vt_rng_uniform(&obj, 20, 200), h = vt_rng_uniform(&obj, 20, 200);
+      if (mode != BIG_TIES) {
+        cx += vt_rng_uniform(rng, -0.05, 0.05) * w;
+        cy += vt_rng_uniform(rng, -0.05, 0.05) * h;
+      }
+      b[0] = cx - w / 2, b[1] = cy - h / 2, b[2] = cx + w / 2, b[3] = cy + h / 2;
+    } else {
+      /* Small boxes spread thin: most are kept. */
+      double w = vt_rng_uniform(rng, 0.5, 6), h = vt_rng_uniform(rng, 0.5, 6);
+      b[0] = vt_rng_uniform(rng, 0, 1000), b[1] = vt_rng_uniform(rng, 0, 1000);
+      b[2] = b[0] + w, b[3] = b[1] + h;
+    }
+    double sc = vt_rng_uniform(rng, 0, 1);
+    scores[i] = mode == BIG_TIES ? floor(sc * 10) / 10 : sc;
+    if (mode == BIG_NAN && vt_rng_int(rng, 50) == 0) b[vt_rng_int(rng, 4)] = NAN;
+    if (mode == BIG_NAN && vt_rng_int(rng, 100) == 0) scores[i] = NAN;
+    /* batched: one category large enough for the threaded pass, the rest
+     * in 30 small ones */
+    cats[i] = vt_rng_int(rng, 10) < 7 ? 3 : (double)vt_rng_int(rng, 30) - 10;
+  }
+}
+
+/* nms and batched_nms at 10k and 30k boxes: the kept list at 1, 2 and 3
+ * threads (and 3 threads with the scalar kernels) is the reference's,
+ * index for index. */
+static void threaded_nms_cases(void) {
+  vo_context *ctx[4] = {NULL, NULL, NULL, NULL};
+  static const int threads[4] = {1, 2, 3, 3};
+  static const char *const ctx_names[4] = {"1 thread", "2 threads", "3 threads",
+                                           "3 threads scalar"};
+  for (int c = 0; c < 4; c++) {
+    if (!CHECK_STATUS(vo_context_create(&ctx[c]), VO_OK)) return;
+    CHECK_STATUS(vo_context_set_num_threads(ctx[c], threads[c]), VO_OK);
+  }
+  CHECK_STATUS(vo_context_set_isa(ctx[3], VO_ISA_SCALAR), VO_OK);
+  vo_backend_info cpu = {"cpu", kDLCPU, 1, 1, ""};
+  static const int64_t sizes[2] = {10000, 30000};
+  static const DLDataType *const dts[2] = {&vt_f32, &vt_f64};
+  for (int si = 0; si < 2; si++) {
+    const int64_t n = sizes[si];
+    double *boxes = malloc(sizeof(double) * 4 * (size_t)n),
+           *scores = malloc(sizeof(double) * (size_t)n);
+    double *cats = malloc(sizeof(double) * (size_t)n);
+    int64_t *idxs = malloc(sizeof(int64_t) * (size_t)n), *ref = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *keep = malloc(sizeof(int64_t) * (size_t)n);
+    for (int mode = 0; mode < NUM_BIG_MODES; mode++) {
+      if (mode == BIG_MANY_KEPT && n > 10000) continue; /* ~n^2/2 IoUs per run: keep it short */
+      vt_rng rng;
+      vt_rng_seed(&rng, 4242 + 10 * (uint64_t)mode + (uint64_t)si);
+      gen_big(&rng, n, (big_mode)mode, boxes, scores, cats);
+      for (int d = 0; d < 2; d++) {
+        const DLDataType dt = *dts[d];
+        vt_tensor *tb = make_input(dt, n, 4, LAYOUT_CONTIGUOUS, boxes);
+        vt_tensor *ts = make_input(dt, n, 0, LAYOUT_CONTIGUOUS, scores);
+        vt_tensor *ti = make_input(vt_i64, n, 0, LAYOUT_CONTIGUOUS, cats);
+        double *b = malloc(sizeof(double) * 4 * (size_t)n),
+               *sc = malloc(sizeof(double) * (size_t)n);
+        vt_read_all(&tb->dl, b);
+        vt_read_all(&ts->dl, sc);
+        for (int64_t i = 0; i < n; i++) idxs[i] = (int64_t)cats[i];
+        for (int batched = 0; batched < 2; batched++) {
+          const double thr = batched ? 0.6 : 0.5;
+          const int64_t ref_kept = batched ? vr_batched_nms(b, sc, idxs, n, thr, !is_f64(dt), ref)
+                                           : vr_nms(b, sc, n, thr, !is_f64(dt), ref);
+          for (int c = 0; c < 4; c++) {
+            run_ctx rc = {&cpu, {kDLCPU, 0}, ctx[c]};
+            char what[200];
+            snprintf(what, sizeof what, "%s %s n=%lld %s %s (reference keeps %lld)",
+                     batched ? "batched_nms" : "nms", vt_dtype_name(dt), (long long)n,
+                     big_names[mode], ctx_names[c], (long long)ref_kept);
+            int64_t num_kept = -1;
+            if (CHECK_MSG(run_nms(&rc, tb, ts, batched ? ti : NULL, thr, keep, &num_kept) == VO_OK,
+                          "%s: %s", what, vo_last_error()))
+              expect_keep(what, keep, num_kept, ref, ref_kept, n);
+          }
+          printf("threaded %s %s n=%lld %s: kept %lld\n", batched ? "batched_nms" : "nms",
+                 vt_dtype_name(dt), (long long)n, big_names[mode], (long long)ref_kept);
+        }
+        free(b);
+        free(sc);
+        vt_tensor_free(tb);
+        vt_tensor_free(ts);
+        vt_tensor_free(ti);
+      }
+    }
+    free(boxes);
+    free(scores);
+    free(cats);
+    free(idxs);
+    free(ref);
+    free(keep);
+  }
+  for (int c = 0; c < 4; c++) vo_context_destroy(ctx[c]);
+}
+
 /* ------------------------------------------------------------ main */
 
 static void per_backend(const vo_backend_info *backend, void *user) {
@@ -849,5 +963,6 @@ int main(void) {
   printf("visionops %s\n", vo_version());
   vt_for_each_backend(per_backend, NULL);
   context_cases();
+  threaded_nms_cases();
   return vt_finish("test_box_ops");
 }

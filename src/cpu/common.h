@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "core/internal.h"
 #include "core/load.h"
+#include "cpu/parallel.h"
 
 /* Element loads and output stores per storage dtype, for kernels whose
  * input view is `in` and whose params are `p`. */
@@ -35,6 +36,38 @@ void vo_cpu_gather_boxes_f32(const vo_view *boxes, const int64_t *order, int64_t
                              vo_cpu_boxes_f32 *out);
 void vo_cpu_gather_boxes_f64(const vo_view *boxes, const int64_t *order, int64_t n,
                              vo_cpu_boxes_f64 *out);
+
+/*
+ * How many threads a parallel region gets: at most one per work item (as
+ * vo_cpu_threads), and only as many as give each thread at least
+ * VO_CPU_MIN_THREAD_NS (parallel.h) of work, from `cost_ns`, the caller's estimate of
+ * the region's one-thread time in nanoseconds. Every CPU parallel region
+ * asks this, so that a call too small to repay waking a thread stays on
+ * the calling one: opening a region costs microseconds on an idle machine
+ * but a scheduler time slice (measured 15-25 ms on a 2-core machine with
+ * two busy processes) when the cores are shared, and a 999x1 box_iou then
+ * took 13-40 ms at two threads against 0.2 ms at one. The estimates are
+ * coarse (per-item constants measured on the benchmark machine, see each
+ * call site); being off by 2x only moves the size at which a region opens.
+ * With the default thread count (none set on the context), a region also
+ * gets no more threads than the cores other processes left free lately
+ * (vo_cpu_free_cores); a count set with vo_context_set_num_threads is an
+ * upper bound only the work estimate lowers.
+ */
+static inline int vo_cpu_threads_for(const vo_context *ctx, int64_t items, double cost_ns) {
+  if (vo_cpu_in_region()) return 1;
+  int t = vo_cpu_threads(ctx, items);
+  if (t > 1 && (!ctx || ctx->num_threads == 0)) { /* a count the caller set is kept */
+    const int free_cores = vo_cpu_free_cores();
+    if (t > free_cores) t = free_cores;
+  }
+  const double min_ns = vo_cpu_min_thread_ns();
+  if (t > 1 && min_ns > 0 && !(cost_ns >= min_ns * t)) {
+    const double fit = cost_ns / min_ns; /* NaN (no estimate) gives 1 */
+    t = fit >= 2 ? (int)fit : 1;
+  }
+  return t;
+}
 
 /* Kernels that other kernels build on (multi_scale_roi_align runs roi_align
  * once per pyramid level). */

@@ -267,18 +267,26 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
     T *wt = ws + vo_dcn_plan_units_##SUF(p) * tile, *cols = wt + fixed;                            \
     T *obuf = cols + p->in_channels * taps * tile;                                                 \
     vo_dcn_load_weight_##SUF(p, wt);                                                               \
-    const int nt = vo_cpu_threads(ex->ctx, p->in_channels * taps);                                 \
+    /* costs (ns): ~4 per im2col element, ~10 per plan entry, 0.04 per GEMM                        \
+     * multiply-add pair, ~1 per stored output */                                                  \
+    const double rows_c = (double)(p->in_channels * taps),                                         \
+                 rows_og = (double)(p->offset_groups * taps);                                      \
+    const int nt =                                                                                 \
+        vo_cpu_threads_for(ex->ctx, p->in_channels * taps, 4.0 * rows_c * (double)tile);           \
     vo_dcn_blas_serial();                                                                          \
     for (int64_t n = 0; n < p->batch; n++)                                                         \
       for (int64_t p0 = 0; p0 < plane; p0 += tile) {                                               \
         const int64_t len = plane - p0 < tile ? plane - p0 : tile;                                 \
-        vo_dcn_plan_build_##SUF(p, plan, n, p0, len, vo_cpu_threads(ex->ctx, len));                \
+        vo_dcn_plan_build_##SUF(p, plan, n, p0, len,                                               \
+                                vo_cpu_threads_for(ex->ctx, len, 10.0 * rows_og * (double)len));   \
         vo_dcn_im2col_##SUF(p, plan, cols, n, len, nt);                                            \
         for (int64_t g = 0; g < p->groups; g++)                                                    \
-          vo_dcn_gemm_##SUF(vo_cpu_threads(ex->ctx, len / 16), CblasNoTrans, CblasNoTrans, coutg,  \
-                            len, cgk, wt + g * coutg * cgk, cgk, cols + g * cgk * len, len, 0,     \
-                            obuf + g * coutg * len, len);                                          \
-        const int ntc = vo_cpu_threads(ex->ctx, p->out_channels);                                  \
+          vo_dcn_gemm_##SUF(                                                                       \
+              vo_cpu_threads_for(ex->ctx, len / 16, 0.04 * (double)(coutg * len) * (double)cgk),   \
+              CblasNoTrans, CblasNoTrans, coutg, len, cgk, wt + g * coutg * cgk, cgk,              \
+              cols + g * cgk * len, len, 0, obuf + g * coutg * len, len);                          \
+        const int ntc =                                                                            \
+            vo_cpu_threads_for(ex->ctx, p->out_channels, (double)(p->out_channels * len));         \
         VO_DCN_OMP_FOR(ntc)                                                                        \
         for (int64_t co = 0; co < p->out_channels; co++) {                                         \
           const T b = p->bias ? (T)vo_load_host(p->bias, co * p->bias->stride[0]) : (T)0;          \
@@ -320,9 +328,15 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
     if (!p->mask)                                                                                  \
       memset(p->grad_mask->data, 0,                                                                \
              (size_t)p->grad_mask->numel *vo_dtype_size(p->grad_mask->dtype));                     \
-    const int nt_rows = vo_cpu_threads(ex->ctx, p->in_channels * taps);                            \
-    const int nt_c = vo_cpu_threads(ex->ctx, p->in_channels);                                      \
-    const int nt_og = vo_cpu_threads(ex->ctx, p->offset_groups * taps);                            \
+    /* costs (ns) as in the forward; ~3 per input-gradient add, ~10 per                            \
+     * (offset row, pixel, channel) of the offset gradient */                                      \
+    const double rows_c = (double)(p->in_channels * taps),                                         \
+                 rows_og = (double)(p->offset_groups * taps);                                      \
+    const int nt_rows =                                                                            \
+        vo_cpu_threads_for(ex->ctx, p->in_channels * taps, 4.0 * rows_c * (double)tile);           \
+    const int nt_c = vo_cpu_threads_for(ex->ctx, p->in_channels, 3.0 * rows_c * (double)tile);     \
+    const int nt_og =                                                                              \
+        vo_cpu_threads_for(ex->ctx, p->offset_groups * taps, 10.0 * rows_c * (double)tile);        \
     vo_dcn_blas_serial();                                                                          \
     for (int64_t n = 0; n < p->batch; n++) {                                                       \
       T *gin = direct ? (T *)p->grad_input->data + n * in_plane : acc;                             \
@@ -337,15 +351,18 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
             gbuf[co * len + l] = v;                                                                \
             gb[co] += v;                                                                           \
           }                                                                                        \
-        vo_dcn_plan_build_##SUF(p, plan, n, p0, len, vo_cpu_threads(ex->ctx, len));                \
+        vo_dcn_plan_build_##SUF(p, plan, n, p0, len,                                               \
+                                vo_cpu_threads_for(ex->ctx, len, 10.0 * rows_og * (double)len));   \
         vo_dcn_im2col_##SUF(p, plan, cols, n, len, nt_rows);                                       \
         for (int64_t g = 0; g < p->groups; g++) {                                                  \
-          vo_dcn_gemm_##SUF(vo_cpu_threads(ex->ctx, cgk / 16), CblasNoTrans, CblasTrans, coutg,    \
-                            cgk, len, gbuf + g * coutg * len, len, cols + g * cgk * len, len, 1,   \
-                            gw + g * coutg * cgk, cgk);                                            \
-          vo_dcn_gemm_##SUF(vo_cpu_threads(ex->ctx, len / 16), CblasTrans, CblasNoTrans, cgk, len, \
-                            coutg, wt + g * coutg * cgk, cgk, gbuf + g * coutg * len, len, 0,      \
-                            dcol + g * cgk * len, len);                                            \
+          vo_dcn_gemm_##SUF(                                                                       \
+              vo_cpu_threads_for(ex->ctx, cgk / 16, 0.04 * (double)(coutg * len) * (double)cgk),   \
+              CblasNoTrans, CblasTrans, coutg, cgk, len, gbuf + g * coutg * len, len,              \
+              cols + g * cgk * len, len, 1, gw + g * coutg * cgk, cgk);                            \
+          vo_dcn_gemm_##SUF(                                                                       \
+              vo_cpu_threads_for(ex->ctx, len / 16, 0.04 * (double)(coutg * len) * (double)cgk),   \
+              CblasTrans, CblasNoTrans, cgk, len, coutg, wt + g * coutg * cgk, cgk,                \
+              gbuf + g * coutg * len, len, 0, dcol + g * cgk * len, len);                          \
         }                                                                                          \
         /* Offset and mask gradients: one (offset group, tap) row per thread. */                   \
         VO_DCN_OMP_FOR(nt_og)                                                                      \

@@ -303,7 +303,8 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
                           &arg);                                                               \
     } else {                                                                                   \
       const int64_t planes = n * p->channels, hw = p->height * p->width;                       \
-      const int t = vo_cpu_threads(ex->ctx, planes);                                           \
+      const int t = vo_cpu_threads_for(                                                        \
+          ex->ctx, planes, 0.1 * (double)planes * (double)hw + 4.0 * (double)p->grad->numel);  \
       VO_OMP_FOR(t)                                                                            \
       for (int64_t pl = 0; pl < planes; pl++) {                                                \
         const int64_t b = pl / p->channels, c_in = pl % p->channels;                           \

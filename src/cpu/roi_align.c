@@ -222,8 +222,11 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
     }                                                                                              \
     plan->per_thread = (size_t)(tile + axes + stage + 64);                                         \
     const int64_t blocks = (C + plan->cb - 1) / plan->cb;                                          \
-    int t = vo_cpu_threads(ex->ctx,                                                                \
-                           plan->direct ? vo_ra_mul(blocks, num_rois) : vo_ra_mul(blocks, used));  \
+    /* ~1 ns a sample per channel, ~0.5 ns per transposed element */                               \
+    const double cost = (double)samples * (double)C * (backward ? 1.5 : 1.0) +                     \
+                        (plan->direct ? 0 : 0.5 * (double)used * (double)hw * (double)C);          \
+    int t = vo_cpu_threads_for(                                                                    \
+        ex->ctx, plan->direct ? vo_ra_mul(blocks, num_rois) : vo_ra_mul(blocks, used), cost);      \
     if ((uint64_t)t * plan->per_thread > limit) t = (int)(limit / plan->per_thread);               \
     plan->threads = t < 1 ? 1 : t;                                                                 \
     plan->scratch = vo_workspace_alloc(ex->ctx, ex->device,                                        \

@@ -200,7 +200,7 @@ VO_DEFINE_BIN_SCATTER(double, f64)
 static inline void vo_zero_parallel(const vo_exec *ex, void *p, size_t elem, int64_t count) {
   const int64_t bytes = count * (int64_t)elem, piece = (int64_t)1 << 20;
   const int64_t pieces = (bytes + piece - 1) / piece;
-  const int t = vo_cpu_threads(ex->ctx, pieces);
+  const int t = vo_cpu_threads_for(ex->ctx, pieces, 0.1 * (double)bytes); /* ~10 GB/s */
   VO_OMP_FOR(t)
   for (int64_t i = 0; i < pieces; i++) {
     const int64_t at = i * piece, len = bytes - at < piece ? bytes - at : piece;
@@ -223,7 +223,9 @@ static inline void vo_ps_forward_items(const vo_exec *ex, int64_t n, int64_t poo
                                        const int64_t *orders, int32_t *mapping, int64_t channels,
                                        vo_ps_item_fn item, const void *arg) {
   const int64_t bins = pooled_height * pooled_width, pairs = n * bins;
-  int t = vo_cpu_threads(ex->ctx, pairs * (num_rois > 0 ? num_rois : 1));
+  /* ~4 ns per (RoI, bin, output channel): a few samples or pixels each */
+  int t = vo_cpu_threads_for(ex->ctx, pairs * (num_rois > 0 ? num_rois : 1),
+                             4.0 * (double)num_rois * (double)bins * (double)channels);
   int64_t parts = pairs > 0 ? (4 * (int64_t)t + pairs - 1) / pairs : 1;
   if (parts > num_rois) parts = num_rois > 0 ? num_rois : 1;
   const int64_t items = pairs * parts;
@@ -323,14 +325,17 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
       vo_zero_parallel(ex, acc, sizeof(T), planes * p->height * p->width);                         \
     for (int64_t k0 = 0, k1; k0 < num_rois; k0 = k1) {                                             \
       k1 = vo_ra_next_chunk(entries, k0, num_rois, capacity, tab_off);                             \
-      const int tt = vo_cpu_threads(ex->ctx, k1 - k0);                                             \
+      /* costs: ~2 ns a table entry, ~1 ns a sample per channel (forward) */                       \
+      double chunk_entries = 0;                                                                    \
+      for (int64_t k = k0; k < k1; k++) chunk_entries += (double)entries[k];                       \
+      const int tt = vo_cpu_threads_for(ex->ctx, k1 - k0, 2.0 * chunk_entries);                    \
       VO_OMP_FOR(tt)                                                                               \
       for (int64_t k = k0; k < k1; k++)                                                            \
         if (tab && tab_off[k] >= 0 && entries[k] > 0)                                              \
           vo_ra_fill_table_##SUF(p, &geo[k], sh, sw, tab + tab_off[k]);                            \
       if (!backward) {                                                                             \
         const int64_t items = (k1 - k0) * fwd_channels;                                            \
-        const int t = vo_cpu_threads(ex->ctx, items);                                              \
+        const int t = vo_cpu_threads_for(ex->ctx, items, chunk_entries * (double)fwd_channels);    \
         VO_OMP_FOR(t)                                                                              \
         for (int64_t it = 0; it < items; it++) {                                                   \
           const int64_t k = k0 + it / fwd_channels, c = it % fwd_channels;                         \
@@ -338,7 +343,9 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
         }                                                                                          \
       } else {                                                                                     \
         const int64_t hw = p->height * p->width;                                                   \
-        const int t = vo_cpu_threads(ex->ctx, planes);                                             \
+        const int t = vo_cpu_threads_for(ex->ctx, planes,                                          \
+                                         (double)hw * (double)planes * (k0 == 0 ? 0.1 : 0) +       \
+                                             1.5 * chunk_entries * (double)p->channels);           \
         VO_OMP_FOR(t)                                                                              \
         for (int64_t pl = 0; pl < planes; pl++) {                                                  \
           const int64_t b = pl / p->channels, c = pl % p->channels;                                \
@@ -381,7 +388,7 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
   vo_status st = f32(ex, acc);
   if (st == VO_OK) {
     uint16_t *o = out->data;
-    const int t = vo_cpu_threads(ex->ctx, numel / 4096);
+    const int t = vo_cpu_threads_for(ex->ctx, numel / 4096, 0.5 * (double)numel);
     if (ex->dtype == VO_F16) {
       VO_OMP_FOR(t)
       for (int64_t i = 0; i < numel; i++) o[i] = vo_f32_to_f16(acc[i]);

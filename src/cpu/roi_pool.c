@@ -286,11 +286,13 @@ VO_DEFINE_CL_TRANSPOSE(float, bf16, VO_LOAD_BF16)
     for (int64_t c0 = 0; c0 < C; c0 += cb) {                                                 \
       const int64_t n = C - c0 < cb ? C - c0 : cb;                                           \
       if (!direct) {                                                                         \
-        const int tt = vo_cpu_threads(ex->ctx, rows);                                        \
+        const int tt = vo_cpu_threads_for(ex->ctx, rows, 0.5 * (double)(pixels * n));        \
         VO_RP_OMP_FOR(tt)                                                                    \
         for (int64_t r = 0; r < rows; r++) VO_RP_TRANSPOSE_##SUF(r, c0, n);                  \
       }                                                                                      \
-      const int t = vo_cpu_threads(ex->ctx, K);                                              \
+      /* ~5 ns per (RoI, bin, channel): a bin's pixels in vector registers */                \
+      const double bins = (double)(p->pooled_height * p->pooled_width);                      \
+      const int t = vo_cpu_threads_for(ex->ctx, K, 5.0 * (double)(K * n) * bins);            \
       VO_RP_OMP_FOR(t)                                                                       \
       for (int64_t k = 0; k < K; k++) {                                                      \
         vo_rp_roi_##SUF g;                                                                   \
@@ -357,7 +359,9 @@ vo_status vo_cpu_roi_pool(const vo_exec *ex) {
   if (p->out->numel == 0) return VO_OK;
   if (ex->dtype == VO_F64 ? vo_rp_forward_cl_f64(ex) : vo_rp_forward_cl_f32(ex)) return VO_OK;
   const int64_t items = p->rois->shape[0] * p->channels;
-  const int t = vo_cpu_threads(ex->ctx, items);
+  /* the plain scan: ~20 ns per (RoI, channel, bin) */
+  const int t = vo_cpu_threads_for(
+      ex->ctx, items, 20.0 * (double)items * (double)(p->pooled_height * p->pooled_width));
   const vo_dtype dt = ex->dtype;
   VO_RP_OMP_FOR(t)
   for (int64_t it = 0; it < items; it++) {
@@ -459,7 +463,9 @@ vo_status vo_cpu_roi_pool_backward(const vo_exec *ex) {
   for (int64_t b = n; b > 0; b--) first[b] = first[b - 1];
   first[0] = 0;
 
-  const int t = vo_cpu_threads(ex->ctx, planes);
+  /* zeroing the planes, then ~2 ns per grad element */
+  const int t = vo_cpu_threads_for(
+      ex->ctx, planes, 0.1 * (double)planes * (double)hw + 2.0 * (double)p->grad->numel);
   const vo_dtype dt = ex->dtype;
   VO_RP_OMP_FOR(t)
   for (int64_t pl = 0; pl < planes; pl++) {

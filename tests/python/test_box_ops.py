@@ -271,3 +271,54 @@ def test_box_iou_formats(fmt, rng):
     assert_close(visionops.box_iou(a.numpy(), b.numpy(), fmt), want, "float64")
     with pytest.raises(ValueError, match="fmt"):
         visionops.box_iou(a, b, fmt="xyz")
+
+
+def big_nms_inputs(rng, n, mode, dtype):
+    """Inputs for the multi-threaded greedy pass (8,192+ boxes in one
+    category): jittered copies of few objects (few kept), small boxes
+    spread thin (many kept), exact copies with scores in steps of 0.1
+    (tie-heavy), or detections with NaN coordinates."""
+    if mode == "many kept":
+        xy = rng.uniform(0, 1000, (n, 2))
+        boxes = np.concatenate([xy, xy + rng.uniform(0.5, 6, (n, 2))], 1)
+    else:
+        objects = {"few kept": 6, "tie-heavy": 50, "NaN boxes": 400}[mode]
+        centre = rng.uniform(0, 1000, (objects, 2))
+        size = rng.uniform(20, 200, (objects, 2))
+        k = rng.integers(0, objects, n)
+        jitter = 0 if mode == "tie-heavy" else rng.uniform(-0.05, 0.05, (n, 2)) * size[k]
+        boxes = np.concatenate([centre[k] + jitter - size[k] / 2, centre[k] + jitter + size[k] / 2], 1)
+    if mode == "NaN boxes":
+        rows = rng.random(n) < 0.02
+        boxes[rows, rng.integers(0, 4, rows.sum())] = np.nan
+    scores = rng.random(n)
+    if mode == "tie-heavy":
+        scores = np.floor(scores * 10) / 10
+    idxs = np.where(rng.random(n) < 0.7, 3, rng.integers(-10, 20, n)).astype(np.int64)
+    return boxes.astype(dtype), scores.astype(dtype), idxs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n,mode", [(10000, "few kept"), (10000, "many kept"),
+                                    (10000, "tie-heavy"), (10000, "NaN boxes"),
+                                    (30000, "few kept"), (30000, "tie-heavy"),
+                                    (30000, "NaN boxes")])
+def test_nms_threaded_matches_torchvision(dtype, n, mode):
+    """The chunked multi-threaded pass (categories of 8,192+ boxes) keeps
+    exactly torchvision's boxes, at 1, 2 and 3 threads."""
+    rng = np.random.default_rng(n + len(mode))
+    boxes, scores, idxs = big_nms_inputs(rng, n, mode, dtype)
+    want = tv_nms(boxes, scores, 0.5)
+    want_batched = tv_nms(boxes, scores, 0.5, idxs)
+    saved = visionops.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            visionops.set_num_threads(threads)
+            np.testing.assert_array_equal(visionops.nms(boxes, scores, 0.5), want,
+                                          err_msg=f"nms, {threads} threads")
+            got = visionops.batched_nms(torch.from_numpy(boxes), torch.from_numpy(scores),
+                                        torch.from_numpy(idxs), 0.5)
+            np.testing.assert_array_equal(got.numpy(), want_batched,
+                                          err_msg=f"batched_nms, {threads} threads")
+    finally:
+        visionops.set_num_threads(saved)
