@@ -4,12 +4,21 @@
  * beta = 0 never reading C, splitting C's columns changing no bit, and, in
  * a build with OpenBLAS, against OpenBLAS's own product. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu/gemm.h"
 #include "test_util.h"
+
+/* Two floats with the same bits (NaN included). */
+static int same_bits(float x, float y) {
+  uint32_t a, b;
+  memcpy(&a, &x, sizeof a);
+  memcpy(&b, &y, sizeof b);
+  return a == b;
+}
 
 /* op(X)[r][c] of a row-major matrix with leading dimension ld. */
 static double at(const float *x, int trans, int64_t ld, int64_t r, int64_t c) {
@@ -19,19 +28,19 @@ static double at(const float *x, int trans, int64_t ld, int64_t r, int64_t c) {
 static void check_case(vt_rng *rng, int ta, int tb, int m, int n, int k, float beta) {
   /* Leading dimensions a little larger than needed: the product must use them. */
   const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
-  const int64_t ra = ta ? k : m, rb = tb ? n : k;
-  float *a = malloc(sizeof(float) * (size_t)(ra * lda + 1));
-  float *b = malloc(sizeof(float) * (size_t)(rb * ldb + 1));
-  float *c0 = malloc(sizeof(float) * (size_t)(m * ldc + 1));
-  float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
-  float *cs = malloc(sizeof(float) * (size_t)(m * ldc + 1));
+  const int64_t ra = ta ? k : m, rb = tb ? n : k, nc = (int64_t)m * ldc;
+  float *a = calloc((size_t)(ra * lda) + 1, sizeof(float));
+  float *b = calloc((size_t)(rb * ldb) + 1, sizeof(float));
+  float *c0 = calloc((size_t)nc + 1, sizeof(float));
+  float *c = calloc((size_t)nc + 1, sizeof(float));
+  float *cs = calloc((size_t)nc + 1, sizeof(float));
   if (!a || !b || !c0 || !c || !cs) exit(2);
   for (int64_t i = 0; i < ra * lda; i++) a[i] = (float)vt_rng_uniform(rng, -1, 1);
   for (int64_t i = 0; i < rb * ldb; i++) b[i] = (float)vt_rng_uniform(rng, -1, 1);
   /* With beta = 0, C's old contents are NaN: a product that reads them fails. */
-  for (int64_t i = 0; i < m * ldc; i++) c0[i] = beta == 0 ? NAN : (float)vt_rng_uniform(rng, -1, 1);
-  memcpy(c, c0, sizeof(float) * (size_t)(m * ldc));
-  memcpy(cs, c0, sizeof(float) * (size_t)(m * ldc));
+  for (int64_t i = 0; i < nc; i++) c0[i] = beta == 0 ? NAN : (float)vt_rng_uniform(rng, -1, 1);
+  memcpy(c, c0, sizeof(float) * (size_t)nc);
+  memcpy(cs, c0, sizeof(float) * (size_t)nc);
   const enum CBLAS_TRANSPOSE eta = ta ? CblasTrans : CblasNoTrans;
   const enum CBLAS_TRANSPOSE etb = tb ? CblasTrans : CblasNoTrans;
   vo_cpu_sgemm(CblasRowMajor, eta, etb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc);
@@ -51,7 +60,7 @@ static void check_case(vt_rng *rng, int ta, int tb, int m, int n, int k, float b
       for (int64_t p = 0; p < k; p++) want += at(a, ta, lda, i, p) * at(b, tb, ldb, p, j);
       const double err = fabs((double)c[i * ldc + j] - want) / (1 + fabs(want));
       if (!(err <= worst)) worst = isnan(err) ? INFINITY : err;
-      if (memcmp(&c[i * ldc + j], &cs[i * ldc + j], sizeof(float)) != 0) split_diff++;
+      if (!same_bits(c[i * ldc + j], cs[i * ldc + j])) split_diff++;
     }
   /* float32 sums of k terms of magnitude <= 1: well inside k * 2^-23. */
   CHECK_MSG(worst <= 1e-6 * (k + 1), "sgemm ta=%d tb=%d m=%d n=%d k=%d beta=%g: error %.3g", ta, tb,
@@ -62,12 +71,12 @@ static void check_case(vt_rng *rng, int ta, int tb, int m, int n, int k, float b
   int64_t pad_written = 0;
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = n; j < ldc; j++)
-      if (memcmp(&c[i * ldc + j], &c0[i * ldc + j], sizeof(float)) != 0) pad_written++;
+      if (!same_bits(c[i * ldc + j], c0[i * ldc + j])) pad_written++;
   CHECK_MSG(pad_written == 0, "sgemm wrote %lld elements beyond n", (long long)pad_written);
 #ifdef VISIONOPS_HAVE_BLAS
-  float *cb = malloc(sizeof(float) * (size_t)(m * ldc + 1));
+  float *cb = calloc((size_t)nc + 1, sizeof(float));
   if (!cb) exit(2);
-  memcpy(cb, c0, sizeof(float) * (size_t)(m * ldc));
+  memcpy(cb, c0, sizeof(float) * (size_t)nc);
   if (beta != 0 || k > 0) { /* OpenBLAS rejects some degenerate shapes; the reference covers them */
     cblas_sgemm(CblasRowMajor, eta, etb, m, n, k, 1, a, lda, b, ldb, beta, cb, ldc);
     double vs = 0;

@@ -1180,11 +1180,11 @@ enum { SHAPES_WIDTH = 38 };
 /* Length of the first line of `s` within SHAPES_WIDTH: up to its last space
  * that fits (the whole width if there is none). */
 static int shapes_cut(const char *s) {
-  const int len = (int)strlen(s);
-  if (len <= SHAPES_WIDTH) return len;
-  int cut = SHAPES_WIDTH;
-  while (cut > 0 && s[cut] != ' ') --cut;
-  return cut > 0 ? cut : SHAPES_WIDTH;
+  const char *space = NULL, *q = s;
+  for (; *q && q - s <= SHAPES_WIDTH; ++q)
+    if (*q == ' ') space = q;
+  if (!*q && q - s <= SHAPES_WIDTH) return (int)(q - s); /* all of it fits */
+  return space && space > s ? (int)(space - s) : SHAPES_WIDTH;
 }
 
 static void print_row(const table *tb, const char *op, const char *backend, const char *shapes,
