@@ -54,8 +54,12 @@ target_link_libraries(quickstart_shared visionops::visionops)
 add_executable(quickstart_static quickstart.c)
 target_link_libraries(quickstart_static visionops::visionops_static)
 CMAKE
-cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
-  -DCMAKE_C_FLAGS="$extra" -DCMAKE_EXE_LINKER_FLAGS="$extra" >/dev/null
+# The consumer uses the build's own generator and build tool (the GPU image
+# has ninja but no make).
+gen=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")
+mk=$(sed -n 's/^CMAKE_MAKE_PROGRAM:[A-Z]*=//p' "$build/CMakeCache.txt")
+cmake -S "$work/consumer" -B "$work/consumer/build" ${gen:+-G "$gen"} ${mk:+-DCMAKE_MAKE_PROGRAM="$mk"} \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_C_FLAGS="$extra" -DCMAKE_EXE_LINKER_FLAGS="$extra" >/dev/null
 cmake --build "$work/consumer/build" >/dev/null
 "$work/consumer/build/quickstart_shared" | grep -q "$expect"
 "$work/consumer/build/quickstart_static" | grep -q "$expect"
