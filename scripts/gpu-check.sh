@@ -417,7 +417,9 @@ elif ! compgen -G "$stage/visionops/_C*.so" >/dev/null; then
     skip_step pytest "no Python package in this checkout"
   fi
 else
-  bg_start pytest "${py_env[@]}" "$py" -m pytest tests/python -q -p no:cacheprovider
+  # A quarter of the cores: ctest's programs use the rest meanwhile.
+  bg_start pytest "${py_env[@]}" "OMP_NUM_THREADS=$(((JOBS + 3) / 4))" \
+    "$py" -m pytest tests/python -q -p no:cacheprovider
   pytest_bg=1
 fi
 
