@@ -49,7 +49,9 @@ echo "\$ cmake --install $build --prefix /usr/local"
 cmake --install "$build" --prefix /usr/local | grep -v '^-- \(Installing\|Up-to-date\)' || true
 
 # The library is in the linker's cache, so nothing else is needed to find it.
-if ! ldconfig -p | grep -q 'libvisionops\.so\.0 .*=> /usr/local/lib/'; then
+# (Read whole first: with pipefail, grep -q leaving early would fail the pipe.)
+cache=$(ldconfig -p)
+if ! grep -q 'libvisionops\.so\.0 .*=> /usr/local/lib/' <<<"$cache"; then
   echo "libvisionops.so.0 is not in the dynamic linker's cache after the install" >&2
   exit 1
 fi

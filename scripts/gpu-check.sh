@@ -249,7 +249,9 @@ fi
 
 # OpenBLAS: optional (VISIONOPS_BLAS=AUTO); configure's own finding is in its log.
 openblas="no"
-if ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so'; then
+# (The cache read whole: with pipefail, grep -q leaving early would fail the pipe.)
+ldcache=$(ldconfig -p 2>/dev/null)
+if grep -q 'libopenblas\.so' <<<"$ldcache"; then
   for h in /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/openblas/cblas.h \
     /usr/include/*/openblas*/cblas.h; do
     [ -f "$h" ] && openblas="yes ($h)" && break
@@ -269,14 +271,14 @@ if [ -n "$cuda_root" ]; then
     compgen -G "$d/libcublas.so*" >/dev/null && cublas_dirs+=("$d")
   done
 fi
-if [ ${#cublas_dirs[@]} -eq 0 ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so'; then
+if [ ${#cublas_dirs[@]} -eq 0 ] && ! grep -q 'libcublas\.so' <<<"$ldcache"; then
   for d in ${torch_site:+"$torch_site"/nvidia/*/lib}; do
     compgen -G "$d/libcublas.so*" >/dev/null && cublas_dirs+=("$d") && break
   done
 fi
 if [ ${#cublas_dirs[@]} -gt 0 ]; then
   note "cuBLAS" "${cublas_dirs[*]}"
-elif ldconfig -p 2>/dev/null | grep -q 'libcublas\.so'; then
+elif grep -q 'libcublas\.so' <<<"$ldcache"; then
   note "cuBLAS" "on the loader's path"
 else
   note "cuBLAS" "not found: deform_conv2d on CUDA will report it missing"
