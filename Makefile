@@ -67,7 +67,7 @@ bench: configure
 install: build
 	cmake --install $(BUILD)
 
-# clang-format, clang-tidy and cppcheck (scripts/install-deps.sh --dev).
+# clang-format, clang-tidy, cppcheck and shellcheck (scripts/install-deps.sh --dev).
 dev-deps:
 	@./scripts/install-deps.sh --dev
 
@@ -79,6 +79,7 @@ format: dev-deps
 # clang-tidy's analyzer covers the same ground.
 lint: dev-deps configure
 	clang-format --dry-run --Werror $(SOURCES)
+	shellcheck scripts/*.sh
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --suppress=ctunullpointer --suppress=ctuuninitvar \
 	  --std=c11 --inline-suppr -I include -I src -DVISIONOPS_HAVE_OPENMP src tools

@@ -3,7 +3,7 @@
 # the packages that are missing. Run as root (or with sudo available).
 #   install-deps.sh        build and test (make build / run / test / install)
 #   install-deps.sh --dev  and the tools of make format / make lint:
-#                          clang-format, clang-tidy (with run-clang-tidy), cppcheck
+#                          clang-format, clang-tidy (with run-clang-tidy), cppcheck, shellcheck
 set -euo pipefail
 
 # python3-torchvision (+ numpy) is the reference the parity tests compare against.
@@ -12,7 +12,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libdlpack-dev libopenblas-dev python3 python3-dev
           python3-venv python3-pytest python3-numpy python3-torchvision)
 case ${1:-} in
-  --dev) packages+=(clang-format clang-tidy cppcheck) ;;
+  --dev) packages+=(clang-format clang-tidy cppcheck shellcheck) ;;
   "") ;;
   *)
     echo "usage: install-deps.sh [--dev]" >&2
