@@ -30,13 +30,13 @@ fi
 
 if [ -z "${skip_pkg_config:-}" ]; then
 # shellcheck disable=SC2046,SC2086
-cc -std=c99 $extra "$src/examples/quickstart.c" -o "$work/shared" $(pkg-config --cflags --libs visionops) \
+"${CC:-cc}" -std=c99 $extra "$src/examples/quickstart.c" -o "$work/shared" $(pkg-config --cflags --libs visionops) \
   -Wl,-rpath,"$libdir"
 "$work/shared" | grep -q "$expect"
 echo "pkg-config shared: ok"
 
 # shellcheck disable=SC2046,SC2086
-cc -std=c99 $extra "$src/examples/quickstart.c" -o "$work/static" $(pkg-config --cflags visionops) \
+"${CC:-cc}" -std=c99 $extra "$src/examples/quickstart.c" -o "$work/static" $(pkg-config --cflags visionops) \
   $(pkg-config --static --libs visionops | sed 's/-lvisionops/-l:libvisionops.a/')
 "$work/static" | grep -q "$expect"
 ldd "$work/static" | grep -q libvisionops && { echo "static binary links libvisionops.so" >&2; exit 1; }

@@ -72,11 +72,11 @@ cp "$src/examples/quickstart.c" .
 if command -v pkg-config >/dev/null 2>&1; then
   echo "\$ cc quickstart.c \$(pkg-config --cflags --libs visionops) && ./a.out"
   # shellcheck disable=SC2046,SC2086
-  env -u PKG_CONFIG_PATH cc $extra quickstart.c $(env -u PKG_CONFIG_PATH pkg-config --cflags --libs visionops)
+  env -u PKG_CONFIG_PATH "${CC:-cc}" $extra quickstart.c $(env -u PKG_CONFIG_PATH pkg-config --cflags --libs visionops)
 else
   echo "pkg-config not found: building the quick start with -lvisionops"
   # shellcheck disable=SC2086
-  cc $extra quickstart.c -lvisionops
+  "${CC:-cc}" $extra quickstart.c -lvisionops
 fi
 if readelf -d a.out | grep -qE 'RPATH|RUNPATH'; then
   echo "a.out has an rpath: this check must not have one" >&2

@@ -199,16 +199,25 @@ else
   note "build tool" "neither ninja nor make"
   missing+=("ninja or make (pip's ninja package will do)")
 fi
-if command -v cc >/dev/null 2>&1; then
-  note "C compiler" "$(cc --version | head -n1)"
-  if printf 'int main(void){return 0;}\n' | cc -fopenmp -x c - -o "$LOGS/omp-probe" >/dev/null 2>&1; then
+# The C compiler: cc, else gcc or clang (nvcc's host compiler is there in any case).
+CC_BIN=""
+for c in ${CC:-} cc gcc clang; do
+  if command -v "$c" >/dev/null 2>&1; then
+    CC_BIN=$(command -v "$c")
+    break
+  fi
+done
+if [ -n "$CC_BIN" ]; then
+  cmake_flags+=("-DCMAKE_C_COMPILER=$CC_BIN")
+  note "C compiler" "$CC_BIN: $("$CC_BIN" --version | head -n1)"
+  if printf 'int main(void){return 0;}\n' | "$CC_BIN" -fopenmp -x c - -o "$LOGS/omp-probe" >/dev/null 2>&1; then
     note "OpenMP" "yes"
   else
     note "OpenMP" "no: CPU kernels single-threaded"
   fi
 else
   note "C compiler" "not found"
-  missing+=("a C compiler, cc (apt: build-essential)")
+  missing+=("a C compiler: cc, gcc or clang (apt: build-essential)")
 fi
 
 # Python and its packages.
@@ -232,7 +241,7 @@ else
 fi
 
 # DLPack's header: the system's (libdlpack-dev), else the copy that ships with torch.
-if printf '#include <dlpack/dlpack.h>\n' | cc -E -x c - >/dev/null 2>&1; then
+if [ -n "$CC_BIN" ] && printf '#include <dlpack/dlpack.h>\n' | "$CC_BIN" -E -x c - >/dev/null 2>&1; then
   note "DLPack header" "the system's dlpack/dlpack.h"
 else
   tdl=${torch_dir:+$torch_dir/include/ATen/dlpack.h}
