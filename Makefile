@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 SOURCES := $(shell find include src tools tests bench python -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
 
-.PHONY: all deps configure build run test bench install format lint clean gpu-check fuzz
+.PHONY: all deps dev-deps configure build run test bench install format lint clean gpu-check fuzz
 
 all: build
 
@@ -67,14 +67,19 @@ bench: configure
 install: build
 	cmake --install $(BUILD)
 
-format:
+# clang-format, clang-tidy, cppcheck and shellcheck (scripts/install-deps.sh --dev).
+dev-deps:
+	@./scripts/install-deps.sh --dev
+
+format: dev-deps
 	clang-format -i $(SOURCES)
 
 # cppcheck's cross-file (ctu*) checks misread the macro-stamped per-dtype
 # kernels (they report a NULL for an int thread index), so they are off;
 # clang-tidy's analyzer covers the same ground.
-lint: configure
+lint: dev-deps configure
 	clang-format --dry-run --Werror $(SOURCES)
+	shellcheck scripts/*.sh
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --suppress=ctunullpointer --suppress=ctuuninitvar \
 	  --std=c11 --inline-suppr -I include -I src -DVISIONOPS_HAVE_OPENMP src tools

@@ -1,13 +1,28 @@
 #!/usr/bin/env bash
 # Installs what building and testing visionops needs on Debian/Ubuntu, only
 # the packages that are missing. Run as root (or with sudo available).
+#   install-deps.sh        build and test (make build / run / test / install)
+#   install-deps.sh --dev  and the tools of make format / make lint:
+#                          clang-format, clang-tidy (with run-clang-tidy), cppcheck, shellcheck
 set -euo pipefail
 
 # python3-torchvision (+ numpy) is the reference the parity tests compare against.
 # python3-dev builds the extension; python3-venv and python3-pytest run its tests.
-# Extra package names given as arguments are installed too (make fuzz: clang).
+# libopenblas-dev runs deform_conv2d's CPU products (without it, a slower built-in one).
 packages=(build-essential cmake pkg-config libdlpack-dev libopenblas-dev python3 python3-dev
-          python3-venv python3-pytest python3-numpy python3-torchvision "$@")
+          python3-venv python3-pytest python3-numpy python3-torchvision)
+# --dev: the tools of make format / make lint; other arguments are more
+# packages to install (make fuzz: clang and its runtimes).
+for arg in "$@"; do
+  case $arg in
+    --dev) packages+=(clang-format clang-tidy cppcheck shellcheck) ;;
+    -*)
+      echo "usage: install-deps.sh [--dev] [PACKAGE...]" >&2
+      exit 2
+      ;;
+    *) packages+=("$arg") ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

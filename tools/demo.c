@@ -1172,9 +1172,31 @@ static void shapes_string(const op_case *c, char *out, size_t size) {
   }
 }
 
+/* The inputs column's width; longer shape lists (deform_conv2d's five
+ * tensors) wrap at a space onto continuation lines under the column, so the
+ * columns after it stay aligned. */
+enum { SHAPES_WIDTH = 38 };
+
+/* Length of the first line of `s` within SHAPES_WIDTH: up to its last space
+ * that fits (the whole width if there is none). */
+static int shapes_cut(const char *s) {
+  const char *space = NULL, *q = s;
+  for (; *q && q - s <= SHAPES_WIDTH; ++q)
+    if (*q == ' ') space = q;
+  if (!*q && q - s <= SHAPES_WIDTH) return (int)(q - s); /* all of it fits */
+  return space && space > s ? (int)(space - s) : SHAPES_WIDTH;
+}
+
 static void print_row(const table *tb, const char *op, const char *backend, const char *shapes,
                       const char *ms, const char *summary) {
-  printf("  %-*s  %-7s  %-38s  %10s  %s\n", tb->op_width, op, backend, shapes, ms, summary);
+  int cut = shapes_cut(shapes);
+  printf("  %-*s  %-7s  %-*.*s  %10s  %s\n", tb->op_width, op, backend, SHAPES_WIDTH, cut, shapes,
+         ms, summary);
+  for (shapes += cut; *shapes; shapes += cut) {
+    while (*shapes == ' ') ++shapes;
+    cut = shapes_cut(shapes);
+    if (cut > 0) printf("  %-*s  %-7s  %.*s\n", tb->op_width, "", "", cut, shapes);
+  }
   fflush(stdout);
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cpu/common.h"
+#include "cpu/gemm.h"
 
 #ifdef VISIONOPS_HAVE_OPENMP
 #include <omp.h>
@@ -52,9 +53,11 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
 
 static int vo_cpu_probe(char *detail, size_t size) {
 #ifdef VISIONOPS_HAVE_OPENMP
-  snprintf(detail, size, "%d threads (OpenMP), ISA %s", omp_get_max_threads(), vo_cpu_isa(NULL));
+  snprintf(detail, size, "%d threads (OpenMP), ISA %s, deform_conv2d GEMM %s",
+           omp_get_max_threads(), vo_cpu_isa(NULL), VO_CPU_GEMM_NAME);
 #else
-  snprintf(detail, size, "1 thread (built without OpenMP), ISA %s", vo_cpu_isa(NULL));
+  snprintf(detail, size, "1 thread (built without OpenMP), ISA %s, deform_conv2d GEMM %s",
+           vo_cpu_isa(NULL), VO_CPU_GEMM_NAME);
 #endif
   return 1;
 }

@@ -1,13 +1,14 @@
 /*
  * CPU deform_conv2d: deformable im2col / col2im (ours, OpenMP) around
- * OpenBLAS matrix products, on column tiles sized to the workspace limit.
+ * OpenBLAS matrix products (or, built without it, cpu/gemm.c's), on column
+ * tiles sized to the workspace limit.
  */
-#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "cpu/common.h"
+#include "cpu/gemm.h"
 
 #ifdef VISIONOPS_HAVE_OPENMP
 #include <omp.h>
@@ -53,6 +54,7 @@ static inline int64_t vo_dcn_at(const vo_view *v, int64_t a, int64_t b, int64_t 
  * first to enter saves the caller's setting and sets 1, the last to leave
  * restores it. Without the count, two overlapping calls could leave the
  * process at 1 thread for good. */
+#ifdef VISIONOPS_HAVE_BLAS
 static pthread_mutex_t vo_dcn_blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static int vo_dcn_blas_users;
 static int vo_dcn_blas_saved;
@@ -72,6 +74,10 @@ static void vo_dcn_blas_restore(void) {
     openblas_set_num_threads(vo_dcn_blas_saved);
   pthread_mutex_unlock(&vo_dcn_blas_lock);
 }
+#else /* the built-in product (cpu/gemm.c) has no threads of its own */
+static void vo_dcn_blas_serial(void) {}
+static void vo_dcn_blas_restore(void) {}
+#endif
 
 /* Columns per tile so that `fixed` + `per_col` * L elements of `elem` bytes
  * stay under the workspace limit; 0 when not even one column fits. */
@@ -444,8 +450,8 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
     return VO_OK;                                                                                  \
   }
 
-VO_DEFINE_DCN(float, f32, VO_F32, cblas_sgemm, floorf)
-VO_DEFINE_DCN(double, f64, VO_F64, cblas_dgemm, floor)
+VO_DEFINE_DCN(float, f32, VO_F32, VO_CPU_SGEMM, floorf)
+VO_DEFINE_DCN(double, f64, VO_F64, VO_CPU_DGEMM, floor)
 
 vo_status vo_cpu_deform_conv2d(const vo_exec *ex) {
   return ex->dtype == VO_F64 ? vo_dcn_forward_f64(ex) : vo_dcn_forward_f32(ex);
