@@ -48,6 +48,8 @@ static pthread_mutex_t vo_pool_mu = PTHREAD_MUTEX_INITIALIZER; /* sleep/wake, cr
 static pthread_cond_t vo_pool_cv = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t vo_pool_run_mu = PTHREAD_MUTEX_INITIALIZER; /* one region at a time */
 static int vo_pool_workers;                                        /* started, under vo_pool_mu */
+static pthread_t vo_pool_threads[VO_POOL_MAX_WORKERS];             /* under vo_pool_mu */
+static atomic_int vo_pool_stop;                                    /* the library is unloading */
 static atomic_ullong vo_pool_state;                                /* see the file comment */
 static atomic_int vo_pool_active;                                  /* workers announced */
 static atomic_int vo_pool_slots;                                   /* slots handed out */
@@ -218,13 +220,33 @@ static void *vo_pool_main(void *unused) {
     }
     if (s == seen) {
       pthread_mutex_lock(&vo_pool_mu);
-      while ((s = atomic_load(&vo_pool_state)) == seen) pthread_cond_wait(&vo_pool_cv, &vo_pool_mu);
+      /* stop is set under vo_pool_mu: a worker that started after the last
+       * state change (its `seen` is current) still sees it. */
+      while ((s = atomic_load(&vo_pool_state)) == seen && !atomic_load(&vo_pool_stop))
+        pthread_cond_wait(&vo_pool_cv, &vo_pool_mu);
       pthread_mutex_unlock(&vo_pool_mu);
     }
     seen = s;
+    if (atomic_load(&vo_pool_stop)) return NULL;
     if (s & 1) vo_pool_join(s);
   }
-  return NULL;
+}
+
+/* When the library is unloaded (dlclose, or the end of the process), the
+ * workers are stopped and joined: a worker left sleeping in unmapped code
+ * would crash the process on its next wake-up. */
+__attribute__((destructor)) static void vo_pool_shutdown(void) {
+  pthread_mutex_lock(&vo_pool_mu);
+  const int n = vo_pool_workers;
+  atomic_store(&vo_pool_stop, 1);
+  /* A closed state the workers have not seen wakes spinners and sleepers. */
+  atomic_store(&vo_pool_state, (atomic_load(&vo_pool_state) | 1) + 1);
+  pthread_cond_broadcast(&vo_pool_cv);
+  pthread_mutex_unlock(&vo_pool_mu);
+  for (int i = 0; i < n; i++) pthread_join(vo_pool_threads[i], NULL);
+  pthread_mutex_lock(&vo_pool_mu);
+  vo_pool_workers = 0;
+  pthread_mutex_unlock(&vo_pool_mu);
 }
 
 /* A forked child has none of the parent's workers (and perhaps a lock
@@ -250,15 +272,10 @@ static void vo_pool_grow(int want) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    while (vo_pool_workers < want) {
-      pthread_t t;
-      if (pthread_create(&t, &attr, vo_pool_main, NULL) != 0) break;
-      vo_pool_workers++;
-    }
-    pthread_attr_destroy(&attr);
+  /* Joinable, so that unloading the library can wait for them to leave. */
+  while (vo_pool_workers < want && !atomic_load(&vo_pool_stop)) {
+    if (pthread_create(&vo_pool_threads[vo_pool_workers], NULL, vo_pool_main, NULL) != 0) break;
+    vo_pool_workers++;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
