@@ -43,6 +43,12 @@ static void put_i(enc *e, int64_t i) {
   put_u8(e, 0);
   put(e, &i, sizeof i);
 }
+/* Consecutive int arguments. */
+#define INTS(...) \
+  (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
+static void put_ints(enc *e, int n, const int64_t *v) {
+  for (int k = 0; k < n; k++) put_i(e, v[k]);
+}
 static void put_b(enc *e, int b) {
   put_u8(e, 0);
   put_u8(e, (uint8_t)b);
@@ -158,82 +164,54 @@ static void roi_align(enc *e) {
   tensor(e, FUZZ_F32, DIMS(2, 4, 8, 8), fill_uniform);
   rois(e);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
+  put_ints(e, INTS(2, 2, 2));
   put_b(e, 1);
 }
 static void roi_align_backward(enc *e) {
   tensor(e, FUZZ_F32, DIMS(3, 4, 2, 2), fill_uniform);
   rois(e);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 4);
-  put_i(e, 8);
-  put_i(e, 8);
-  put_i(e, 2);
+  put_ints(e, INTS(2, 2, 2, 4, 8, 8, 2));
   put_b(e, 1);
 }
 static void roi_pool(enc *e) {
   tensor(e, FUZZ_F32, DIMS(2, 4, 8, 8), fill_uniform);
   rois(e);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
+  put_ints(e, INTS(2, 2));
 }
 static void roi_pool_backward(enc *e) {
   tensor(e, FUZZ_F32, DIMS(3, 4, 2, 2), fill_uniform);
   rois(e);
   tensor(e, FUZZ_I32, DIMS(3, 4, 2, 2), fill_zero);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 4);
-  put_i(e, 8);
-  put_i(e, 8);
+  put_ints(e, INTS(2, 2, 2, 4, 8, 8));
 }
 static void ps_roi_align(enc *e) {
   tensor(e, FUZZ_F32, DIMS(2, 8, 8, 8), fill_uniform);
   rois(e);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
+  put_ints(e, INTS(2, 2, 2));
 }
 static void ps_roi_align_backward(enc *e) {
   tensor(e, FUZZ_F32, DIMS(3, 2, 2, 2), fill_uniform);
   rois(e);
   tensor(e, FUZZ_I32, DIMS(3, 2, 2, 2), fill_channel_mapping);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 8);
-  put_i(e, 8);
-  put_i(e, 8);
+  put_ints(e, INTS(2, 2, 2, 2, 8, 8, 8));
 }
 static void ps_roi_pool(enc *e) {
   tensor(e, FUZZ_F32, DIMS(2, 8, 8, 8), fill_uniform);
   rois(e);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
+  put_ints(e, INTS(2, 2));
 }
 static void ps_roi_pool_backward(enc *e) {
   tensor(e, FUZZ_F32, DIMS(3, 2, 2, 2), fill_uniform);
   rois(e);
   tensor(e, FUZZ_I32, DIMS(3, 2, 2, 2), fill_channel_mapping);
   put_f(e, 1.0);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 8);
-  put_i(e, 8);
-  put_i(e, 8);
+  put_ints(e, INTS(2, 2, 2, 8, 8, 8));
 }
 static void feature_list(enc *e) {
   put_u8(e, 0);
@@ -246,11 +224,7 @@ static void msra_tail(enc *e) {
   put_u8(e, 2);
   const double scales[2] = {1.0, 0.5};
   put(e, scales, sizeof scales);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 2);
-  put_i(e, 224);
-  put_i(e, 4);
+  put_ints(e, INTS(2, 2, 2, 224, 4));
   put_b(e, 0);
 }
 static void multi_scale_roi_align(enc *e) {
@@ -265,9 +239,8 @@ static void multi_scale_roi_align_backward(enc *e) {
   msra_tail(e);
 }
 static void dcn_tail(enc *e) {
-  const int64_t ints[] = {1, 1, 1, 1,
-                          1, 1, 1, 1}; /* stride, pad, dilation, groups, offset_groups */
-  for (int i = 0; i < 8; i++) put_i(e, ints[i]);
+  /* stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups, offset_groups */
+  put_ints(e, INTS(1, 1, 1, 1, 1, 1, 1, 1));
   put_b(e, 1);
 }
 static void dcn_inputs(enc *e) {
