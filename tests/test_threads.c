@@ -52,7 +52,14 @@ int main(void) {
             vo_cpu_threads_for(eight, 1000, 3 * 50000.0));
   CHECK(vo_cpu_threads_for(eight, 1000, 1e12) == 8); /* a set count is kept */
   const int dflt = vo_cpu_threads_for(NULL, 1 << 20, 1e12);
-  CHECK(dflt >= 1 && dflt <= vo_context_num_threads(NULL));
+  /* a long region (>= 50 ms of one-thread work) keeps every default thread,
+   * however busy the machine; a shorter one no more than the free cores */
+  CHECK_MSG(dflt == vo_context_num_threads(NULL), "long region: %d of %d threads", dflt,
+            vo_context_num_threads(NULL));
+  const int shorter = vo_cpu_threads_for(NULL, 1 << 20, 40e6);
+  CHECK_MSG(
+      shorter >= 1 && shorter <= vo_cpu_free_cores() && shorter <= vo_context_num_threads(NULL),
+      "40 ms region: %d threads, %d free cores", shorter, vo_cpu_free_cores());
   printf("default context, large call: %d threads (free cores %d)\n", dflt, vo_cpu_free_cores());
 
   /* regions: each piece exactly once, nested regions alone */

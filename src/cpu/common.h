@@ -49,15 +49,16 @@ void vo_cpu_gather_boxes_f64(const vo_view *boxes, const int64_t *order, int64_t
  * took 13-40 ms at two threads against 0.2 ms at one. The estimates are
  * coarse (per-item constants measured on the benchmark machine, see each
  * call site); being off by 2x only moves the size at which a region opens.
- * With the default thread count (none set on the context), a region also
- * gets no more threads than the cores other processes left free lately
- * (vo_cpu_free_cores); a count set with vo_context_set_num_threads is an
- * upper bound only the work estimate lowers.
+ * With the default thread count (none set on the context), a region shorter
+ * than VO_CPU_LONG_REGION_NS also gets no more threads than the cores other
+ * processes left free lately (vo_cpu_free_cores); a count set with
+ * vo_context_set_num_threads is an upper bound only the work estimate lowers.
  */
 static inline int vo_cpu_threads_for(const vo_context *ctx, int64_t items, double cost_ns) {
   if (vo_cpu_in_region()) return 1;
   int t = vo_cpu_threads(ctx, items);
-  if (t > 1 && (!ctx || ctx->num_threads == 0)) { /* a count the caller set is kept */
+  /* A count the caller set is kept; so are a long region's threads. */
+  if (t > 1 && (!ctx || ctx->num_threads == 0) && !(cost_ns >= VO_CPU_LONG_REGION_NS)) {
     const int free_cores = vo_cpu_free_cores();
     if (t > free_cores) t = free_cores;
   }

@@ -65,6 +65,14 @@ void vo_cpu_pause(int *spins);
  * it waits a time slice. Sampled at most every 100 ms. */
 int vo_cpu_free_cores(void);
 
+/* A region of at least this much one-thread work (ns) keeps its threads
+ * beyond the free cores: the longest wait for a preempted thread (a time
+ * slice, 15-25 ms measured on 2 shared cores) is then under half its time,
+ * so it stays within 1.5x of one thread at worst, and the extra threads
+ * still get their fair share of busy cores (roi_align 2x256x200x272, 1,000
+ * RoIs, under two busy processes: 144 ms at two threads, 199 ms at one). */
+#define VO_CPU_LONG_REGION_NS 50e6
+
 /* The least one-thread work (ns) per thread of a region: 50 us, or
  * VISIONOPS_MIN_THREAD_NS from the environment (a testing knob). */
 #define VO_CPU_MIN_THREAD_NS 50000.0
