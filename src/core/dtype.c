@@ -9,89 +9,50 @@
 /* kDLBool arrived in DLPack 0.8; Debian 12's header (0.6) lacks it. */
 #define VO_DL_BOOL_CODE 6u
 
+/* Every dtype the library knows, once: its DLPack form, element size and name. */
+static const struct vo_dtype_info {
+  vo_dtype dtype;
+  uint8_t code, bits;
+  size_t size;
+  const char *name;
+} vo_dtypes[] = {
+    {VO_F32, kDLFloat, 32, 4, "float32"}, {VO_F64, kDLFloat, 64, 8, "float64"},
+    {VO_F16, kDLFloat, 16, 2, "float16"}, {VO_BF16, kDLBfloat, 16, 2, "bfloat16"},
+    {VO_I64, kDLInt, 64, 8, "int64"},     {VO_I32, kDLInt, 32, 4, "int32"},
+    {VO_I16, kDLInt, 16, 2, "int16"},     {VO_I8, kDLInt, 8, 1, "int8"},
+    {VO_U8, kDLUInt, 8, 1, "uint8"},      {VO_BOOL, kDLUInt, 1, 1, "bool"},
+};
+#define VO_DTYPE_COUNT (sizeof vo_dtypes / sizeof vo_dtypes[0])
+
+static const struct vo_dtype_info *vo_dtype_info_of(vo_dtype d) {
+  for (size_t i = 0; i < VO_DTYPE_COUNT; i++)
+    if (vo_dtypes[i].dtype == d) return &vo_dtypes[i];
+  return NULL;
+}
+
 vo_dtype vo_dtype_from_dl(DLDataType t) {
   if (t.lanes != 1) return VO_DTYPE_INVALID;
-  switch (t.code) {
-    case kDLFloat:
-      if (t.bits == 32) return VO_F32;
-      if (t.bits == 64) return VO_F64;
-      if (t.bits == 16) return VO_F16;
-      break;
-    case kDLBfloat:
-      if (t.bits == 16) return VO_BF16;
-      break;
-    case kDLInt:
-      if (t.bits == 64) return VO_I64;
-      if (t.bits == 32) return VO_I32;
-      if (t.bits == 16) return VO_I16;
-      if (t.bits == 8) return VO_I8;
-      break;
-    case kDLUInt:
-      if (t.bits == 8) return VO_U8;
-      if (t.bits == 1) return VO_BOOL;
-      break;
-    case VO_DL_BOOL_CODE:
-      if (t.bits == 8) return VO_BOOL;
-      break;
-    default: break;
-  }
+  if (t.code == VO_DL_BOOL_CODE && t.bits == 8) return VO_BOOL; /* DLPack >= 0.8's bool */
+  for (size_t i = 0; i < VO_DTYPE_COUNT; i++)
+    if (vo_dtypes[i].code == t.code && vo_dtypes[i].bits == t.bits) return vo_dtypes[i].dtype;
   return VO_DTYPE_INVALID;
 }
 
 DLDataType vo_dtype_to_dl(vo_dtype d) {
-  DLDataType t = {kDLFloat, 32, 1};
-  switch (d) {
-    case VO_F32: break;
-    case VO_F64: t.bits = 64; break;
-    case VO_F16: t.bits = 16; break;
-    case VO_BF16:
-      t.code = kDLBfloat;
-      t.bits = 16;
-      break;
-    case VO_I64:
-      t.code = kDLInt;
-      t.bits = 64;
-      break;
-    case VO_I32:
-      t.code = kDLInt;
-      t.bits = 32;
-      break;
-    case VO_I16:
-      t.code = kDLInt;
-      t.bits = 16;
-      break;
-    case VO_I8:
-      t.code = kDLInt;
-      t.bits = 8;
-      break;
-    case VO_U8:
-      t.code = kDLUInt;
-      t.bits = 8;
-      break;
-    case VO_BOOL:
-      t.code = kDLUInt;
-      t.bits = 1;
-      break;
-    case VO_DTYPE_INVALID: t.bits = 0; break;
-  }
+  const struct vo_dtype_info *i = vo_dtype_info_of(d);
+  DLDataType t = {kDLFloat, 0, 1};
+  if (i) t.code = i->code, t.bits = i->bits;
   return t;
 }
 
 const char *vo_dtype_name(vo_dtype d) {
-  switch (d) {
-    case VO_F32: return "float32";
-    case VO_F64: return "float64";
-    case VO_F16: return "float16";
-    case VO_BF16: return "bfloat16";
-    case VO_I64: return "int64";
-    case VO_I32: return "int32";
-    case VO_I16: return "int16";
-    case VO_I8: return "int8";
-    case VO_U8: return "uint8";
-    case VO_BOOL: return "bool";
-    case VO_DTYPE_INVALID: break;
-  }
-  return "unsupported";
+  const struct vo_dtype_info *i = vo_dtype_info_of(d);
+  return i ? i->name : "unsupported";
+}
+
+size_t vo_dtype_size(vo_dtype d) {
+  const struct vo_dtype_info *i = vo_dtype_info_of(d);
+  return i ? i->size : 0;
 }
 
 const char *vo_dl_dtype_str(DLDataType t, char *buf, size_t size) {
@@ -118,21 +79,4 @@ const char *vo_dl_dtype_str(DLDataType t, char *buf, size_t size) {
   if (t.lanes != 1 && n >= 0 && (size_t)n < size)
     snprintf(buf + n, size - (size_t)n, "x%u", (unsigned)t.lanes);
   return buf;
-}
-
-size_t vo_dtype_size(vo_dtype d) {
-  switch (d) {
-    case VO_F64:
-    case VO_I64: return 8;
-    case VO_F32:
-    case VO_I32: return 4;
-    case VO_F16:
-    case VO_BF16:
-    case VO_I16: return 2;
-    case VO_I8:
-    case VO_U8:
-    case VO_BOOL: return 1;
-    case VO_DTYPE_INVALID: break;
-  }
-  return 0;
 }
