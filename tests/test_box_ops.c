@@ -143,10 +143,10 @@ static vo_status run_iou(const run_ctx *rc, vr_iou_kind kind, const vt_tensor *a
             (long long)desc.shape[0], (long long)desc.shape[1], (long long)n, (long long)m);
   /* torchvision's upcasting: float64 boxes give float64, all others float32. */
   const DLDataType out_dt = is_f64(a->dl.dtype) ? vt_f64 : vt_f32;
-  CHECK_MSG(desc.dtype.code == out_dt.code && desc.dtype.bits == out_dt.bits &&
-                desc.dtype.lanes == 1,
-            "box_iou_shape: output dtype code %u bits %u for %s boxes", (unsigned)desc.dtype.code,
-            (unsigned)desc.dtype.bits, vt_dtype_name(a->dl.dtype));
+  CHECK_MSG(
+      desc.dtype.code == out_dt.code && desc.dtype.bits == out_dt.bits && desc.dtype.lanes == 1,
+      "box_iou_shape: output dtype code %u bits %u for %s boxes", (unsigned)desc.dtype.code,
+      (unsigned)desc.dtype.bits, vt_dtype_name(a->dl.dtype));
   CHECK(desc.device.device_type == rc->device.device_type &&
         desc.device.device_id == rc->device.device_id);
 

@@ -149,8 +149,8 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > VO_MAX_DIMS) {
     Py_DECREF(seq);
-    PyErr_Format(ValueErr, "%s: %s has %zd dimensions, at most %d are supported", op, what,
-                 n, VO_MAX_DIMS);
+    PyErr_Format(ValueErr, "%s: %s has %zd dimensions, at most %d are supported", op, what, n,
+                 VO_MAX_DIMS);
     return -1;
   }
   for (Py_ssize_t d = 0; d < n; d++) {
@@ -189,15 +189,14 @@ static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, con
     return -1;
   }
   if (b->ndim > VO_MAX_DIMS) {
-    PyErr_Format(ValueErr, "%s: %s has %d dimensions, at most %d are supported", op, what,
-                 b->ndim, VO_MAX_DIMS);
+    PyErr_Format(ValueErr, "%s: %s has %d dimensions, at most %d are supported", op, what, b->ndim,
+                 VO_MAX_DIMS);
     return -1;
   }
   for (int d = 0; d < b->ndim; d++) {
     s->shapes[i][d] = b->shape[d];
     if (b->strides[d] % b->itemsize != 0) {
-      PyErr_Format(ValueErr, "%s: %s has a stride not a multiple of its item size", op,
-                   what);
+      PyErr_Format(ValueErr, "%s: %s has a stride not a multiple of its item size", op, what);
       return -1;
     }
     s->strides[i][d] = b->strides[d] / b->itemsize;
@@ -244,8 +243,7 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   if (use_buffer) return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
   s->refs[i] = capsule;
   if (!PyCapsule_IsValid(capsule, "dltensor")) {
-    PyErr_Format(TypeErr, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op,
-                 what);
+    PyErr_Format(TypeErr, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op, what);
     return NULL;
   }
   DLManagedTensor *m = (DLManagedTensor *)PyCapsule_GetPointer(capsule, "dltensor");
@@ -291,8 +289,8 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
       Py_ssize_t k = PySequence_Size(o);
       if (k > VO_MAX_LIST) {
-        PyErr_Format(ValueErr, "%s: %s holds %zd items, at most %d are supported", op->name,
-                     what, k, VO_MAX_LIST);
+        PyErr_Format(ValueErr, "%s: %s holds %zd items, at most %d are supported", op->name, what,
+                     k, VO_MAX_LIST);
         goto fail;
       }
       PyObject *first = k > 0 ? PySequence_GetItem(o, 0) : NULL;

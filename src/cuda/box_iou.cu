@@ -74,8 +74,7 @@ __device__ __forceinline__ T pair_value(vo_iou_kind kind, const T *a, const T *b
 // as O (double for double boxes, else float: torchvision's upcasting).
 template <typename S, typename O>
 __global__ void pairwise_iou_kernel(vo_cuda_view a, vo_cuda_view b, int64_t n, int64_t m,
-                                    vo_iou_kind kind, typename box_compute<S>::type eps,
-                                    O *out) {
+                                    vo_iou_kind kind, typename box_compute<S>::type eps, O *out) {
   typedef typename box_compute<S>::type T;
   VO_CUDA_GRID_STRIDE(e, n * m) {
     const int64_t i = e / m;

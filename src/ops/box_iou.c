@@ -108,10 +108,11 @@ static vo_status vo_check_pairwise_backward(vo_exec *ex, vo_iou_kind kind) {
   if (bdt == fwd) {
     if ((st = vo_expect_same_dtype(ex, BARG_GRAD, BARG_A)) != VO_OK) return st;
   } else if (gdt != bdt && gdt != fwd)
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
-                   "%s: %s must be %s (the forward's output dtype) or %s (the boxes' dtype), got %s",
-                   ex->op_name, vo_arg_name(ex, BARG_GRAD), vo_dtype_name(fwd), vo_dtype_name(bdt),
-                   vo_dtype_name(gdt));
+    return vo_fail(
+        VO_ERROR_UNSUPPORTED_DTYPE,
+        "%s: %s must be %s (the forward's output dtype) or %s (the boxes' dtype), got %s",
+        ex->op_name, vo_arg_name(ex, BARG_GRAD), vo_dtype_name(fwd), vo_dtype_name(bdt),
+        vo_dtype_name(gdt));
   double eps = 0;
   if (kind == VO_IOU_DISTANCE || kind == VO_IOU_COMPLETE) {
     if ((st = vo_expect_finite(ex, BARG_EPS)) != VO_OK) return st;
