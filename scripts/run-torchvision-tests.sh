@@ -45,6 +45,7 @@ if [ -z "$tests" ]; then
          "TORCHVISION_TESTS to a directory holding torchvision $version's test/test_ops.py" >&2
     exit 1
   fi
+  # shellcheck source=/dev/null
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
   mirror=${TORCHVISION_DEB_MIRROR:-http://deb.debian.org/debian}
   apt="$cache/apt"
@@ -57,7 +58,10 @@ if [ -z "$tests" ]; then
   # Only the upstream tarball is needed; a missing Debian tarball is not fatal.
   (cd "$cache" && apt-get -q "${aptopts[@]}" source --download-only \
      "pytorch-vision=$src_version" >&2) || true
-  orig=$(set +o pipefail; ls "$cache"/pytorch-vision_"${src_version%-*}".orig.tar.* 2>/dev/null | head -1)
+  orig=""
+  for f in "$cache"/pytorch-vision_"${src_version%-*}".orig.tar.*; do
+    [ -f "$f" ] && { orig=$f; break; }
+  done
   if [ -z "$orig" ]; then
     echo "run-torchvision-tests: could not fetch pytorch-vision $src_version's source" >&2
     exit 1
