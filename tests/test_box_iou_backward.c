@@ -12,6 +12,13 @@
 
 #include "test_util.h"
 
+/* The bits of a double, to compare results exactly. */
+static uint64_t bits_of(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+
 #define NUM_DTYPES 4
 static const DLDataType *const dtypes[NUM_DTYPES] = {&vt_f32, &vt_f64, &vt_f16, &vt_bf16};
 static const char *const names[4] = {"box_iou", "generalized_box_iou", "distance_box_iou",
@@ -428,8 +435,10 @@ static void float32_grad_cases(const run_ctx *rc) {
       double oa32[8], ob32[12], oah[8], obh[12];
       if (CHECK_STATUS(run_backward(rc, kind, g32, ta, tb, default_eps, oa32, ob32), VO_OK) &&
           CHECK_STATUS(run_backward(rc, kind, gh, ta, tb, default_eps, oah, obh), VO_OK)) {
-        CHECK_MSG(!memcmp(oa32, oah, sizeof oa32) && !memcmp(ob32, obh, sizeof ob32),
-                  "%s %s: float32 grad and %s grad give different gradients", names[kind],
+        int same = 1; /* bit for bit: NaN payloads and signed zeros included */
+        for (int i = 0; i < 8; i++) same &= bits_of(oa32[i]) == bits_of(oah[i]);
+        for (int i = 0; i < 12; i++) same &= bits_of(ob32[i]) == bits_of(obh[i]);
+        CHECK_MSG(same, "%s %s: float32 grad and %s grad give different gradients", names[kind],
                   vt_dtype_name(*halves[h]), vt_dtype_name(*halves[h]));
       }
       vt_tensor *g64 = make(vt_f64, 2, 3, 0, g);

@@ -131,11 +131,9 @@ static DLTensor *rd_tensor(reader *r, arena *a) {
   int huge = 0;
   for (int i = 0; i < ndim; i++) {
     f->shape[i] = size_of_code(rd_u8(r));
-    if (f->shape[i] < 0)
-      huge = 1;
-    else if (f->shape[i] == 0)
+    if (f->shape[i] == 0)
       numel = 0;
-    else if (numel && __builtin_mul_overflow(numel, f->shape[i], &numel))
+    else if (f->shape[i] < 0 || (numel && __builtin_mul_overflow(numel, f->shape[i], &numel)))
       huge = 1;
   }
   if (numel == 0) huge = 0;
