@@ -214,7 +214,22 @@ static void misaligned(void) {
   vt_tensor_free(out);
 }
 
+/* A spatial_scale beyond float32's range is inf in the float32 compute
+ * type (0 * inf: a NaN coordinate, converted to an integer by roi_pool). */
+static void scale_beyond_float(void) {
+  vt_tensor *in = new_input(3), *rois = new_rois(roi_rows, 2);
+  const int64_t s[4] = {2, 3, 2, 2};
+  vt_tensor *out = vt_tensor_new(vt_f32, 4, s, NULL), *arg = vt_tensor_new(vt_i32, 4, s, NULL);
+  CHECK_STATUS(vo_roi_pool(NULL, &in->dl, &rois->dl, 1e300, 2, 2, &out->dl, &arg->dl),
+               VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("roi_pool: spatial_scale = 1e+300 is not finite in float32");
+  CHECK_STATUS(vo_roi_pool(NULL, &in->dl, &rois->dl, 3e38, 2, 2, &out->dl, &arg->dl), VO_OK);
+  vt_tensor *all[] = {in, rois, out, arg};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vt_tensor_free(all[i]);
+}
+
 int main(void) {
+  scale_beyond_float();
   sampling_ratio_bound();
   adaptive_grid_bound();
   deform_conv2d_bounds();

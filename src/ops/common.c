@@ -2,6 +2,7 @@
  * Checks shared by the op-layer files: dtype agreement, scalar arguments,
  * output descriptions.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -171,6 +172,13 @@ vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale
   if (!(isfinite(scale) && scale > 0))
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be finite and > 0, got %g", ex->op_name,
                    vo_arg_name(ex, scale_arg), scale);
+  /* Everything but float64 computes in float32, where a larger scale is inf
+   * (and 0 * inf a NaN coordinate). */
+  if (ex->inputs[rois_arg].dtype != VO_F64 && scale > FLT_MAX)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: %s = %g is not finite in float32, the precision %s rois compute in",
+                   ex->op_name, vo_arg_name(ex, scale_arg), scale,
+                   vo_dtype_name(ex->inputs[rois_arg].dtype));
   if ((st = vo_expect_int_at_least(ex, ph_arg, 1)) != VO_OK) return st;
   if ((st = vo_expect_int_at_least(ex, pw_arg, 1)) != VO_OK) return st;
   return VO_OK;

@@ -280,7 +280,15 @@ int fuzz_run(const uint8_t *data, size_t size, vo_status *call_status) {
   DLTensor *out_ptrs[VO_MAX_LIST];
   int64_t out_strides[VO_MAX_LIST][VO_MAX_DIMS];
   void *out_mem[VO_MAX_LIST] = {0};
-  size_t out_bytes[VO_MAX_LIST] = {0}, total = 0;
+  size_t out_bytes[VO_MAX_LIST] = {0};
+  int64_t out_elements = 0, in_elements = 0;
+  for (int t = 0; t < a.count; t++) {
+    const DLTensor *x = &a.tensors[t].t;
+    int64_t n = 1;
+    for (int d = 0; d < x->ndim && n; d++)
+      if (x->shape[d] <= 0 || __builtin_mul_overflow(n, x->shape[d], &n)) n = 0;
+    in_elements += n;
+  }
   for (int i = 0; i < num_out; i++) {
     int64_t numel = 1;
     if (desc[i].ndim < 0 || desc[i].ndim > VO_MAX_DIMS) fail("vo_infer gave a bad rank", op->name);
@@ -289,12 +297,11 @@ int fuzz_run(const uint8_t *data, size_t size, vo_status *call_status) {
       if (__builtin_mul_overflow(numel, desc[i].shape[d], &numel))
         fail("vo_infer gave a shape whose size overflows", op->name);
     }
-    const size_t elem = desc[i].dtype.bits / 8;
-    if ((uint64_t)numel > (uint64_t)FUZZ_MAX_OUTPUT_BYTES / (elem ? elem : 1)) goto done;
-    out_bytes[i] = (size_t)numel * elem;
-    total += out_bytes[i];
+    out_elements += numel;
+    if (out_elements > FUZZ_MAX_OUTPUT_ELEMENTS) goto done;
+    out_bytes[i] = (size_t)numel * (desc[i].dtype.bits / 8);
   }
-  if (total > FUZZ_MAX_OUTPUT_BYTES) goto done;
+  if ((in_elements + 1) > FUZZ_MAX_WORK / (out_elements + 1)) goto done;
   for (int i = 0; i < num_out; i++) {
     out_mem[i] = malloc(out_bytes[i] ? out_bytes[i] : 1);
     if (!out_mem[i]) abort();

@@ -61,7 +61,16 @@ enum {
 
 /* Largest tensor the harness allocates (elements); larger tensors get NULL data. */
 #define FUZZ_MAX_ELEMENTS (1 << 16)
-/* Largest output total the harness allocates (bytes); larger calls stop after vo_infer. */
-#define FUZZ_MAX_OUTPUT_BYTES (64 << 20)
+/* The harness bounds its own time, not the library's: a call runs only when
+ * its outputs have at most FUZZ_MAX_OUTPUT_ELEMENTS elements in all and
+ * (input elements + 1) x (output elements + 1) is at most FUZZ_MAX_WORK.
+ * Legal calls can cost up to 16,384 samples per output element (the roi_align
+ * family's bound) or a RoI-count x map-size integration, which under ASan
+ * runs for longer than libFuzzer's timeout at large sizes; calls above the
+ * bounds stop after vo_infer (shapes, and argument checks that need no data,
+ * are still fuzzed). A work-setting argument the library failed to bound
+ * still hangs a small call, which the timeout reports. */
+#define FUZZ_MAX_OUTPUT_ELEMENTS (1 << 14)
+#define FUZZ_MAX_WORK ((int64_t)1 << 22)
 
 #endif /* VISIONOPS_FUZZ_FORMAT_H */
