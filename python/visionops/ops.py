@@ -136,6 +136,8 @@ def nms(boxes, scores, iou_threshold):
     (ties: lower index first)."""
     boxes = _tensor(boxes, "nms", "boxes")
     scores = _tensor(scores, "nms", "scores")
+    if _is_torch(boxes) or _is_torch(scores):
+        return _call("nms_kept", boxes, scores, float(iou_threshold))
     keep, num_kept = _call("nms", boxes, scores, float(iou_threshold))
     return keep[:int(num_kept)]
 
@@ -159,10 +161,12 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     (of any shape, e.g. [0] or [0, 4]) give an empty int64 result whatever
     the other arguments are, as in torchvision."""
     boxes = _tensor(boxes, "batched_nms", "boxes")
-    if _numel(boxes) == 0:
+    if (boxes.numel() if _is_torch(boxes) else _numel(boxes)) == 0:
         return _empty_keep(boxes)
     scores = _tensor(scores, "batched_nms", "scores")
     idxs = _tensor(idxs, "batched_nms", "idxs")
+    if _is_torch(boxes) or _is_torch(scores) or _is_torch(idxs):
+        return _call("batched_nms_kept", boxes, scores, _int64(idxs), float(iou_threshold))
     keep, num_kept = _call("batched_nms", boxes, scores, _int64(idxs), float(iou_threshold))
     return keep[:int(num_kept)]
 

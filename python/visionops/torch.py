@@ -274,18 +274,81 @@ def _make_autograd(schema):
     return autograd_kernel
 
 
-def _make_below_autograd(schema):
+def _make_below_autograd_op(op):
     """The Autograd kernel of an op without a backward: runs it below
     autograd (its outputs do not require grad). Also covers AutogradMeta,
     which has no fallthrough in torch 1.13."""
-    op = getattr(torch.ops.visionops, schema.name)
 
     def below_autograd(*args):
         with _BelowAutograd():
             return op(*args)
 
-    below_autograd.__name__ = "visionops_%s_no_grad" % schema.name
+    below_autograd.__name__ = "visionops_%s_no_grad" % op.__name__
     return below_autograd
+
+
+def _make_below_autograd(schema):
+    return _make_below_autograd_op(getattr(torch.ops.visionops, schema.name))
+
+
+# ------------------------------------------------ nms with a data-dependent size
+#
+# The library's nms and batched_nms return a fixed-size `keep` [N] and the
+# count `num_kept`: no host sync, so they run inside CUDA graphs. torchvision's
+# form, only the kept indices, has a size known only after the run; these
+# two ops give it (visionops.nms and visionops.batched_nms call them on torch
+# tensors), with a fake kernel that allocates a data-dependent size, so
+# torch.export and torch.compile capture them as torchvision's nms is.
+
+NMS_KEPT = {
+    "nms_kept": ("nms_kept(Tensor boxes, Tensor scores, float iou_threshold) -> Tensor", "nms"),
+    "batched_nms_kept": ("batched_nms_kept(Tensor boxes, Tensor scores, Tensor idxs, "
+                         "float iou_threshold) -> Tensor", "batched_nms"),
+}
+
+
+def _make_kept_kernel(fixed_name):
+    def kept(*args):
+        keep, num_kept = getattr(torch.ops.visionops, fixed_name)(*args)
+        return keep[:int(num_kept)]  # the one host sync, as torchvision's nms
+
+    kept.__name__ = "visionops_%s_kept" % fixed_name
+    return kept
+
+
+def _make_kept_fake(fixed_name):
+    """The fake (abstract) kernel: the library's shape checks on the fixed
+    form, then an int64 vector of a new data-dependent size <= N."""
+    fixed = getattr(torch.ops.visionops, fixed_name)
+
+    def kept_fake(*args):
+        keep, _ = fixed(*args)
+        if _get_ctx is None:
+            raise VisionOpsError("visionops.%s_kept: its output size depends on the data; on Meta "
+                                 "tensors use torch.ops.visionops.%s (keep, num_kept)"
+                                 % (fixed_name, fixed_name))
+        return keep.new_empty((_get_ctx().new_dynamic_size(),))
+
+    kept_fake.__name__ = "visionops_%s_kept_fake" % fixed_name
+    return kept_fake
+
+
+_get_ctx = getattr(torch.library, "get_ctx", None)
+_register_fake = getattr(torch.library, "register_fake", None) or getattr(
+    torch.library, "impl_abstract", None)
+
+
+def _register_kept():
+    for name, (text, fixed_name) in NMS_KEPT.items():
+        _lib.define(text)
+        kernel = _make_kept_kernel(fixed_name)
+        _lib.impl(name, kernel, "CPU")
+        _lib.impl(name, kernel, "CUDA")
+        if _register_fake is not None:
+            _register_fake("visionops::" + name, _make_kept_fake(fixed_name), lib=_lib)
+        else:  # torch 1.13: Meta tensors cannot carry a data-dependent size
+            _lib.impl(name, _make_kept_fake(fixed_name), "Meta")
+        _lib.impl(name, _make_below_autograd_op(getattr(torch.ops.visionops, name)), "Autograd")
 
 
 def _register():
@@ -298,6 +361,7 @@ def _register():
     for name, schema in _core.SCHEMAS.items():
         autograd = _make_autograd(schema) if schema.backward else _make_below_autograd(schema)
         _lib.impl(name, autograd, "Autograd")
+    _register_kept()
 
 
 _register()
