@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 SOURCES := $(shell find include src tools tests bench python -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
 
-.PHONY: all deps dev-deps configure build run test bench install format lint clean gpu-check fuzz
+.PHONY: all deps dev-deps configure build run test test-torch2 bench install format lint clean gpu-check fuzz
 
 all: build
 
@@ -43,6 +43,13 @@ test: build
 ifeq ($(SANITIZE),)
 	./scripts/test-python.sh $(BUILD) $(PYTHON)
 endif
+
+# The torch 2.x lane: the Python suite against the newest torch and
+# torchvision from PyPI, with onnx and onnxruntime (opcheck, torch.export,
+# ONNX, autocast, TorchScript, torch.func, DDP), in a cached venv outside the
+# clone (scripts/test-torch2.sh; several GB the first time).
+test-torch2: deps
+	./scripts/test-torch2.sh $(PYTHON)
 
 # visionops and torchvision side by side (bench/compare_torchvision.py: same
 # inputs, same process, medians at 1 thread and all threads, CUDA columns
