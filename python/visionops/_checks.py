@@ -116,8 +116,10 @@ def check_features(op: str, count: int) -> None:
 
 def check_features_found(count: int, featmap_names: List[str]) -> None:
     if count == 0:
+        # Python's repr of the list, which TorchScript's str() of a List[str] is not
+        names = "[" + ", ".join(["'" + name + "'" for name in featmap_names]) + "]"
         raise VisionOpsValueError("MultiScaleRoIAlign: none of the feature maps %s is in x"
-                                  % (featmap_names,))
+                                  % names)
 
 
 def check_level(log2_scale: float, feature_shape: List[int], height: int, width: int) -> None:
