@@ -515,6 +515,8 @@ if _nn is not None:
     class RoIAlign(_nn.Module):
         """torchvision.ops.RoIAlign: see roi_align."""
 
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
+
         def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=False):
             super().__init__()
             self.output_size = output_size
@@ -534,6 +536,8 @@ if _nn is not None:
     class RoIPool(_nn.Module):
         """torchvision.ops.RoIPool: see roi_pool."""
 
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
+
         def __init__(self, output_size, spatial_scale):
             super().__init__()
             self.output_size = output_size
@@ -548,6 +552,8 @@ if _nn is not None:
 
     class PSRoIAlign(_nn.Module):
         """torchvision.ops.PSRoIAlign: see ps_roi_align."""
+
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
 
         def __init__(self, output_size, spatial_scale, sampling_ratio):
             super().__init__()
@@ -565,6 +571,8 @@ if _nn is not None:
 
     class PSRoIPool(_nn.Module):
         """torchvision.ops.PSRoIPool: see ps_roi_pool."""
+
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
 
         def __init__(self, output_size, spatial_scale):
             super().__init__()

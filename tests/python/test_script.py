@@ -291,6 +291,14 @@ def test_roi_modules(name, vo_args, tv_args, _, tmp_path):
     same(loaded(x, boxes), got)
 
 
+def test_roi_module_int_spatial_scale():
+    """An int spatial_scale (which eager mode takes) scripts too."""
+    x, rois = roi_inputs(8, channels=8)
+    for vo in (visionops.RoIAlign(2, 1, 2), visionops.RoIPool(2, 1),
+               visionops.PSRoIAlign(2, 1, 2), visionops.PSRoIPool(2, 1)):
+        same(torch.jit.script(vo)(x, rois), vo(x, rois))
+
+
 def test_deform_conv2d_module(tmp_path, rng):
     torch.manual_seed(0)
     vo = visionops.DeformConv2d(4, 6, 3, stride=2, padding=1, groups=2)
@@ -347,6 +355,31 @@ def test_multi_scale_roi_align_fx_leaves_kept(rng):
     feats = _pyramid(rng)
     boxes = [torch.tensor([[0, 0, 30, 40.]], dtype=torch.float64)] * 2
     same(gm(feats, boxes, [(128, 160)] * 2), vo(feats, boxes, [(128, 160)] * 2))
+
+
+# torch 1.13 warns about GraphModule's own attributes when scripting one
+@pytest.mark.filterwarnings("ignore:The TorchScript type system doesn't support")
+def test_fx_traced_module_scripts():
+    """A module traced with torch.fx (visionops' calls as leaves) scripts:
+    the leaves resolve to the typed functions."""
+    import torch.fx
+
+    class Calls(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = visionops.RoIAlign(2, 0.5, 2)
+
+        def forward(self, x, rois, boxes, scores):
+            keep = visionops.nms(boxes, scores, 0.5)
+            return self.pool(x, rois).sum() + visionops.box_iou(boxes, boxes)[keep].sum()
+
+    gm = torch.fx.symbolic_trace(Calls())
+    x, rois = roi_inputs(9)
+    rng = np.random.default_rng(9)
+    boxes = torch.from_numpy(detections(rng, 25, np.float64))
+    scores = torch.from_numpy(distinct_scores(rng, 25, np.float64))
+    scripted = torch.jit.script(gm)
+    same(scripted(x, rois, boxes, scores), gm(x, rois, boxes, scores))
 
 
 # ------------------------------------------------------------- errors
