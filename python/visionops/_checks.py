@@ -64,8 +64,8 @@ def broadcast_leading(op: str, shape1: List[int], shape2: List[int]) -> List[int
     lead: List[int] = []
     for a, b in zip(lead1, lead2):
         if a != b and a != 1 and b != 1:
-            raise VisionOpsValueError("%s: the leading dimensions of boxes1 %s and boxes2 %s do not "
-                                      "broadcast" % (op, shape1, shape2))
+            raise VisionOpsValueError("%s: the leading dimensions of boxes1 %s and boxes2 %s do "
+                                      "not broadcast" % (op, shape1, shape2))
         lead.append(b if a == 1 else a)
     return lead
 

@@ -155,7 +155,8 @@ def test_roi_functions(name, output_size, aligned):
 
 
 def test_multi_scale_roi_align_function(rng):
-    feats = [torch.tensor(rng.normal(size=(N, 3, 32, 40))), torch.tensor(rng.normal(size=(N, 3, 16, 20)))]
+    feats = [torch.tensor(rng.normal(size=(N, 3, 32, 40))),
+             torch.tensor(rng.normal(size=(N, 3, 16, 20)))]
     boxes = [torch.tensor([[0, 0, 30, 40.], [10, 10, 120, 150]], dtype=torch.float64),
              torch.tensor([[5, 5, 60, 70.]], dtype=torch.float64)]
     scripted = script(visionops.multi_scale_roi_align)
