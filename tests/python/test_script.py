@@ -15,7 +15,7 @@ from torch import Tensor  # noqa: E402,F401  (annotations of the scripted helper
 
 import visionops  # noqa: E402
 from conftest import (assert_close, detections, distinct_scores, make_rois,  # noqa: E402
-                      rois_to_list)
+                      needs_cuda, rois_to_list)
 
 TORCH_2 = int(torch.__version__.split(".")[0]) >= 2
 N, C, H, W = 2, 8, 12, 15
@@ -381,6 +381,23 @@ def test_fx_traced_module_scripts():
     scores = torch.from_numpy(distinct_scores(rng, 25, np.float64))
     scripted = torch.jit.script(gm)
     same(scripted(x, rois, boxes, scores), gm(x, rois, boxes, scores))
+
+
+@needs_cuda
+def test_scripted_on_cuda(rng):
+    """Scripts run the ops on CUDA tensors as eager mode does."""
+    x, rois = roi_inputs(10, dtype=torch.float32)
+    x, rois = x.cuda(), rois.cuda()
+    boxes = torch.from_numpy(detections(rng, 60, np.float32)).cuda()
+    scores = torch.from_numpy(distinct_scores(rng, 60, np.float32)).cuda()
+    same(script(visionops.roi_align)(x, rois_to_list(rois, N), 3, 0.5, 2, True),
+         visionops.roi_align(x, rois_to_list(rois, N), 3, 0.5, 2, True))
+    same(script(visionops.nms)(boxes, scores, 0.5), visionops.nms(boxes, scores, 0.5))
+    pool = visionops.MultiScaleRoIAlign(["0", "1"], 2, 2)
+    feats = {k: v.float().cuda() for k, v in _pyramid(rng).items()}
+    image_boxes = [boxes[:10] / 8, boxes[10:20] / 8]
+    same(torch.jit.script(pool)(feats, image_boxes, [(128, 160)] * 2),
+         pool(feats, image_boxes, [(128, 160)] * 2))
 
 
 # ------------------------------------------------------------- errors
