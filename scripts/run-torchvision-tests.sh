@@ -12,8 +12,8 @@
 #   (needs root, or at least a writable apt cache, and the Debian mirror; no
 #   system apt configuration is changed).
 # tests/torchvision_suite/visionops_tv_plugin.py does the swap and lists
-# what is deselected (quantized tensors, TorchScript of the wrappers) and
-# what is an expected failure (the README's deliberate differences).
+# what is deselected (quantized tensors) and what is an expected failure
+# (the README's deliberate differences).
 set -euo pipefail
 build=build
 python=/usr/bin/python3

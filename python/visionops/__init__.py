@@ -7,6 +7,10 @@ DLPack without copies; outputs come back in the same framework. When PyTorch
 is installed the operators are also registered as torch.ops.visionops.*
 (with autograd and Meta kernels), see visionops.torch.
 
+Under torch.jit.script the functions compile as their typed torch
+implementations (visionops._script), so scripts calling them, the modules
+and torchvision detection models using them script as torchvision's do.
+
 Errors are VisionOpsValueError (bad values, shapes, devices),
 VisionOpsTypeError (dtypes, argument types) or VisionOpsError; all are
 RuntimeErrors, as torchvision's errors are, and the first two also

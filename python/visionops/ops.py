@@ -1,14 +1,17 @@
 """torchvision.ops-compatible functions and nn.Modules: same names,
 signatures, defaults and return types. On PyTorch tensors they call the
-registered operators (torch.ops.visionops.*, so autograd and Meta tensors
-work); on NumPy arrays (or any other DLPack / buffer object) they call the C
-library directly and return NumPy arrays. Under torch.fx.symbolic_trace each
-function is a leaf (one call_function node), as torchvision's are."""
+typed torch implementations in _script.py (which call the registered
+operators, torch.ops.visionops.*, so autograd and Meta tensors work); on
+NumPy arrays (or any other DLPack / buffer object) they call the C library
+directly and return NumPy arrays. Under torch.fx.symbolic_trace each
+function is a leaf (one call_function node), as torchvision's are; under
+torch.jit.script each is its typed torch implementation, so scripts that
+call them compile, as torchvision's do."""
 import functools
 import math
 import sys
 
-from . import _core
+from . import _checks, _core
 from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 __all__ = [
@@ -19,24 +22,25 @@ __all__ = [
     "VisionOpsTypeError",
 ]
 
+try:
+    import torch as _torch
+    import torch.nn as _nn
+except ImportError:  # NumPy only: no torch path, no modules
+    _torch = _nn = _script = None
+else:
+    from . import _script
+
 
 def _is_torch(x):
-    torch = sys.modules.get("torch")
-    if torch is None:
+    if _torch is None:
         return False
     if isinstance(x, (list, tuple)):
-        return bool(x) and isinstance(x[0], torch.Tensor)
-    return isinstance(x, torch.Tensor)
+        return bool(x) and isinstance(x[0], _torch.Tensor)
+    return isinstance(x, _torch.Tensor)
 
 
 def _call(name, *args):
-    """The op on torch tensors (registered op) or on anything else (NumPy)."""
-    if any(_is_torch(a) for a in args):
-        import torch
-
-        from . import torch as _registered  # noqa: F401  (registers the ops)
-
-        return getattr(torch.ops.visionops, name)(*args)
+    """The op on NumPy (or other DLPack / buffer) inputs."""
     outs = _core.run_numpy(name, list(args))
     schema = _core.SCHEMAS[name]
     return outs if schema.returns_list else (outs[0] if len(outs) == 1 else tuple(outs))
@@ -85,13 +89,7 @@ def _numel(x):
 
 
 def _pair(v, what):
-    if isinstance(v, (list, tuple)):
-        if len(v) == 1:
-            return int(v[0]), int(v[0])
-        if len(v) != 2:
-            raise VisionOpsValueError("%s must be an int or a pair of ints, got %r" % (what, v))
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
+    return _checks.pair(what, v)
 
 
 def _fx_leaf(fn):
@@ -127,6 +125,17 @@ def _find_proxy(proxy_type, args, kwargs):
     return None
 
 
+def _scriptable(public, typed):
+    """torch.jit.script(public), and any script that calls `public`, compile
+    `typed` instead (its torch-only, typed twin in _script.py), lazily on
+    first use. This is torch.jit's own redirection for the wrappers that
+    torch.jit._script_if_tracing makes (torch.jit.script follows
+    __original_fn; torch.compile traces it too), so it is the same in torch
+    1.13 and 2.x."""
+    setattr(public, "__script_if_tracing_wrapper", True)
+    setattr(public, "__original_fn", typed)
+
+
 # ---------------------------------------------------------------- box ops
 
 
@@ -137,20 +146,9 @@ def nms(boxes, scores, iou_threshold):
     boxes = _tensor(boxes, "nms", "boxes")
     scores = _tensor(scores, "nms", "scores")
     if _is_torch(boxes) or _is_torch(scores):
-        return _call("nms_kept", boxes, scores, float(iou_threshold))
+        return _script.nms(boxes, scores, float(iou_threshold))
     keep, num_kept = _call("nms", boxes, scores, float(iou_threshold))
     return keep[:int(num_kept)]
-
-
-def _empty_keep(boxes):
-    """An empty int64 index tensor (or array) beside boxes."""
-    if _is_torch(boxes):
-        import torch
-
-        return torch.empty((0,), dtype=torch.int64, device=boxes.device)
-    import numpy as np
-
-    return np.empty((0,), dtype=np.int64)
 
 
 @_fx_leaf
@@ -161,48 +159,36 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     (of any shape, e.g. [0] or [0, 4]) give an empty int64 result whatever
     the other arguments are, as in torchvision."""
     boxes = _tensor(boxes, "batched_nms", "boxes")
-    if (boxes.numel() if _is_torch(boxes) else _numel(boxes)) == 0:
-        return _empty_keep(boxes)
+    if _is_torch(boxes) and boxes.numel() == 0:
+        return _script.batched_nms(boxes, scores, idxs, iou_threshold)
+    if not _is_torch(boxes) and _numel(boxes) == 0:
+        import numpy as np
+
+        return np.empty((0,), dtype=np.int64)
     scores = _tensor(scores, "batched_nms", "scores")
     idxs = _tensor(idxs, "batched_nms", "idxs")
     if _is_torch(boxes) or _is_torch(scores) or _is_torch(idxs):
-        return _call("batched_nms_kept", boxes, scores, _int64(idxs), float(iou_threshold))
+        return _script.batched_nms(boxes, scores, idxs, float(iou_threshold))
     keep, num_kept = _call("batched_nms", boxes, scores, _int64(idxs), float(iou_threshold))
     return keep[:int(num_kept)]
 
 
-_BOX_FORMATS = ("xyxy", "xywh", "cxcywh")
-
-
 def _to_xyxy(boxes, fmt):
-    """Boxes in torchvision's formats to (x1, y1, x2, y2), in the caller's
-    framework (elementwise arithmetic, as torchvision's box_convert)."""
+    """NumPy boxes in torchvision's formats to (x1, y1, x2, y2) (elementwise
+    arithmetic, as torchvision's box_convert)."""
+    import numpy as np
+
     if fmt == "xyxy":
         return boxes
-    if _is_torch(boxes):
-        import torch
-
-        cat = lambda cols: torch.stack(cols, dim=-1)  # noqa: E731
-    else:
-        import numpy as np
-
-        cat = lambda cols: np.stack(cols, axis=-1)  # noqa: E731
     a, b, c, d = (boxes[..., i] for i in range(4))
     if fmt == "xywh":
-        return cat([a, b, a + c, b + d])
-    return cat([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d])
+        return np.stack([a, b, a + c, b + d], axis=-1)
+    return np.stack([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d], axis=-1)
 
 
 def _int64(t):
-    """Integer tensors of another width widened to int64; anything else as is
-    (the library reports a wrong dtype)."""
-    if _is_torch(t):
-        import torch
-
-        if not t.is_floating_point() and not t.is_complex() and t.dtype not in (torch.int64,
-                                                                                torch.bool):
-            return t.to(torch.int64)
-        return t
+    """NumPy integer arrays of another width widened to int64; anything else
+    as is (the library reports a wrong dtype)."""
     kind = getattr(getattr(t, "dtype", None), "kind", None)
     if kind in ("i", "u") and t.dtype.itemsize != 8 or kind == "u":
         return t.astype("int64")
@@ -210,50 +196,31 @@ def _int64(t):
 
 
 def _pairwise(op, boxes1, boxes2, *extra):
-    """One of the four IoU ops over [..., N, 4] x [..., M, 4] -> [..., N, M]
-    (torchvision 0.29's batched form; leading dimensions broadcast). [N, 4]
-    x [M, 4] is one call of the C op; a batch is one call per slice (the C
-    op is 2-D), stacked in the caller's framework, so autograd flows as
-    usual."""
-    boxes1 = _tensor(boxes1, op, "boxes1")
-    boxes2 = _tensor(boxes2, op, "boxes2")
+    """One of the four IoU ops over NumPy [..., N, 4] x [..., M, 4] ->
+    [..., N, M] (torchvision 0.29's batched form; leading dimensions
+    broadcast): one call of the 2-D C op per slice, stacked. On torch
+    tensors, _script._pairwise."""
+    import numpy as np
+
     if len(boxes1.shape) == 2 and len(boxes2.shape) == 2:
         return _call(op, boxes1, boxes2, *extra)
-    for name, b in (("boxes1", boxes1), ("boxes2", boxes2)):
-        if len(b.shape) < 2 or b.shape[-1] != 4:
-            raise VisionOpsValueError("%s: %s must have shape [..., %s, 4], got %s"
-                                      % (op, name, "N" if name == "boxes1" else "M",
-                                         list(b.shape)))
-    torch_in = _is_torch(boxes1) or _is_torch(boxes2)
-    if torch_in:
-        import torch as xp
-
-        broadcast = xp.broadcast_shapes
-    else:
-        import numpy as xp
-
-        broadcast = xp.broadcast_shapes
-    lead1, lead2 = tuple(boxes1.shape[:-2]), tuple(boxes2.shape[:-2])
-    try:
-        lead = tuple(broadcast(lead1, lead2))
-    except (RuntimeError, ValueError):
-        raise VisionOpsValueError("%s: the leading dimensions of boxes1 %s and boxes2 %s do not "
-                                  "broadcast" % (op, list(boxes1.shape), list(boxes2.shape))
-                                  ) from None
-    n, m = int(boxes1.shape[-2]), int(boxes2.shape[-2])
-    if torch_in:
-        b1 = boxes1.expand(lead + (n, 4)).reshape(-1, n, 4)
-        b2 = boxes2.expand(lead + (m, 4)).reshape(-1, m, 4)
-    else:
-        b1 = xp.broadcast_to(boxes1, lead + (n, 4)).reshape(-1, n, 4)
-        b2 = xp.broadcast_to(boxes2, lead + (m, 4)).reshape(-1, m, 4)
+    shape1, shape2 = [int(d) for d in boxes1.shape], [int(d) for d in boxes2.shape]
+    _checks.check_box_batch(op, "boxes1", shape1)
+    _checks.check_box_batch(op, "boxes2", shape2)
+    lead = tuple(_checks.broadcast_leading(op, shape1, shape2))
+    n, m = shape1[-2], shape2[-2]
+    b1 = np.broadcast_to(boxes1, lead + (n, 4)).reshape(-1, n, 4)
+    b2 = np.broadcast_to(boxes2, lead + (m, 4)).reshape(-1, m, 4)
     if b1.shape[0] == 0:
         # No slice to call: the C op still checks the dtypes on one empty pair.
         out = _call(op, b1.reshape(0, 4), b2.reshape(0, 4), *extra)
         return out.reshape(lead + (n, m))
     outs = [_call(op, b1[i], b2[i], *extra) for i in range(b1.shape[0])]
-    out = xp.stack(outs, 0) if torch_in else xp.stack(outs, axis=0)
-    return out.reshape(lead + (n, m))
+    return np.stack(outs, axis=0).reshape(lead + (n, m))
+
+
+def _box_pair(op, boxes1, boxes2):
+    return _tensor(boxes1, op, "boxes1"), _tensor(boxes2, op, "boxes2")
 
 
 @_fx_leaf
@@ -262,17 +229,13 @@ def box_iou(boxes1, boxes2, fmt="xyxy"):
     `fmt` ("xyxy", "xywh" or "cxcywh", as in newer torchvision) is the
     format of both box sets. Float64 boxes give float64, all others (float32,
     float16, bfloat16, integers) float32, as torchvision's upcasting."""
-    fmt = str(fmt).lower()
-    if fmt not in _BOX_FORMATS:
-        raise VisionOpsValueError("box_iou: fmt must be one of %s, got %r"
-                                  % (", ".join(_BOX_FORMATS), fmt))
+    fmt = _checks.box_format("box_iou", str(fmt))
+    boxes1, boxes2 = _box_pair("box_iou", boxes1, boxes2)
+    if _is_torch(boxes1) or _is_torch(boxes2):
+        return _script.box_iou(boxes1, boxes2, fmt)
     if fmt != "xyxy":
-        for name, b in (("boxes1", boxes1), ("boxes2", boxes2)):
-            b = _tensor(b, "box_iou", name)
-            if len(b.shape) < 2 or b.shape[-1] != 4:
-                raise VisionOpsValueError("box_iou: %s must have shape [..., %s, 4], got %s"
-                                          % (name, "N" if name == "boxes1" else "M",
-                                             list(b.shape)))
+        _checks.check_box_batch("box_iou", "boxes1", [int(d) for d in boxes1.shape])
+        _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape])
         boxes1, boxes2 = _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt)
     return _pairwise("box_iou", boxes1, boxes2)
 
@@ -280,63 +243,74 @@ def box_iou(boxes1, boxes2, fmt="xyxy"):
 @_fx_leaf
 def generalized_box_iou(boxes1, boxes2):
     """Pairwise generalized IoU of [..., N, 4] and [..., M, 4] boxes."""
+    boxes1, boxes2 = _box_pair("generalized_box_iou", boxes1, boxes2)
+    if _is_torch(boxes1) or _is_torch(boxes2):
+        return _script.generalized_box_iou(boxes1, boxes2)
     return _pairwise("generalized_box_iou", boxes1, boxes2)
 
 
 @_fx_leaf
 def distance_box_iou(boxes1, boxes2, eps=1e-7):
     """Pairwise distance IoU of [..., N, 4] and [..., M, 4] boxes."""
+    boxes1, boxes2 = _box_pair("distance_box_iou", boxes1, boxes2)
+    if _is_torch(boxes1) or _is_torch(boxes2):
+        return _script.distance_box_iou(boxes1, boxes2, float(eps))
     return _pairwise("distance_box_iou", boxes1, boxes2, float(eps))
 
 
 @_fx_leaf
 def complete_box_iou(boxes1, boxes2, eps=1e-7):
     """Pairwise complete IoU of [..., N, 4] and [..., M, 4] boxes."""
+    boxes1, boxes2 = _box_pair("complete_box_iou", boxes1, boxes2)
+    if _is_torch(boxes1) or _is_torch(boxes2):
+        return _script.complete_box_iou(boxes1, boxes2, float(eps))
     return _pairwise("complete_box_iou", boxes1, boxes2, float(eps))
 
 
 # ---------------------------------------------------------------- RoI ops
 
 
-def _rois(op, boxes):
-    """torchvision's box formats to a [K, 5] rois tensor: a [K, 5] tensor as
-    is, or a list of [L_i, 4] tensors (one per image) with the image index
-    prepended."""
+def _boxes(op, boxes):
+    """The boxes argument type-checked: a tensor, or a list of tensors (a
+    tuple becomes a list, as the typed torch path takes)."""
     if isinstance(boxes, (list, tuple)):
-        if not boxes:
-            raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a non-empty list of "
-                                      "[L, 4] tensors" % op)
         for i, b in enumerate(boxes):
             if not _is_tensor(b):
                 raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] "
                                          "tensors, got a %s whose item %d is %s"
                                          % (op, type(boxes).__name__, i, _describe(b)))
-            b = _tensor(b, op, "boxes[%d]" % i)
-            if len(b.shape) != 2 or b.shape[1] != 4:
-                raise VisionOpsValueError("%s: boxes: each tensor of the list must have shape "
-                                          "[L, 4], got %s" % (op, list(b.shape)))
-        if _is_torch(boxes):
-            import torch
-
-            return torch.cat([torch.cat([torch.full_like(b[:, :1], i), b], dim=1)
-                              for i, b in enumerate(boxes)], dim=0)
-        import numpy as np
-
-        return np.concatenate([np.concatenate([np.full_like(b[:, :1], i), b], axis=1)
-                               for i, b in enumerate(boxes)], axis=0)
+        return [_tensor(b, op, "boxes[%d]" % i) for i, b in enumerate(boxes)]
     if not _is_tensor(boxes):
         raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] tensors, "
                                  "got %s" % (op, _describe(boxes)))
-    boxes = _tensor(boxes, op, "boxes")
-    if len(boxes.shape) != 2 or boxes.shape[1] != 5:
-        raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a list of [L, 4] "
-                                  "tensors, got shape %s" % (op, list(boxes.shape)))
+    return _tensor(boxes, op, "boxes")
+
+
+def _rois(op, boxes):
+    """NumPy boxes (after _boxes) as a [K, 5] rois array: a [K, 5] array as
+    is, or a list of [L_i, 4] arrays with the image index prepended."""
+    import numpy as np
+
+    if isinstance(boxes, list):
+        _checks.check_box_list(op, [[int(d) for d in b.shape] for b in boxes])
+        return np.concatenate([np.concatenate([np.full_like(b[:, :1], i), b], axis=1)
+                               for i, b in enumerate(boxes)], axis=0)
+    _checks.check_rois(op, [int(d) for d in boxes.shape])
     return boxes
+
+
+def _roi_args(op, input, boxes):
+    """(input, boxes, on_torch) of a RoI op, type-checked."""
+    input = _tensor(input, op, "input")
+    boxes = _boxes(op, boxes)
+    return input, boxes, _is_torch(input) or _is_torch(boxes)
 
 
 @_fx_leaf
 def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
-    input = _tensor(input, "roi_align", "input")
+    input, boxes, on_torch = _roi_args("roi_align", input, boxes)
+    if on_torch:
+        return _script.roi_align(input, boxes, output_size, spatial_scale, sampling_ratio, aligned)
     ph, pw = _pair(output_size, "roi_align: output_size")
     return _call("roi_align", input, _rois("roi_align", boxes), float(spatial_scale), ph, pw,
                  int(sampling_ratio), bool(aligned))
@@ -344,7 +318,9 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
 
 @_fx_leaf
 def roi_pool(input, boxes, output_size, spatial_scale=1.0):
-    input = _tensor(input, "roi_pool", "input")
+    input, boxes, on_torch = _roi_args("roi_pool", input, boxes)
+    if on_torch:
+        return _script.roi_pool(input, boxes, output_size, spatial_scale)
     ph, pw = _pair(output_size, "roi_pool: output_size")
     out, _argmax = _call("roi_pool", input, _rois("roi_pool", boxes), float(spatial_scale), ph, pw)
     return out
@@ -352,7 +328,9 @@ def roi_pool(input, boxes, output_size, spatial_scale=1.0):
 
 @_fx_leaf
 def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
-    input = _tensor(input, "ps_roi_align", "input")
+    input, boxes, on_torch = _roi_args("ps_roi_align", input, boxes)
+    if on_torch:
+        return _script.ps_roi_align(input, boxes, output_size, spatial_scale, sampling_ratio)
     ph, pw = _pair(output_size, "ps_roi_align: output_size")
     out, _mapping = _call("ps_roi_align", input, _rois("ps_roi_align", boxes),
                           float(spatial_scale), ph, pw, int(sampling_ratio))
@@ -361,7 +339,9 @@ def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1
 
 @_fx_leaf
 def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0):
-    input = _tensor(input, "ps_roi_pool", "input")
+    input, boxes, on_torch = _roi_args("ps_roi_pool", input, boxes)
+    if on_torch:
+        return _script.ps_roi_pool(input, boxes, output_size, spatial_scale)
     ph, pw = _pair(output_size, "ps_roi_pool: output_size")
     out, _mapping = _call("ps_roi_pool", input, _rois("ps_roi_pool", boxes), float(spatial_scale),
                           ph, pw)
@@ -375,18 +355,19 @@ def multi_scale_roi_align(features, boxes, scales, output_size, sampling_ratio, 
     torchvision's LevelMapper assigns it (scales[i] is level i's stride
     reciprocal, e.g. 1/4, 1/8, ...)."""
     op = "multi_scale_roi_align"
-    ph, pw = _pair(output_size, "%s: output_size" % op)
     if _is_tensor(features) or not isinstance(features, (list, tuple)):
         raise VisionOpsTypeError("%s: features must be a list of [N, C, H, W] tensors, got %s"
                                  % (op, _describe(features)))
-    features = list(features)
-    if not features:
-        raise VisionOpsValueError("%s: features must be a non-empty list of [N, C, H, W] tensors"
-                                  % op)
-    for i, f in enumerate(features):
-        _tensor(f, op, "features[%d]" % i)
-    return _call(op, features, _rois(op, boxes), [float(s) for s in scales], ph, pw,
-                 int(sampling_ratio), int(canonical_scale), int(canonical_level), bool(aligned))
+    features = [_tensor(f, op, "features[%d]" % i) for i, f in enumerate(features)]
+    boxes = _boxes(op, boxes)
+    scales = [float(s) for s in scales]
+    if _is_torch(features) or _is_torch(boxes):
+        return _script.multi_scale_roi_align(features, boxes, scales, output_size, sampling_ratio,
+                                             canonical_scale, canonical_level, aligned)
+    ph, pw = _pair(output_size, "%s: output_size" % op)
+    _checks.check_features(op, len(features))
+    return _call(op, features, _rois(op, boxes), scales, ph, pw, int(sampling_ratio),
+                 int(canonical_scale), int(canonical_level), bool(aligned))
 
 
 # ------------------------------------------------------------ deform_conv2d
@@ -403,41 +384,14 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
         _tensor(bias, op, "bias")
     if mask is not None:
         _tensor(mask, op, "mask")
+    if _is_torch(input) or _is_torch(offset) or _is_torch(weight):
+        return _script.deform_conv2d(input, offset, weight, bias, stride, padding, dilation, mask)
     stride_h, stride_w = _pair(stride, "%s: stride" % op)
     pad_h, pad_w = _pair(padding, "%s: padding" % op)
     dil_h, dil_w = _pair(dilation, "%s: dilation" % op)
-    for name, t in (("input", input), ("offset", offset), ("weight", weight)):
-        if len(t.shape) != 4:
-            raise VisionOpsValueError("%s: %s must be 4-d, got shape %s" % (op, name,
-                                                                           list(t.shape)))
-    kh, kw = int(weight.shape[2]), int(weight.shape[3])
-    if weight.shape[1] == 0 or kh * kw == 0:
-        raise VisionOpsValueError("%s: weight has an empty dimension: %s" % (op, list(weight.shape)))
-    # torchvision derives groups and offset_groups from the shapes; say which
-    # shape is wrong rather than reporting a derived value the caller never
-    # passed.
-    c_in, c_per_group, c_off = int(input.shape[1]), int(weight.shape[1]), int(offset.shape[1])
-    c_out = int(weight.shape[0])
-    if c_in % c_per_group != 0:
-        raise VisionOpsValueError(
-            "%s: weight has %d input channels per group (weight.shape[1]), which does not divide "
-            "the input's %d channels" % (op, c_per_group, c_in))
-    groups = c_in // c_per_group
-    if c_out % groups != 0:
-        raise VisionOpsValueError(
-            "%s: weight has %d output channels, not divisible by the %d groups that input's %d "
-            "channels / weight.shape[1] = %d make" % (op, c_out, groups, c_in, c_per_group))
-    if c_off == 0 or c_off % (2 * kh * kw) != 0:
-        raise VisionOpsValueError(
-            "%s: offset has %d channels; it must have 2 * offset_groups * kernel_h * kernel_w "
-            "channels, a positive multiple of 2 * %d * %d = %d (weight %s)"
-            % (op, c_off, kh, kw, 2 * kh * kw, list(weight.shape)))
-    offset_groups = c_off // (2 * kh * kw)
-    if c_in % offset_groups != 0:
-        raise VisionOpsValueError(
-            "%s: offset has %d channels = 2 * %d offset groups * %d * %d, and %d offset groups do "
-            "not divide the input's %d channels" % (op, c_off, offset_groups, kh, kw,
-                                                    offset_groups, c_in))
+    groups, offset_groups = _checks.deform_groups(
+        [int(d) for d in input.shape], [int(d) for d in offset.shape],
+        [int(d) for d in weight.shape])
     return _call(op, input, weight, offset, mask, bias, stride_h, stride_w, pad_h,
                  pad_w, dil_h, dil_w, groups, offset_groups, mask is not None)
 
@@ -449,43 +403,39 @@ def _infer_scale(feature_size, original_size):
     # torchvision: 2 ** round(log2(feature / image)), computed in float32.
     import numpy as np
 
-    scales = [2.0 ** float(np.round(np.log2(np.float32(float(s1) / float(s2)))))
-              for s1, s2 in zip(feature_size, original_size)]
-    return scales[0]
+    log2 = float(np.round(np.log2(np.float32(float(feature_size[0]) / float(original_size[0])))))
+    _checks.check_level(log2, [int(d) for d in feature_size], original_size[0], original_size[1])
+    return 2.0 ** log2
 
 
 # MultiScaleRoIAlign's forward in three fx leaves (a dict and a list of
-# image sizes cannot be traced through).
+# image sizes cannot be traced through); on torch tensors (and in scripts)
+# the helpers are _script's.
 @_fx_leaf
 def _select_features(x, featmap_names):
     if not isinstance(x, dict):
         raise VisionOpsTypeError("MultiScaleRoIAlign: x must be a dict of feature maps, got %s"
                                  % _describe(x))
     features = [v for k, v in x.items() if k in featmap_names]
-    if not features:
-        raise VisionOpsValueError("MultiScaleRoIAlign: none of the feature maps %r is in x"
-                                  % (list(featmap_names),))
+    _checks.check_features_found(len(features), list(featmap_names))
     return features
 
 
 @_fx_leaf
 def _pyramid_scales(features, image_shapes):
-    if not image_shapes:
-        raise VisionOpsValueError("MultiScaleRoIAlign: image_shapes must not be empty")
+    if _is_torch(features):
+        return _script._pyramid_scales(features, [(int(h), int(w)) for h, w in image_shapes])
+    _checks.check_image_shapes(len(image_shapes))
     max_h = max(s[0] for s in image_shapes)
     max_w = max(s[1] for s in image_shapes)
-    scales = [_infer_scale(f.shape[-2:], (max_h, max_w)) for f in features]
-    for s in scales:
-        if not (s > 0 and math.log2(s) == int(math.log2(s))):
-            raise VisionOpsValueError("MultiScaleRoIAlign: inferred scale %g is not a power of 2"
-                                      % s)
-    return scales
+    return [_infer_scale(f.shape[-2:], (max_h, max_w)) for f in features]
 
 
 class _MultiScaleRoIAlignBase:
     """torchvision.ops.MultiScaleRoIAlign: pools each box of each image from
     the pyramid level that fits its size. Call it with a dict of feature
-    maps, a list of [L_i, 4] boxes per image, and the images' (h, w)."""
+    maps, a list of [L_i, 4] boxes per image, and the images' (h, w). The
+    level scales are inferred on every call (and kept in .scales)."""
 
     def _setup(self, featmap_names, output_size, sampling_ratio, canonical_scale, canonical_level):
         if isinstance(output_size, int):
@@ -497,23 +447,19 @@ class _MultiScaleRoIAlignBase:
         self.canonical_level = canonical_level
         self.scales = None
 
-    def _forward(self, x, boxes, image_shapes):
-        features = _select_features(x, self.featmap_names)
-        self.scales = _pyramid_scales(features, image_shapes)
-        return multi_scale_roi_align(features, boxes, self.scales, self.output_size,
-                                     self.sampling_ratio, self.canonical_scale,
-                                     self.canonical_level, False)
-
     def __repr__(self):
         return "%s(featmap_names=%s, output_size=%s, sampling_ratio=%s)" % (
             type(self).__name__, self.featmap_names, self.output_size, self.sampling_ratio)
 
 
-try:
-    import torch.nn as _nn
+if _nn is not None:
+    from typing import Dict, List, Optional, Tuple, Union
+
+    from torch import Tensor
 
     class MultiScaleRoIAlign(_nn.Module, _MultiScaleRoIAlignBase):
         __doc__ = _MultiScaleRoIAlignBase.__doc__
+        __annotations__ = {"scales": Optional[List[float]]}
 
         def __init__(self, featmap_names, output_size, sampling_ratio, *, canonical_scale=224,
                      canonical_level=4):
@@ -521,12 +467,18 @@ try:
             self._setup(featmap_names, output_size, sampling_ratio, canonical_scale,
                         canonical_level)
 
-        def forward(self, x, boxes, image_shapes):
-            return self._forward(x, boxes, image_shapes)
+        def forward(self, x: Dict[str, Tensor], boxes: List[Tensor],
+                    image_shapes: List[Tuple[int, int]]) -> Tensor:
+            features = _select_features(x, self.featmap_names)
+            scales = _pyramid_scales(features, image_shapes)
+            self.scales = scales
+            return multi_scale_roi_align(features, boxes, scales, self.output_size,
+                                         self.sampling_ratio, self.canonical_scale,
+                                         self.canonical_level, False)
 
         __repr__ = _MultiScaleRoIAlignBase.__repr__
 
-except ImportError:  # NumPy only
+else:  # NumPy only
 
     class MultiScaleRoIAlign(_MultiScaleRoIAlignBase):
         __doc__ = _MultiScaleRoIAlignBase.__doc__
@@ -537,7 +489,11 @@ except ImportError:  # NumPy only
                         canonical_level)
 
         def __call__(self, x, boxes, image_shapes):
-            return self._forward(x, boxes, image_shapes)
+            features = _select_features(x, self.featmap_names)
+            self.scales = _pyramid_scales(features, image_shapes)
+            return multi_scale_roi_align(features, boxes, self.scales, self.output_size,
+                                         self.sampling_ratio, self.canonical_scale,
+                                         self.canonical_level, False)
 
 
 # ---------------------------------------------------- torchvision's modules
@@ -545,12 +501,6 @@ except ImportError:  # NumPy only
 # RoIAlign, RoIPool, PSRoIAlign, PSRoIPool and DeformConv2d with
 # torchvision.ops' constructors, attributes, parameter names (state_dict
 # keys), initialisation and repr, calling the functions above.
-
-try:
-    import torch as _torch
-    import torch.nn as _nn
-except ImportError:  # NumPy only: the modules need torch.nn
-    _torch = _nn = None
 
 
 def _needs_torch(name):
@@ -565,6 +515,8 @@ if _nn is not None:
     class RoIAlign(_nn.Module):
         """torchvision.ops.RoIAlign: see roi_align."""
 
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
+
         def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=False):
             super().__init__()
             self.output_size = output_size
@@ -572,7 +524,7 @@ if _nn is not None:
             self.sampling_ratio = sampling_ratio
             self.aligned = aligned
 
-        def forward(self, input, rois):
+        def forward(self, input: Tensor, rois: Union[Tensor, List[Tensor]]) -> Tensor:
             return roi_align(input, rois, self.output_size, self.spatial_scale,
                              self.sampling_ratio, self.aligned)
 
@@ -584,12 +536,14 @@ if _nn is not None:
     class RoIPool(_nn.Module):
         """torchvision.ops.RoIPool: see roi_pool."""
 
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
+
         def __init__(self, output_size, spatial_scale):
             super().__init__()
             self.output_size = output_size
             self.spatial_scale = spatial_scale
 
-        def forward(self, input, rois):
+        def forward(self, input: Tensor, rois: Union[Tensor, List[Tensor]]) -> Tensor:
             return roi_pool(input, rois, self.output_size, self.spatial_scale)
 
         def __repr__(self):
@@ -599,13 +553,15 @@ if _nn is not None:
     class PSRoIAlign(_nn.Module):
         """torchvision.ops.PSRoIAlign: see ps_roi_align."""
 
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
+
         def __init__(self, output_size, spatial_scale, sampling_ratio):
             super().__init__()
             self.output_size = output_size
             self.spatial_scale = spatial_scale
             self.sampling_ratio = sampling_ratio
 
-        def forward(self, input, rois):
+        def forward(self, input: Tensor, rois: Union[Tensor, List[Tensor]]) -> Tensor:
             return ps_roi_align(input, rois, self.output_size, self.spatial_scale,
                                 self.sampling_ratio)
 
@@ -616,12 +572,14 @@ if _nn is not None:
     class PSRoIPool(_nn.Module):
         """torchvision.ops.PSRoIPool: see ps_roi_pool."""
 
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
+
         def __init__(self, output_size, spatial_scale):
             super().__init__()
             self.output_size = output_size
             self.spatial_scale = spatial_scale
 
-        def forward(self, input, rois):
+        def forward(self, input: Tensor, rois: Union[Tensor, List[Tensor]]) -> Tensor:
             return ps_roi_pool(input, rois, self.output_size, self.spatial_scale)
 
         def __repr__(self):
@@ -666,7 +624,7 @@ if _nn is not None:
                 bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
                 _nn.init.uniform_(self.bias, -bound, bound)
 
-        def forward(self, input, offset, mask=None):
+        def forward(self, input: Tensor, offset: Tensor, mask: Optional[Tensor] = None) -> Tensor:
             return deform_conv2d(input, offset, self.weight, self.bias, stride=self.stride,
                                  padding=self.padding, dilation=self.dilation, mask=mask)
 
@@ -693,7 +651,8 @@ else:
 
 # torch.fx: the functions are leaves (see _fx_leaf); registering the names
 # with torch.fx.wrap too makes the modules' calls above leaves by fx's own
-# mechanism. It must run at module level.
+# mechanism. It must run at module level. TorchScript: each compiles as its
+# typed twin in _script.py.
 _FX_LEAVES = ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
               "complete_box_iou", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
               "multi_scale_roi_align", "deform_conv2d")
@@ -702,4 +661,7 @@ if _torch is not None:
 
     for _name in _FX_LEAVES:
         _fx.wrap(_name)
+        _scriptable(globals()[_name], getattr(_script, _name))
+    _scriptable(_select_features, _script._select_features)
+    _scriptable(_pyramid_scales, _script._pyramid_scales)
     del _name

@@ -9,10 +9,10 @@ torchvision.ops.boxes and torchvision.ops.poolers, whose own helpers call
 them). What the suite tests that visionops deliberately does differently is
 marked xfail(strict=True) with the README's reason, so the run fails on
 anything else, and also when a documented difference stops being one.
-Tests of quantized tensors and of TorchScript compilation of the Python
-wrappers are deselected (the next issue); the gradient checks that also
-script a wrapper (or a function calling one) run with torch.jit.script
-passing callables through unchanged (counted in the summary)."""
+Tests of quantized tensors are deselected (the next issue). The suite's
+TorchScript tests (torch.jit.script of the functions, of the modules, and
+of test functions calling them) run as they are: visionops' functions
+script as their typed torch implementations (visionops/_script.py)."""
 import functools
 
 import pytest
@@ -23,15 +23,6 @@ DESELECT = {
     "TestRoIAlign::test_qroialign": "quantized tensors (next issue)",
     "TestRoIAlign::test_qroi_align_multiple_images": "quantized tensors (next issue)",
     "TestNMS::test_qnms": "quantized tensors (next issue)",
-    # TorchScript compilation of the Python wrappers: the next issue
-    "TestRoiPool::test_jit_boxes_list": "TorchScript of the Python wrappers (next issue)",
-    "TestRoIAlign::test_jit_boxes_list": "TorchScript of the Python wrappers (next issue)",
-    "TestDeformConv::test_forward_scriptability": "TorchScript of the Python wrappers "
-                                                  "(next issue)",
-    "TestBoxIou::test_iou_jit": "TorchScript of the Python wrappers (next issue)",
-    "TestGeneralizedBoxIou::test_iou_jit": "TorchScript of the Python wrappers (next issue)",
-    "TestDistanceBoxIoU::test_iou_jit": "TorchScript of the Python wrappers (next issue)",
-    "TestCompleteBoxIou::test_iou_jit": "TorchScript of the Python wrappers (next issue)",
 }
 
 # test ids -> the README's deliberate difference they run into
@@ -48,16 +39,14 @@ XFAIL = {
                                         "visionops' own (the test matches torchvision's wording)",
 }
 
-# Tests whose gradient checks also torch.jit.script a wrapper (or a function
-# calling one): they run with torch.jit.script passing callables through.
-JIT_PASSTHROUGH = ("::test_backward",)
-
 _REPLACED = []
-_STATS = {"jit_passthrough": 0, "deselected": {}, "calls": {}}
+_STATS = {"deselected": {}, "calls": {}}
 
 
 def _counted(name, fn):
-    """fn, counting its calls (the summary shows the suite reached visionops)."""
+    """fn, counting its calls (the summary shows the suite reached visionops).
+    functools.wraps copies fn's attributes, among them the ones that make
+    torch.jit.script compile visionops' typed twin of fn (uncounted)."""
 
     @functools.wraps(fn)
     def counted(*args, **kwargs):
@@ -68,7 +57,6 @@ def _counted(name, fn):
 
 
 def _replace_ops():
-    import torch
     import torchvision.ops as tv_ops
     import torchvision.ops.boxes as tv_boxes
     import torchvision.ops.poolers as tv_poolers
@@ -87,28 +75,10 @@ def _replace_ops():
             if hasattr(module, name):
                 setattr(module, name, ours)
                 _REPLACED.append("%s.%s" % (module.__name__, name))
-    return torch, visionops
-
-
-def _jit_passthrough(torch):
-    """torch.jit.script as the identity: inside the gradient-check tests that
-    also script a visionops wrapper (or a test function calling one), the
-    Python callable runs instead (TorchScript of the wrappers is the next
-    issue); each pass-through is counted."""
-    real = torch.jit.script
-
-    @functools.wraps(real)
-    def script(obj, *args, **kwargs):
-        _STATS["jit_passthrough"] += 1
-        return obj
-
-    return real, script
 
 
 def pytest_configure(config):
-    torch, _ = _replace_ops()
-    config._visionops_jit = _jit_passthrough(torch)
-    config._visionops_torch = torch
+    _replace_ops()
 
 
 def _key(item):
@@ -133,14 +103,6 @@ def pytest_collection_modifyitems(config, items):
     items[:] = kept
 
 
-@pytest.fixture(autouse=True)
-def _visionops_jit_scripting(request, monkeypatch):
-    if any(request.node.nodeid.split("[")[0].endswith(s) for s in JIT_PASSTHROUGH):
-        real, script = request.config._visionops_jit
-        monkeypatch.setattr(request.config._visionops_torch.jit, "script", script)
-    yield
-
-
 def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
     tr.section("visionops in place of torchvision.ops")
@@ -149,5 +111,3 @@ def pytest_terminal_summary(terminalreporter):
         "%s %d" % kv for kv in sorted(_STATS["calls"].items())))
     for reason, n in sorted(_STATS["deselected"].items()):
         tr.write_line("deselected %d: %s" % (n, reason))
-    tr.write_line("torch.jit.script passed %d callables through unchanged in the gradient checks "
-                  "(TorchScript of the Python wrappers: next issue)" % _STATS["jit_passthrough"])

@@ -1,0 +1,135 @@
+"""Argument checks the C library cannot make itself (it sees rois, not the
+caller's list of boxes; it takes groups, which torchvision derives from
+shapes), on shapes as List[int]. Written in TorchScript's subset of Python
+and free of torch, so the NumPy path (ops.py), the eager torch path and the
+scripted torch path (_script.py) share one copy of each check and message."""
+from typing import List, Tuple
+
+from ._C import VisionOpsValueError
+
+def pair(what: str, value: List[int]) -> Tuple[int, int]:
+    """An int or a one- or two-element sequence of ints as (h, w); `value`
+    is typed as TorchScript's BroadcastingList2[int] arrives (a list), and
+    eager callers may pass an int."""
+    if not isinstance(value, (list, tuple)):
+        v = int(value)
+        return v, v
+    if len(value) == 1:
+        return int(value[0]), int(value[0])
+    if len(value) != 2:
+        raise VisionOpsValueError("%s must be an int or a pair of ints, got %s" % (what, value))
+    return int(value[0]), int(value[1])
+
+
+def check_box_list(op: str, shapes: List[List[int]]) -> None:
+    """boxes given as a list of [L_i, 4] tensors, one per image."""
+    if len(shapes) == 0:
+        raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a non-empty list of "
+                                  "[L, 4] tensors" % op)
+    for shape in shapes:
+        if len(shape) != 2 or shape[1] != 4:
+            raise VisionOpsValueError("%s: boxes: each tensor of the list must have shape [L, 4], "
+                                      "got %s" % (op, shape))
+
+
+def check_rois(op: str, shape: List[int]) -> None:
+    """boxes given as one [K, 5] tensor (image index, x1, y1, x2, y2)."""
+    if len(shape) != 2 or shape[1] != 5:
+        raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a list of [L, 4] "
+                                  "tensors, got shape %s" % (op, shape))
+
+
+def box_format(op: str, fmt: str) -> str:
+    """fmt lower-cased: "xyxy", "xywh" or "cxcywh" (torchvision's formats)."""
+    lowered = fmt.lower()
+    if lowered != "xyxy" and lowered != "xywh" and lowered != "cxcywh":
+        raise VisionOpsValueError("%s: fmt must be one of xyxy, xywh, cxcywh, got '%s'"
+                                  % (op, fmt))
+    return lowered
+
+
+def check_box_batch(op: str, name: str, shape: List[int]) -> None:
+    """[..., N, 4] boxes (boxes1 has N, boxes2 M) of the pairwise IoU ops."""
+    if len(shape) < 2 or shape[-1] != 4:
+        raise VisionOpsValueError("%s: %s must have shape [..., %s, 4], got %s"
+                                  % (op, name, "N" if name == "boxes1" else "M", shape))
+
+
+def broadcast_leading(op: str, shape1: List[int], shape2: List[int]) -> List[int]:
+    """The broadcast of the leading dimensions of [..., N, 4] and [..., M, 4]."""
+    lead1, lead2 = shape1[:-2], shape2[:-2]
+    n = max(len(lead1), len(lead2))
+    lead1 = [1] * (n - len(lead1)) + lead1
+    lead2 = [1] * (n - len(lead2)) + lead2
+    lead: List[int] = []
+    for a, b in zip(lead1, lead2):
+        if a != b and a != 1 and b != 1:
+            raise VisionOpsValueError("%s: the leading dimensions of boxes1 %s and boxes2 %s do "
+                                      "not broadcast" % (op, shape1, shape2))
+        lead.append(b if a == 1 else a)
+    return lead
+
+
+def deform_groups(input_shape: List[int], offset_shape: List[int],
+                  weight_shape: List[int]) -> Tuple[int, int]:
+    """(groups, offset_groups) of deform_conv2d, derived from the shapes as
+    torchvision does; an error names the shape that is wrong rather than a
+    derived value the caller never passed."""
+    op = "deform_conv2d"
+    for name, shape in (("input", input_shape), ("offset", offset_shape),
+                        ("weight", weight_shape)):
+        if len(shape) != 4:
+            raise VisionOpsValueError("%s: %s must be 4-d, got shape %s" % (op, name, shape))
+    kh, kw = weight_shape[2], weight_shape[3]
+    if weight_shape[1] == 0 or kh * kw == 0:
+        raise VisionOpsValueError("%s: weight has an empty dimension: %s" % (op, weight_shape))
+    c_in, c_per_group, c_off = input_shape[1], weight_shape[1], offset_shape[1]
+    c_out = weight_shape[0]
+    if c_in % c_per_group != 0:
+        raise VisionOpsValueError(
+            "%s: weight has %d input channels per group (weight.shape[1]), which does not divide "
+            "the input's %d channels" % (op, c_per_group, c_in))
+    groups = c_in // c_per_group
+    if c_out % groups != 0:
+        raise VisionOpsValueError(
+            "%s: weight has %d output channels, not divisible by the %d groups that input's %d "
+            "channels / weight.shape[1] = %d make" % (op, c_out, groups, c_in, c_per_group))
+    if c_off == 0 or c_off % (2 * kh * kw) != 0:
+        raise VisionOpsValueError(
+            "%s: offset has %d channels; it must have 2 * offset_groups * kernel_h * kernel_w "
+            "channels, a positive multiple of 2 * %d * %d = %d (weight %s)"
+            % (op, c_off, kh, kw, 2 * kh * kw, weight_shape))
+    offset_groups = c_off // (2 * kh * kw)
+    if c_in % offset_groups != 0:
+        raise VisionOpsValueError(
+            "%s: offset has %d channels = 2 * %d offset groups * %d * %d, and %d offset groups do "
+            "not divide the input's %d channels" % (op, c_off, offset_groups, kh, kw,
+                                                    offset_groups, c_in))
+    return groups, offset_groups
+
+
+def check_features(op: str, count: int) -> None:
+    if count == 0:
+        raise VisionOpsValueError("%s: features must be a non-empty list of [N, C, H, W] tensors"
+                                  % op)
+
+
+def check_features_found(count: int, featmap_names: List[str]) -> None:
+    if count == 0:
+        # Python's repr of the list, which TorchScript's str() of a List[str] is not
+        names = "[" + ", ".join(["'" + name + "'" for name in featmap_names]) + "]"
+        raise VisionOpsValueError("MultiScaleRoIAlign: none of the feature maps %s is in x"
+                                  % names)
+
+
+def check_level(log2_scale: float, feature_shape: List[int], height: int, width: int) -> None:
+    """An inferred level log2 scale: finite (not from an empty map)."""
+    if not abs(log2_scale) < 1000.0:
+        raise VisionOpsValueError("MultiScaleRoIAlign: the inferred scale of a %s feature map for "
+                                  "%d x %d images is not a power of 2"
+                                  % (feature_shape, height, width))
+
+
+def check_image_shapes(count: int) -> None:
+    if count == 0:
+        raise VisionOpsValueError("MultiScaleRoIAlign: image_shapes must not be empty")

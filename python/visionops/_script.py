@@ -1,0 +1,207 @@
+"""The torch path of visionops' public functions, typed in TorchScript's
+subset of Python with torchvision's signatures (boxes as Tensor or
+List[Tensor], output_size as BroadcastingList2[int], the same defaults).
+The public functions in ops.py call these on torch tensors; torch.jit.script
+compiles them in place of the public functions (see ops._scriptable), lazily,
+the first time a script needs one; torch.compile traces them. They call the
+registered operators (torch.ops.visionops.*) directly."""
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch.jit.annotations import BroadcastingList2
+
+from . import torch as _registered  # noqa: F401  (registers torch.ops.visionops.*)
+from ._checks import (box_format, broadcast_leading, check_box_batch, check_box_list,
+                      check_features, check_features_found, check_image_shapes, check_level,
+                      check_rois, deform_groups, pair)
+
+# ---------------------------------------------------------------- box ops
+
+
+def nms(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
+    return torch.ops.visionops.nms_kept(boxes, scores, float(iou_threshold))
+
+
+def _int64(t: Tensor) -> Tensor:
+    """Integer tensors of another width widened to int64; anything else as is
+    (the library reports a wrong dtype)."""
+    if not t.is_floating_point() and not t.is_complex() and t.dtype != torch.int64 \
+            and t.dtype != torch.bool:
+        return t.to(torch.int64)
+    return t
+
+
+def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float) -> Tensor:
+    if boxes.numel() == 0:
+        return torch.empty((0,), dtype=torch.int64, device=boxes.device)
+    return torch.ops.visionops.batched_nms_kept(boxes, scores, _int64(idxs), float(iou_threshold))
+
+
+def _to_xyxy(boxes: Tensor, fmt: str) -> Tensor:
+    if fmt == "xyxy":
+        return boxes
+    a, b, c, d = boxes[..., 0], boxes[..., 1], boxes[..., 2], boxes[..., 3]
+    if fmt == "xywh":
+        return torch.stack([a, b, a + c, b + d], dim=-1)
+    return torch.stack([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d], dim=-1)
+
+
+def _iou_op(op: str, boxes1: Tensor, boxes2: Tensor, eps: float) -> Tensor:
+    """One call of a 2-D IoU op."""
+    if op == "box_iou":
+        return torch.ops.visionops.box_iou(boxes1, boxes2)
+    if op == "generalized_box_iou":
+        return torch.ops.visionops.generalized_box_iou(boxes1, boxes2)
+    if op == "distance_box_iou":
+        return torch.ops.visionops.distance_box_iou(boxes1, boxes2, eps)
+    return torch.ops.visionops.complete_box_iou(boxes1, boxes2, eps)
+
+
+def _pairwise(op: str, boxes1: Tensor, boxes2: Tensor, eps: float) -> Tensor:
+    """[..., N, 4] x [..., M, 4] -> [..., N, M] (leading dimensions
+    broadcast): one call of the 2-D op per slice, stacked, so autograd flows
+    as usual."""
+    if boxes1.dim() == 2 and boxes2.dim() == 2:
+        return _iou_op(op, boxes1, boxes2, eps)
+    check_box_batch(op, "boxes1", list(boxes1.shape))
+    check_box_batch(op, "boxes2", list(boxes2.shape))
+    lead = broadcast_leading(op, list(boxes1.shape), list(boxes2.shape))
+    n, m = boxes1.shape[-2], boxes2.shape[-2]
+    b1 = boxes1.expand(lead + [n, 4]).reshape(-1, n, 4)
+    b2 = boxes2.expand(lead + [m, 4]).reshape(-1, m, 4)
+    if b1.shape[0] == 0:
+        # No slice to call: the op still checks the dtypes on one empty pair.
+        return _iou_op(op, b1.reshape(0, 4), b2.reshape(0, 4), eps).reshape(lead + [n, m])
+    outs = [_iou_op(op, b1[i], b2[i], eps) for i in range(b1.shape[0])]
+    return torch.stack(outs, 0).reshape(lead + [n, m])
+
+
+def box_iou(boxes1: Tensor, boxes2: Tensor, fmt: str = "xyxy") -> Tensor:
+    fmt = box_format("box_iou", fmt)
+    if fmt != "xyxy":
+        check_box_batch("box_iou", "boxes1", list(boxes1.shape))
+        check_box_batch("box_iou", "boxes2", list(boxes2.shape))
+        boxes1, boxes2 = _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt)
+    return _pairwise("box_iou", boxes1, boxes2, 0.0)
+
+
+def generalized_box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
+    return _pairwise("generalized_box_iou", boxes1, boxes2, 0.0)
+
+
+def distance_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
+    return _pairwise("distance_box_iou", boxes1, boxes2, float(eps))
+
+
+def complete_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
+    return _pairwise("complete_box_iou", boxes1, boxes2, float(eps))
+
+
+# ---------------------------------------------------------------- RoI ops
+
+
+def _rois(op: str, boxes: Union[Tensor, List[Tensor]]) -> Tensor:
+    """A [K, 5] rois tensor as is; a list of [L_i, 4] tensors (one per
+    image) with the image index prepended."""
+    if isinstance(boxes, torch.Tensor):
+        check_rois(op, list(boxes.shape))
+        return boxes
+    check_box_list(op, [list(b.shape) for b in boxes])
+    return torch.cat([torch.cat([torch.full_like(b[:, :1], i), b], dim=1)
+                      for i, b in enumerate(boxes)], dim=0)
+
+
+def roi_align(input: Tensor, boxes: Union[Tensor, List[Tensor]],
+              output_size: BroadcastingList2[int], spatial_scale: float = 1.0,
+              sampling_ratio: int = -1, aligned: bool = False) -> Tensor:
+    ph, pw = pair("roi_align: output_size", output_size)
+    return torch.ops.visionops.roi_align(input, _rois("roi_align", boxes), float(spatial_scale),
+                                         ph, pw, int(sampling_ratio), bool(aligned))
+
+
+def roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],
+             output_size: BroadcastingList2[int], spatial_scale: float = 1.0) -> Tensor:
+    ph, pw = pair("roi_pool: output_size", output_size)
+    out, _ = torch.ops.visionops.roi_pool(input, _rois("roi_pool", boxes), float(spatial_scale),
+                                          ph, pw)
+    return out
+
+
+def ps_roi_align(input: Tensor, boxes: Union[Tensor, List[Tensor]],
+                 output_size: BroadcastingList2[int], spatial_scale: float = 1.0,
+                 sampling_ratio: int = -1) -> Tensor:
+    ph, pw = pair("ps_roi_align: output_size", output_size)
+    out, _ = torch.ops.visionops.ps_roi_align(input, _rois("ps_roi_align", boxes),
+                                              float(spatial_scale), ph, pw, int(sampling_ratio))
+    return out
+
+
+def ps_roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],
+                output_size: BroadcastingList2[int], spatial_scale: float = 1.0) -> Tensor:
+    ph, pw = pair("ps_roi_pool: output_size", output_size)
+    out, _ = torch.ops.visionops.ps_roi_pool(input, _rois("ps_roi_pool", boxes),
+                                             float(spatial_scale), ph, pw)
+    return out
+
+
+def multi_scale_roi_align(features: List[Tensor], boxes: Union[Tensor, List[Tensor]],
+                          scales: List[float], output_size: BroadcastingList2[int],
+                          sampling_ratio: int, canonical_scale: int = 224,
+                          canonical_level: int = 4, aligned: bool = False) -> Tensor:
+    op = "multi_scale_roi_align"
+    ph, pw = pair("multi_scale_roi_align: output_size", output_size)
+    check_features(op, len(features))
+    return torch.ops.visionops.multi_scale_roi_align(
+        features, _rois(op, boxes), [float(s) for s in scales], ph, pw, int(sampling_ratio),
+        int(canonical_scale), int(canonical_level), bool(aligned))
+
+
+# ------------------------------------------------------------ deform_conv2d
+
+
+def deform_conv2d(input: Tensor, offset: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+                  stride: Tuple[int, int] = (1, 1), padding: Tuple[int, int] = (0, 0),
+                  dilation: Tuple[int, int] = (1, 1), mask: Optional[Tensor] = None) -> Tensor:
+    stride_h, stride_w = pair("deform_conv2d: stride", stride)
+    pad_h, pad_w = pair("deform_conv2d: padding", padding)
+    dil_h, dil_w = pair("deform_conv2d: dilation", dilation)
+    groups, offset_groups = deform_groups(list(input.shape), list(offset.shape),
+                                          list(weight.shape))
+    return torch.ops.visionops.deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w,
+                                             pad_h, pad_w, dil_h, dil_w, groups, offset_groups,
+                                             mask is not None)
+
+
+# ------------------------------------------------------- MultiScaleRoIAlign
+#
+# The helpers of MultiScaleRoIAlign.forward (named as their ops.py twins:
+# torch.jit.script gives the compiled function the public one's name).
+
+
+def _select_features(x: Dict[str, Tensor], featmap_names: List[str]) -> List[Tensor]:
+    """The maps of x named in featmap_names, in x's order (torchvision's)."""
+    features: List[Tensor] = []
+    for k, v in x.items():
+        if k in featmap_names:
+            features.append(v)
+    check_features_found(len(features), featmap_names)
+    return features
+
+
+def _pyramid_scales(features: List[Tensor], image_shapes: List[Tuple[int, int]]) -> List[float]:
+    """Each level's scale, 2 ** round(log2(feature height / largest image
+    height)) in float32, as torchvision infers it."""
+    check_image_shapes(len(image_shapes))
+    max_h = 0
+    max_w = 0
+    for shape in image_shapes:
+        max_h = max(shape[0], max_h)
+        max_w = max(shape[1], max_w)
+    scales: List[float] = []
+    for f in features:
+        ratio = float(f.shape[-2]) / float(max_h)
+        log2 = float(torch.tensor(ratio, dtype=torch.float32).log2().round())
+        check_level(log2, list(f.shape), max_h, max_w)
+        scales.append(2.0 ** log2)
+    return scales
