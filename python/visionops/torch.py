@@ -214,68 +214,290 @@ def _backward_args(schema, bschema, args, outs, grad):
     return result
 
 
-def _make_autograd(schema):
+# The kernels are torch.autograd.Functions, with forward(ctx, ...) in torch
+# 1.13 and forward plus setup_context in torch >= 2. torch.func's transforms
+# (grad, jacrev, jacfwd, vmap) reach an op's Autograd kernel with the tensors
+# of one transform level, where autograd.Function.apply refuses to run (it
+# would hand the Function to torch.func's custom_function_call, which has no
+# kernel below the transform: the reason torch.library.register_autograd and
+# custom_op fail under torch.func too). There the kernel applies the same
+# Function as a single-level function, as torch.func itself does for each
+# level; its forward runs the op below this level's autograd with grad mode
+# on, so outer levels (jacrev over grad) record it. vmap never reaches the
+# Autograd key: the op is batched first (torch's per-sample loop fallback),
+# and forward, backward and jvp run on per-sample tensors.
+_FUNC_STYLE = hasattr(torch, "func")
+if _FUNC_STYLE:
+    from torch._C._functorch import (get_single_level_autograd_function_allowed,
+                                     set_single_level_autograd_function_allowed)
+    from torch.autograd.forward_ad import _set_fwd_grad_enabled
+    from torch.autograd.function import _SingleLevelFunction
+
+
+class _SingleLevelAllowed:
+    def __enter__(self):
+        self._prev = get_single_level_autograd_function_allowed()
+        set_single_level_autograd_function_allowed(True)
+
+    def __exit__(self, *exc):
+        set_single_level_autograd_function_allowed(self._prev)
+        return False
+
+
+# Ops linear in their first argument (a tensor or a tensor list), so their
+# jvp is the op applied to that argument's tangent. The tangents of the other
+# tensor arguments (rois, channel_mapping, ...) count as zero, as their
+# gradients do in reverse mode.
+_LINEAR_IN_FIRST = {
+    "roi_align", "roi_align_backward", "roi_pool_backward", "ps_roi_align",
+    "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward", "multi_scale_roi_align",
+    "multi_scale_roi_align_backward",
+}
+
+
+def _forward_ops():
+    """{backward op name: forward op name} from the registry."""
+    return {s.backward: name for name, s in _core.SCHEMAS.items() if s.backward}
+
+
+def _outputs(result):
+    return result if isinstance(result, (tuple, list)) else (result,)
+
+
+def _output_tangents(result):
+    """jvp's return: the tangents in the forward's output structure, None for
+    integer (non-differentiable) outputs."""
+    outs = [o if o.is_floating_point() else None for o in _outputs(result)]
+    return outs[0] if not isinstance(result, (tuple, list)) else tuple(outs)
+
+
+def _registry_backward(schema):
+    """backward(ctx, grads) -> gradients of the flat tensor inputs, through
+    the backward op the registry names (itself differentiable where the
+    registry names a backward of the backward)."""
     bschema = _core.SCHEMAS[schema.backward]
-    op = getattr(torch.ops.visionops, schema.name)
     backward_op = getattr(torch.ops.visionops, bschema.name)
 
-    class Function(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, layout, *flat):
-            args = _unflatten(layout, flat)
-            with _BelowAutograd():
-                result = op(*args)
-            outs = result if isinstance(result, (tuple, list)) else (result,)
-            ctx.layout = layout
-            ctx.num_flat = len(flat)
-            ctx.save_for_backward(*flat, *outs)
-            ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
-            return tuple(result) if isinstance(result, list) else result
-
-        @staticmethod
-        def backward(ctx, *grads):
-            saved = ctx.saved_tensors
-            flat, outs = saved[:ctx.num_flat], saved[ctx.num_flat:]
-            args = _unflatten(ctx.layout, flat)
-            grad = grads[0]
-            if grad is None:
-                return (None,) * (1 + ctx.num_flat)
-            result = backward_op(*_backward_args(schema, bschema, args, outs, grad))
-            results = list(result) if isinstance(result, (tuple, list)) else [result]
-            per_arg = {}
-            if bschema.returns_list:
-                per_arg[schema.tensor_args[0]] = results
+    def backward(ctx, grads):
+        saved = ctx.saved_tensors
+        flat, outs = saved[:ctx.num_flat], saved[ctx.num_flat:]
+        args = _unflatten(ctx.layout, flat)
+        grad = grads[0]
+        if grad is None:
+            return (None,) * ctx.num_flat
+        results = list(_outputs(backward_op(*_backward_args(schema, bschema, args, outs, grad))))
+        per_arg = {}
+        if bschema.returns_list:
+            per_arg[schema.tensor_args[0]] = results
+        else:
+            for k, (out_name, value) in enumerate(zip(bschema.returns, results)):
+                if out_name.startswith("grad_"):
+                    per_arg[out_name[5:]] = value
+                elif k == 0:
+                    per_arg[schema.tensor_args[0]] = value
+        grads_in = []
+        for a, value, (kind, n) in zip(schema.args, args, ctx.layout):
+            if kind == "value":
+                continue
+            g = per_arg.get(a.name)
+            if kind == "list":
+                grads_in.extend(g if g is not None else [None] * n)
             else:
-                for k, (out_name, value) in enumerate(zip(bschema.returns, results)):
-                    if out_name.startswith("grad_"):
-                        per_arg[out_name[5:]] = value
-                    elif k == 0:
-                        per_arg[schema.tensor_args[0]] = value
-            grads_in = []
-            for a, value, (kind, n) in zip(schema.args, args, ctx.layout):
-                if kind == "value":
-                    continue
-                g = per_arg.get(a.name)
-                if kind == "list":
-                    grads_in.extend(g if g is not None else [None] * n)
-                else:
-                    grads_in.append(g if value is not None else None)
-            return (None, *grads_in)
+                grads_in.append(g if value is not None else None)
+        return tuple(grads_in)
 
-    Function.__name__ = "%sFunction" % schema.name
+    return backward
+
+
+def _no_double_backward(schema):
+    """The backward of a backward op the registry names no backward for: an
+    error rather than a silent zero (the op's outputs do track autograd, so
+    a second derivative through it cannot come out detached)."""
+    forward_name = _forward_ops()[schema.name]
+
+    def backward(ctx, grads):
+        raise VisionOpsError("visionops.%s: differentiating it is not supported (no backward is "
+                             "registered for it), so %s has no double backward"
+                             % (schema.name, forward_name))
+
+    return backward
+
+
+def _linear_jvp(op):
+    def jvp(ctx, tangents):
+        saved = ctx.saved_tensors
+        flat, outs = saved[:ctx.num_flat], saved[ctx.num_flat:]
+        kind, n = ctx.layout[0]
+        n = n if kind == "list" else 1
+        if all(t is None for t in tangents[:n]):
+            return _output_tangents(tuple(torch.zeros_like(o) for o in outs)
+                                    if len(outs) > 1 else torch.zeros_like(outs[0]))
+        linear = [torch.zeros_like(x) if t is None else t for x, t in zip(flat[:n], tangents[:n])]
+        return _output_tangents(op(*_unflatten(ctx.layout, linear + list(flat[n:]))))
+
+    return jvp
+
+
+def _roi_pool_jvp(op):
+    """roi_pool is linear in input given argmax: the output tangent is the
+    input tangent at argmax (zero in empty bins, argmax -1)."""
+
+    def jvp(ctx, tangents):
+        _, rois, out, argmax = ctx.saved_tensors
+        t = tangents[0]
+        if t is None:
+            return torch.zeros_like(out), None
+        idx = argmax.flatten(2).long()
+        picked = t.flatten(2)[rois[:, 0].long()].gather(2, idx.clamp(min=0))
+        return torch.where(idx >= 0, picked, torch.zeros_like(picked)).view(out.shape), None
+
+    return jvp
+
+
+def _deform_conv2d_jvp(op):
+    """deform_conv2d is linear in each of input, weight and mask with the
+    others fixed, affine in bias; the jvp is the sum of those terms. It is
+    not linear in offset: a tangent of offset is an error."""
+
+    def jvp(ctx, tangents):
+        x, weight, offset, mask, _, out = ctx.saved_tensors
+        t_x, t_weight, t_offset, t_mask, t_bias = tangents
+        if t_offset is not None:
+            raise VisionOpsError("visionops.deform_conv2d: forward-mode AD (torch.func.jvp, "
+                                 "jacfwd, torch.autograd.forward_ad) with respect to offset is "
+                                 "not supported; use reverse mode (torch.func.grad, jacrev, vjp) "
+                                 "for offset")
+
+        def conv(i, w, m):
+            return op(*_unflatten(ctx.layout, [i, w, offset, m, None]))
+
+        terms = []
+        if t_x is not None:
+            terms.append(conv(t_x, weight, mask))
+        if t_weight is not None:
+            terms.append(conv(x, t_weight, mask))
+        if t_mask is not None and mask is not None:
+            terms.append(conv(x, weight, t_mask))
+        if t_bias is not None:
+            terms.append(t_bias.view(1, -1, 1, 1).expand(out.shape))
+        return sum(terms[1:], terms[0]) if terms else torch.zeros_like(out)
+
+    return jvp
+
+
+def _unsupported_jvp(schema):
+    def jvp(ctx, tangents):
+        raise VisionOpsError("visionops.%s: forward-mode AD (torch.func.jvp, jacfwd, "
+                             "torch.autograd.forward_ad) is not supported; use reverse mode "
+                             "(torch.func.grad, jacrev, vjp)" % schema.name)
+
+    return jvp
+
+
+def _jvp_rule(schema, op):
+    if schema.name in _LINEAR_IN_FIRST:
+        return _linear_jvp(op)
+    if schema.name == "roi_pool":
+        return _roi_pool_jvp(op)
+    if schema.name == "deform_conv2d":
+        return _deform_conv2d_jvp(op)
+    return _unsupported_jvp(schema)
+
+
+def _make_functions(schema, backward, jvp):
+    """The autograd.Function of op `schema`, taking (layout, *flat tensors),
+    and its single-level twin for torch.func (None in torch 1.13):
+    backward(ctx, grads) gives the flat inputs' gradients, jvp(ctx, tangents)
+    the outputs' tangents."""
+    op = getattr(torch.ops.visionops, schema.name)
+
+    def run(layout, flat):
+        with torch.enable_grad(), _BelowAutograd():
+            result = op(*_unflatten(layout, flat))
+        return tuple(result) if isinstance(result, list) else result
+
+    def setup_context(ctx, inputs, output):
+        layout, flat = inputs[0], inputs[1:]
+        outs = _outputs(output)
+        ctx.layout, ctx.num_flat = layout, len(flat)
+        ctx.save_for_backward(*flat, *outs)
+        ctx.save_for_forward(*flat, *outs)
+        ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+        ctx.set_materialize_grads(False)  # absent tangents stay None for jvp
+
+    def function_backward(ctx, *grads):
+        return (None, *backward(ctx, grads))
+
+    def function_jvp(ctx, _layout, *tangents):
+        return jvp(ctx, tangents)
+
+    body = {"backward": staticmethod(function_backward), "jvp": staticmethod(function_jvp)}
+    name = "%sFunction" % schema.name
+    if not _FUNC_STYLE:
+        def forward_with_ctx(ctx, layout, *flat):
+            result = run(layout, flat)
+            setup_context(ctx, (layout, *flat), result)
+            return result
+
+        body["forward"] = staticmethod(forward_with_ctx)
+        return type(name, (torch.autograd.Function,), body), None
+
+    def forward(layout, *flat):
+        with _set_fwd_grad_enabled(True):
+            return run(layout, flat)
+
+    body.update(forward=staticmethod(forward), setup_context=staticmethod(setup_context))
+    return (type(name, (torch.autograd.Function,), body),
+            type(name + "SingleLevel", (_SingleLevelFunction,), body))
+
+
+def _make_autograd(schema):
+    """The Autograd kernel of an op the registry names a backward for, or of
+    a backward op (which then has no double backward)."""
+    op = getattr(torch.ops.visionops, schema.name)
+    backward = _registry_backward(schema) if schema.backward else _no_double_backward(schema)
+    function, single_level = _make_functions(schema, backward, _jvp_rule(schema, op))
 
     def autograd_kernel(*args):
         args = schema.complete(args)
         flat, layout = _flatten(schema, args)
-        result = Function.apply(layout, *flat)
+        if single_level is not None and torch._C._are_functorch_transforms_active():
+            with _SingleLevelAllowed():
+                result = single_level.apply(tuple(layout), *flat)
+        else:
+            result = function.apply(tuple(layout), *flat)
         return list(result) if schema.returns_list else result
 
     autograd_kernel.__name__ = "visionops_%s_autograd" % schema.name
     return autograd_kernel
 
 
+def _select_sample(value, dim, i):
+    if isinstance(value, (list, tuple)):
+        return [_select_sample(v, d, i) for v, d in zip(value, dim)]
+    return value if dim is None else value.select(dim, i)
+
+
+def _make_loop_vmap(schema):
+    """A per-sample loop batching rule (torch.library.register_vmap) for ops
+    with a Tensor[] argument or return, which torch's own loop fallback
+    refuses (multi_scale_roi_align and its backward)."""
+    op = getattr(torch.ops.visionops, schema.name)
+
+    def loop_vmap(info, in_dims, *args):
+        samples = [_outputs(op(*[_select_sample(a, d, i) for a, d in zip(args, in_dims)]))
+                   for i in range(info.batch_size)]
+        outs = [torch.stack(column) for column in zip(*samples)]
+        if schema.returns_list:
+            return outs, [0] * len(outs)
+        return (outs[0], 0) if len(outs) == 1 else (tuple(outs), (0,) * len(outs))
+
+    loop_vmap.__name__ = "visionops_%s_vmap" % schema.name
+    return loop_vmap
+
+
 def _make_below_autograd_op(op):
-    """The Autograd kernel of an op without a backward: runs it below
+    """The Autograd kernel of an op without a gradient: runs it below
     autograd (its outputs do not require grad). Also covers AutogradMeta,
     which has no fallthrough in torch 1.13."""
 
@@ -358,9 +580,14 @@ def _register():
         _lib.impl(name, kernel, "CPU")
         _lib.impl(name, kernel, "CUDA")
         _lib.impl(name, _make_meta(schema), "Meta")
+    backward_ops = _forward_ops()
     for name, schema in _core.SCHEMAS.items():
-        autograd = _make_autograd(schema) if schema.backward else _make_below_autograd(schema)
+        differentiable = schema.backward or name in backward_ops
+        autograd = _make_autograd(schema) if differentiable else _make_below_autograd(schema)
         _lib.impl(name, autograd, "Autograd")
+        if any(t == "Tensor[]" for t in [a.type for a in schema.args]) or schema.returns_list:
+            if hasattr(torch.library, "register_vmap"):  # torch >= 2.4
+                torch.library.register_vmap("visionops::" + name, _make_loop_vmap(schema), lib=_lib)
     _register_kept()
 
 
