@@ -429,6 +429,11 @@ def _make_functions(schema, backward, jvp):
         return (None, *backward(ctx, grads))
 
     def function_jvp(ctx, _layout, *tangents):
+        outs = ctx.saved_tensors[ctx.num_flat:]
+        if not _FUNC_STYLE and any(not o.is_floating_point() for o in outs):
+            raise VisionOpsError("visionops.%s: forward-mode AD needs torch >= 2 (torch %s's "
+                                 "autograd.Function fails on the op's integer output)"
+                                 % (schema.name, torch.__version__))
         return jvp(ctx, tangents)
 
     body = {"backward": staticmethod(function_backward), "jvp": staticmethod(function_jvp)}
