@@ -6,7 +6,9 @@ outputs from torch.empty, CUDA work on the current stream), a Meta kernel
 the registry names a backward op, an autograd kernel that calls it.
 
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
-Meta and Autograd keys are used, which both support."""
+Meta and Autograd keys are used, which both support. With torch >= 2 the
+autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
+hessian); forward mode where an op is linear in its argument."""
 import torch
 from torch.utils.dlpack import to_dlpack
 
@@ -226,12 +228,14 @@ def _backward_args(schema, bschema, args, outs, grad):
 # on, so outer levels (jacrev over grad) record it. vmap never reaches the
 # Autograd key: the op is batched first (torch's per-sample loop fallback),
 # and forward, backward and jvp run on per-sample tensors.
-_FUNC_STYLE = hasattr(torch, "func")
-if _FUNC_STYLE:
+try:  # torch >= 2: what torch.func applies an autograd.Function per level with
     from torch._C._functorch import (get_single_level_autograd_function_allowed,
                                      set_single_level_autograd_function_allowed)
     from torch.autograd.forward_ad import _set_fwd_grad_enabled
     from torch.autograd.function import _SingleLevelFunction
+    _FUNC_STYLE = True
+except ImportError:  # torch 1.13
+    _FUNC_STYLE = False
 
 
 class _SingleLevelAllowed:
@@ -590,9 +594,9 @@ def _register():
         differentiable = schema.backward or name in backward_ops
         autograd = _make_autograd(schema) if differentiable else _make_below_autograd(schema)
         _lib.impl(name, autograd, "Autograd")
-        if any(t == "Tensor[]" for t in [a.type for a in schema.args]) or schema.returns_list:
-            if hasattr(torch.library, "register_vmap"):  # torch >= 2.4
-                torch.library.register_vmap("visionops::" + name, _make_loop_vmap(schema), lib=_lib)
+        has_list = schema.returns_list or any(a.type == "Tensor[]" for a in schema.args)
+        if has_list and hasattr(torch.library, "register_vmap"):  # torch >= 2.4
+            torch.library.register_vmap("visionops::" + name, _make_loop_vmap(schema), lib=_lib)
     _register_kept()
 
 

@@ -241,7 +241,7 @@ def test_double_backward_without_a_registered_backward_is_an_error():
 def test_grad_through_the_torchvision_compatible_functions():
     """visionops.roi_align / deform_conv2d / generalized_box_iou (what models
     call) under torch.func.grad."""
-    fn_rois, x = CASES["roi_align"]
+    x = CASES["roi_align"][1]
     rois = f64([[0, 1, 1, 7, 8], [1, 0, 2, 9, 6]])
     boxes = CASES["generalized_box_iou"][1]
     weight = f64(np.random.default_rng(4).normal(size=(3, 4, 3, 3)))
@@ -257,6 +257,45 @@ def test_grad_through_the_torchvision_compatible_functions():
     xr, br = x.clone().requires_grad_(True), boxes.clone().requires_grad_(True)
     ref = torch.autograd.grad(loss(xr, br), (xr, br))
     assert all(torch.allclose(g, r, rtol=1e-12, atol=1e-12) for g, r in zip(got, ref))
+
+
+class _RoiModel(torch.nn.Module):
+    """A conv, a deformable conv (offsets from a conv) and roi_align."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(2, 4, 3, padding=1)
+        self.offset = torch.nn.Conv2d(4, 18, 3, padding=1)
+        self.weight = torch.nn.Parameter(torch.randn(3, 4, 3, 3))
+        with torch.no_grad():
+            self.offset.weight.mul_(0.1)
+
+    def forward(self, image, rois):
+        x = torch.relu(self.conv(image))
+        x = visionops.deform_conv2d(x, self.offset(x), self.weight, padding=(1, 1))
+        return visionops.roi_align(x, rois, (2, 2), 1.0, 2, True)
+
+
+@needs_func
+def test_per_sample_gradients_of_a_model():
+    """functional_call + vmap(grad): each sample's parameter gradients, as
+    one autograd backward per sample gives them."""
+    model = _RoiModel().double()
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    gen = torch.Generator().manual_seed(7)
+    images = torch.randn(3, 1, 2, 6, 6, generator=gen, dtype=torch.float64)
+    rois = f64([[0, 0.5, 1, 4, 5], [0, 2, 0, 5.5, 3]])
+
+    def loss(params, image):
+        return torch.func.functional_call(model, params, (image, rois)).pow(2).sum()
+
+    per_sample = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))(params, images)
+    for i, image in enumerate(images):
+        model.zero_grad()
+        model(image, rois).pow(2).sum().backward()
+        for name, p in model.named_parameters():
+            assert torch.allclose(per_sample[name][i], p.grad, rtol=1e-10, atol=1e-12), name
 
 
 @pytest.mark.skipif(not hasattr(torch, "compile"), reason="torch.compile needs torch >= 2")
@@ -313,3 +352,15 @@ def test_opcheck_with_grad(name):
     AOT dispatch with backward) on each differentiable op, inputs requiring
     grad."""
     torch.library.opcheck(getattr(V, name).default, _opcheck_args()[name])
+
+
+@needs_func
+@pytest.mark.skipif(not hasattr(torch, "compile"), reason="torch.compile needs torch >= 2")
+def test_compiled_func_transforms():
+    """torch.compile(fullgraph=True) of torch.func.grad and vmap(grad)."""
+    fn, x = CASES["roi_align"]
+    grad = torch.func.grad(lambda x: fn(x).pow(2).sum())
+    batch = torch.stack([x, x * 2])
+    for transform, arg in [(grad, x), (torch.func.vmap(grad), batch)]:
+        compiled = torch.compile(transform, backend="aot_eager", fullgraph=True)
+        assert torch.allclose(compiled(arg), transform(arg), rtol=1e-12, atol=1e-12)
