@@ -505,6 +505,64 @@ def _make_loop_vmap(schema):
     return loop_vmap
 
 
+# The RoI ops and their backward ops treat channels independently (the
+# position-sensitive ones in groups of pooled_height * pooled_width, which
+# stay whole when the samples are laid out sample-major), so vmap over their
+# feature-shaped tensors folds the batch into the channels: one call instead
+# of one per sample (torch.func.jacrev over an output of M elements is a
+# vmap of M). Batched rois (or a channel count the per-sample op refuses)
+# take the per-sample loop, which reports errors as the op does.
+_CHANNEL_FOLDABLE = {
+    "roi_align", "roi_align_backward", "roi_pool", "roi_pool_backward", "ps_roi_align",
+    "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward",
+}
+_FEATURE_ARGS = ("argmax", "channel_mapping")  # besides the first argument
+
+
+def _make_channel_fold_vmap(schema):
+    op = getattr(torch.ops.visionops, schema.name)
+    names = [a.name for a in schema.args]
+    features = [0] + [names.index(n) for n in _FEATURE_ARGS if n in names]
+    mapping = names.index("channel_mapping") if "channel_mapping" in names else None
+    channels = names.index("channels") if "channels" in names else None
+    loop = _make_loop_vmap(schema)
+    position_sensitive = schema.name.startswith("ps_")
+
+    def fold(value, dim, size):
+        """[S, C, ...] of each sample as [S, size * C, ...], sample-major."""
+        value = value.movedim(dim, 1) if dim is not None else value.unsqueeze(1).expand(
+            value.shape[0], size, *value.shape[1:])
+        return value.reshape(value.shape[0], size * value.shape[2], *value.shape[3:])
+
+    def channel_fold_vmap(info, in_dims, *args):
+        size = info.batch_size
+        if any(d is not None for i, d in enumerate(in_dims) if i not in features):
+            return loop(info, in_dims, *args)
+        # input channels per sample: of the forward's input, or the backward's argument
+        c_in = args[channels] if channels is not None else args[0].shape[
+            1 + (in_dims[0] is not None and in_dims[0] <= 1)]
+        if position_sensitive and channels is None and c_in % (args[3] * args[4]):
+            return loop(info, in_dims, *args)
+        folded = list(args)
+        for i in features:
+            folded[i] = fold(args[i], in_dims[i], size)
+        if mapping is not None:  # sample b's input channels start at b * c_in
+            m = folded[mapping]
+            offsets = torch.arange(size, dtype=m.dtype, device=m.device) * c_in
+            m = m.view(m.shape[0], size, -1, *m.shape[2:]) + offsets.view(1, size, 1, 1, 1)
+            folded[mapping] = m.flatten(1, 2)
+        if channels is not None:
+            folded[channels] = size * c_in
+        outs = []
+        for name, out in zip(schema.returns, _outputs(op(*folded))):
+            out = out.view(out.shape[0], size, out.shape[1] // size, *out.shape[2:])
+            outs.append(out.remainder(c_in) if name == "channel_mapping" else out)
+        return (outs[0], 1) if len(outs) == 1 else (tuple(outs), (1,) * len(outs))
+
+    channel_fold_vmap.__name__ = "visionops_%s_vmap" % schema.name
+    return channel_fold_vmap
+
+
 def _make_below_autograd_op(op):
     """The Autograd kernel of an op without a gradient: runs it below
     autograd (its outputs do not require grad). Also covers AutogradMeta,
@@ -595,7 +653,12 @@ def _register():
         autograd = _make_autograd(schema) if differentiable else _make_below_autograd(schema)
         _lib.impl(name, autograd, "Autograd")
         has_list = schema.returns_list or any(a.type == "Tensor[]" for a in schema.args)
-        if has_list and hasattr(torch.library, "register_vmap"):  # torch >= 2.4
+        if not hasattr(torch.library, "register_vmap"):  # torch < 2.4
+            continue
+        if name in _CHANNEL_FOLDABLE:
+            torch.library.register_vmap("visionops::" + name, _make_channel_fold_vmap(schema),
+                                        lib=_lib)
+        elif has_list:
             torch.library.register_vmap("visionops::" + name, _make_loop_vmap(schema), lib=_lib)
     _register_kept()
 

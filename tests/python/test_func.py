@@ -225,6 +225,75 @@ def test_second_derivatives(name):
     assert torch.allclose(torch.autograd.functional.hessian(loss, p), expected, atol=1e-12)
 
 
+needs_register_vmap = pytest.mark.skipif(
+    not hasattr(torch.library, "register_vmap"),
+    reason="torch.library.register_vmap needs torch >= 2.4 (this is %s)" % torch.__version__)
+ROI_OPS = ["roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool"]
+
+
+@needs_func
+@needs_register_vmap
+@pytest.mark.parametrize("name", ROI_OPS)
+def test_roi_ops_have_batching_rules(name):
+    """The RoI ops and their backward ops batch by folding the samples into
+    the channels: no per-sample fallback (its warning would be an error
+    here), for a batch dimension anywhere, nested vmap, jacrev (a vmap of the
+    backward op over the output's basis) and vmap(grad) (batched
+    channel_mapping / argmax into the backward op)."""
+    fn, p = CASES[name]
+    batch = torch.stack([p, p * 0.5, p + 1], 2)
+    samples = [batch.select(2, i) for i in range(3)]
+    loss = _loss(fn, _weights(fn, p))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*batching rule.*")
+        got = torch.func.vmap(fn, in_dims=2, out_dims=1)(batch)
+        nested = torch.func.vmap(torch.func.vmap(fn))(torch.stack([batch.movedim(2, 0)] * 2))
+        jac = torch.func.jacrev(fn)(p)
+        grads = torch.func.vmap(torch.func.grad(loss), in_dims=2)(batch)
+    expected = torch.stack([fn(x) for x in samples], 1)
+    assert torch.equal(got, expected)
+    assert torch.equal(nested, torch.stack([expected.movedim(1, 0)] * 2))
+    assert torch.allclose(jac, torch.autograd.functional.jacobian(fn, p), rtol=1e-12, atol=1e-12)
+    for x, g in zip(samples, grads):
+        assert torch.allclose(g, _autograd_grad(loss, x), rtol=1e-12, atol=1e-12)
+
+
+@needs_func
+@pytest.mark.parametrize("name", ROI_OPS)
+def test_vmap_over_rois(name):
+    """Batched RoIs (the per-sample path): outputs and input gradients."""
+    _, x = CASES[name]
+    op = getattr(V, name)
+    extra = {"roi_align": (2, True), "ps_roi_align": (2,)}.get(name, ())
+
+    def fn(x, rois):
+        out = op(x, rois, 0.5, 2, 2, *extra)
+        return out[0] if isinstance(out, (tuple, list)) else out
+
+    rng = np.random.default_rng(8)
+    rois = torch.stack([f64(make_rois(rng, 3, 2, extent=10, max_wh=8, dtype=np.float64))
+                        for _ in range(3)])
+    got = torch.func.vmap(fn, in_dims=(None, 0))(x, rois)
+    assert torch.equal(got, torch.stack([fn(x, r) for r in rois]))
+    grads = torch.func.vmap(torch.func.grad(lambda x, r: fn(x, r).sin().sum()),
+                            in_dims=(None, 0))(x, rois)
+    for r, g in zip(rois, grads):
+        assert torch.allclose(g, _autograd_grad(lambda x: fn(x, r).sin().sum(), x), rtol=1e-12,
+                              atol=1e-12)
+
+
+@needs_func
+def test_vmap_keeps_the_ops_errors():
+    """Six channels do not split into 2x2 position-sensitive groups, though
+    a batch of two folded into the channels would: the error is the op's."""
+    x = torch.zeros(2, 1, 6, 5, 5, dtype=torch.float64)
+    rois = f64([[0, 0, 0, 3, 3]])
+    with pytest.raises(visionops.VisionOpsValueError, match="ps_roi_align: input has C = 6"):
+        torch.func.vmap(lambda x: V.ps_roi_align(x, rois, 1.0, 2, 2, 2)[0])(x)
+    with pytest.raises(visionops.VisionOpsValueError, match="rois.* = 3 is not a batch index"):
+        torch.func.vmap(lambda x: V.roi_align(x, f64([[3, 0, 0, 3, 3]]), 1.0, 2, 2, 2, True))(x)
+
+
 def test_double_backward_without_a_registered_backward_is_an_error():
     """Ordinary autograd: the gradient of deform_conv2d taken with
     create_graph tracks autograd, and differentiating it again says why it
@@ -325,8 +394,10 @@ def _opcheck_args():
     rng = np.random.default_rng(6)
     x = f64(rng.normal(size=(2, 4, 6, 7))).requires_grad_(True)
     rois = f64(make_rois(rng, 3, 2, extent=12, max_wh=8, dtype=np.float64))
+    x2 = f64(rng.normal(size=(2, 4, 3, 4))).requires_grad_(True)
     xy = rng.uniform(0, 10, (4, 2))
-    boxes = f64(np.concatenate([xy, xy + rng.uniform(1, 6, (4, 2))], 1)).requires_grad_(True)
+    boxes = np.concatenate([xy, xy + rng.uniform(1, 6, (4, 2))], 1)
+    b1, b2 = f64(boxes[:1]).requires_grad_(True), f64(boxes[1:]).requires_grad_(True)
     weight = f64(rng.normal(size=(3, 4, 2, 2))).requires_grad_(True)
     offset = f64(rng.normal(size=(2, 8, 5, 6))).requires_grad_(True)
     mask = f64(rng.uniform(size=(2, 4, 5, 6))).requires_grad_(True)
@@ -335,12 +406,12 @@ def _opcheck_args():
         "roi_pool": (x, rois, 0.5, 2, 2),
         "ps_roi_align": (x, rois, 0.5, 2, 2, -1),
         "ps_roi_pool": (x, rois, 0.5, 2, 2),
-        "multi_scale_roi_align": ([x, x[:, :, ::2, ::2]], rois, [0.5, 0.25], 2, 2, 2, 8, 2, False),
+        "multi_scale_roi_align": ([x, x2], rois, [0.5, 0.25], 2, 2, 2, 5, 2, False),
         "deform_conv2d": (x, weight, offset, mask, None, 1, 1, 0, 0, 1, 1, 1, 1, True),
-        "box_iou": (boxes[:1], boxes[1:]),
-        "generalized_box_iou": (boxes[:1], boxes[1:]),
-        "distance_box_iou": (boxes[:1], boxes[1:], 1e-7),
-        "complete_box_iou": (boxes[:1], boxes[1:], 1e-7),
+        "box_iou": (b1, b2),
+        "generalized_box_iou": (b1, b2),
+        "distance_box_iou": (b1, b2, 1e-7),
+        "complete_box_iou": (b1, b2, 1e-7),
     }
 
 
