@@ -226,8 +226,8 @@ def _backward_args(schema, bschema, args, outs, grad):
 # Function as a single-level function, as torch.func itself does for each
 # level; its forward runs the op below this level's autograd with grad mode
 # on, so outer levels (jacrev over grad) record it. vmap never reaches the
-# Autograd key: the op is batched first (torch's per-sample loop fallback),
-# and forward, backward and jvp run on per-sample tensors.
+# Autograd key: the op is batched first (the batching rules below, or torch's
+# per-sample loop fallback), so these Functions need no vmap rule.
 try:  # torch >= 2: what torch.func applies an autograd.Function per level with
     from torch._C._functorch import (get_single_level_autograd_function_allowed,
                                      set_single_level_autograd_function_allowed)
@@ -541,7 +541,7 @@ def _make_channel_fold_vmap(schema):
         # input channels per sample: of the forward's input, or the backward's argument
         c_in = args[channels] if channels is not None else args[0].shape[
             1 + (in_dims[0] is not None and in_dims[0] <= 1)]
-        if position_sensitive and channels is None and c_in % (args[3] * args[4]):
+        if c_in == 0 or (position_sensitive and channels is None and c_in % (args[3] * args[4])):
             return loop(info, in_dims, *args)
         folded = list(args)
         for i in features:

@@ -294,6 +294,18 @@ def test_vmap_keeps_the_ops_errors():
         torch.func.vmap(lambda x: V.roi_align(x, f64([[3, 0, 0, 3, 3]]), 1.0, 2, 2, 2, True))(x)
 
 
+@needs_func
+@pytest.mark.parametrize("name", ROI_OPS)
+def test_vmap_of_zero_channels(name):
+    """No channels: nothing to fold, the per-sample outputs are empty."""
+    x = torch.zeros(3, 2, 0, 5, 5, dtype=torch.float64)
+    rois = f64([[0, 0, 0, 3, 3], [1, 1, 1, 4, 4]])
+    extra = {"roi_align": (2, True), "ps_roi_align": (2,)}.get(name, ())
+    outs = torch.func.vmap(lambda x: getattr(V, name)(x, rois, 1.0, 2, 2, *extra))(x)
+    for out in (outs if isinstance(outs, (tuple, list)) else [outs]):
+        assert out.shape == (3, 2, 0, 2, 2)
+
+
 def test_double_backward_without_a_registered_backward_is_an_error():
     """Ordinary autograd: the gradient of deform_conv2d taken with
     create_graph tracks autograd, and differentiating it again says why it
