@@ -640,6 +640,22 @@ def _register_kept():
         _lib.impl(name, _make_below_autograd_op(getattr(torch.ops.visionops, name)), "Autograd")
 
 
+def _register_batching_rules():
+    """vmap rules (torch >= 2.4; elsewhere torch's per-sample fallback, which
+    refuses the Tensor[] ops)."""
+    if not hasattr(torch.library, "register_vmap"):
+        return
+    for name, schema in _core.SCHEMAS.items():
+        has_list = schema.returns_list or any(a.type == "Tensor[]" for a in schema.args)
+        if name in _CHANNEL_FOLDABLE:
+            rule = _make_channel_fold_vmap(schema)
+        elif has_list:
+            rule = _make_loop_vmap(schema)
+        else:
+            continue
+        torch.library.register_vmap("visionops::" + name, rule, lib=_lib)
+
+
 def _register():
     for name, schema in _core.SCHEMAS.items():
         _lib.define(schema.text)
@@ -652,14 +668,7 @@ def _register():
         differentiable = schema.backward or name in backward_ops
         autograd = _make_autograd(schema) if differentiable else _make_below_autograd(schema)
         _lib.impl(name, autograd, "Autograd")
-        has_list = schema.returns_list or any(a.type == "Tensor[]" for a in schema.args)
-        if not hasattr(torch.library, "register_vmap"):  # torch < 2.4
-            continue
-        if name in _CHANNEL_FOLDABLE:
-            torch.library.register_vmap("visionops::" + name, _make_channel_fold_vmap(schema),
-                                        lib=_lib)
-        elif has_list:
-            torch.library.register_vmap("visionops::" + name, _make_loop_vmap(schema), lib=_lib)
+    _register_batching_rules()
     _register_kept()
 
 
