@@ -6,7 +6,9 @@ outputs from torch.empty, CUDA work on the current stream), a Meta kernel
 the registry names a backward op, an autograd kernel that calls it.
 
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
-Meta and Autograd keys are used, which both support."""
+Meta and Autograd keys are used, which both support. With torch >= 2 the
+autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
+hessian); forward mode where an op is linear in its argument."""
 import torch
 from torch.utils.dlpack import to_dlpack
 
@@ -214,68 +216,355 @@ def _backward_args(schema, bschema, args, outs, grad):
     return result
 
 
-def _make_autograd(schema):
+# The kernels are torch.autograd.Functions, with forward(ctx, ...) in torch
+# 1.13 and forward plus setup_context in torch >= 2. torch.func's transforms
+# (grad, jacrev, jacfwd, vmap) reach an op's Autograd kernel with the tensors
+# of one transform level, where autograd.Function.apply refuses to run (it
+# would hand the Function to torch.func's custom_function_call, which has no
+# kernel below the transform: the reason torch.library.register_autograd and
+# custom_op fail under torch.func too). There the kernel applies the same
+# Function as a single-level function, as torch.func itself does for each
+# level; its forward runs the op below this level's autograd with grad mode
+# on, so outer levels (jacrev over grad) record it. vmap never reaches the
+# Autograd key: the op is batched first (the batching rules below, or torch's
+# per-sample loop fallback), so these Functions need no vmap rule.
+try:  # torch >= 2: what torch.func applies an autograd.Function per level with
+    from torch._C._functorch import (get_single_level_autograd_function_allowed,
+                                     set_single_level_autograd_function_allowed)
+    from torch.autograd.forward_ad import _set_fwd_grad_enabled
+    from torch.autograd.function import _SingleLevelFunction
+    _FUNC_STYLE = True
+except ImportError:  # torch 1.13
+    _FUNC_STYLE = False
+
+
+class _SingleLevelAllowed:
+    def __enter__(self):
+        self._prev = get_single_level_autograd_function_allowed()
+        set_single_level_autograd_function_allowed(True)
+
+    def __exit__(self, *exc):
+        set_single_level_autograd_function_allowed(self._prev)
+        return False
+
+
+# Ops linear in their first argument (a tensor or a tensor list), so their
+# jvp is the op applied to that argument's tangent. The tangents of the other
+# tensor arguments (rois, channel_mapping, ...) count as zero, as their
+# gradients do in reverse mode.
+_LINEAR_IN_FIRST = {
+    "roi_align", "roi_align_backward", "roi_pool_backward", "ps_roi_align",
+    "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward", "multi_scale_roi_align",
+    "multi_scale_roi_align_backward",
+}
+
+
+def _forward_ops():
+    """{backward op name: forward op name} from the registry."""
+    return {s.backward: name for name, s in _core.SCHEMAS.items() if s.backward}
+
+
+def _outputs(result):
+    return result if isinstance(result, (tuple, list)) else (result,)
+
+
+def _output_tangents(result):
+    """jvp's return: the tangents in the forward's output structure, None for
+    integer (non-differentiable) outputs."""
+    outs = [o if o.is_floating_point() else None for o in _outputs(result)]
+    return outs[0] if not isinstance(result, (tuple, list)) else tuple(outs)
+
+
+def _registry_backward(schema):
+    """backward(ctx, grads) -> gradients of the flat tensor inputs, through
+    the backward op the registry names (itself differentiable where the
+    registry names a backward of the backward)."""
     bschema = _core.SCHEMAS[schema.backward]
-    op = getattr(torch.ops.visionops, schema.name)
     backward_op = getattr(torch.ops.visionops, bschema.name)
 
-    class Function(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, layout, *flat):
-            args = _unflatten(layout, flat)
-            with _BelowAutograd():
-                result = op(*args)
-            outs = result if isinstance(result, (tuple, list)) else (result,)
-            ctx.layout = layout
-            ctx.num_flat = len(flat)
-            ctx.save_for_backward(*flat, *outs)
-            ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
-            return tuple(result) if isinstance(result, list) else result
-
-        @staticmethod
-        def backward(ctx, *grads):
-            saved = ctx.saved_tensors
-            flat, outs = saved[:ctx.num_flat], saved[ctx.num_flat:]
-            args = _unflatten(ctx.layout, flat)
-            grad = grads[0]
-            if grad is None:
-                return (None,) * (1 + ctx.num_flat)
-            result = backward_op(*_backward_args(schema, bschema, args, outs, grad))
-            results = list(result) if isinstance(result, (tuple, list)) else [result]
-            per_arg = {}
-            if bschema.returns_list:
-                per_arg[schema.tensor_args[0]] = results
+    def backward(ctx, grads):
+        saved = ctx.saved_tensors
+        flat, outs = saved[:ctx.num_flat], saved[ctx.num_flat:]
+        args = _unflatten(ctx.layout, flat)
+        grad = grads[0]
+        if grad is None:
+            return (None,) * ctx.num_flat
+        results = list(_outputs(backward_op(*_backward_args(schema, bschema, args, outs, grad))))
+        per_arg = {}
+        if bschema.returns_list:
+            per_arg[schema.tensor_args[0]] = results
+        else:
+            for k, (out_name, value) in enumerate(zip(bschema.returns, results)):
+                if out_name.startswith("grad_"):
+                    per_arg[out_name[5:]] = value
+                elif k == 0:
+                    per_arg[schema.tensor_args[0]] = value
+        grads_in = []
+        for a, value, (kind, n) in zip(schema.args, args, ctx.layout):
+            if kind == "value":
+                continue
+            g = per_arg.get(a.name)
+            if kind == "list":
+                grads_in.extend(g if g is not None else [None] * n)
             else:
-                for k, (out_name, value) in enumerate(zip(bschema.returns, results)):
-                    if out_name.startswith("grad_"):
-                        per_arg[out_name[5:]] = value
-                    elif k == 0:
-                        per_arg[schema.tensor_args[0]] = value
-            grads_in = []
-            for a, value, (kind, n) in zip(schema.args, args, ctx.layout):
-                if kind == "value":
-                    continue
-                g = per_arg.get(a.name)
-                if kind == "list":
-                    grads_in.extend(g if g is not None else [None] * n)
-                else:
-                    grads_in.append(g if value is not None else None)
-            return (None, *grads_in)
+                grads_in.append(g if value is not None else None)
+        return tuple(grads_in)
 
-    Function.__name__ = "%sFunction" % schema.name
+    return backward
+
+
+def _no_double_backward(schema):
+    """The backward of a backward op the registry names no backward for: an
+    error rather than a silent zero (the op's outputs do track autograd, so
+    a second derivative through it cannot come out detached)."""
+    forward_name = _forward_ops()[schema.name]
+
+    def backward(ctx, grads):
+        raise VisionOpsError("visionops.%s: differentiating it is not supported (no backward is "
+                             "registered for it), so %s has no double backward"
+                             % (schema.name, forward_name))
+
+    return backward
+
+
+def _linear_jvp(op):
+    def jvp(ctx, tangents):
+        saved = ctx.saved_tensors
+        flat, outs = saved[:ctx.num_flat], saved[ctx.num_flat:]
+        kind, n = ctx.layout[0]
+        n = n if kind == "list" else 1
+        if all(t is None for t in tangents[:n]):
+            return _output_tangents(tuple(torch.zeros_like(o) for o in outs)
+                                    if len(outs) > 1 else torch.zeros_like(outs[0]))
+        linear = [torch.zeros_like(x) if t is None else t for x, t in zip(flat[:n], tangents[:n])]
+        return _output_tangents(op(*_unflatten(ctx.layout, linear + list(flat[n:]))))
+
+    return jvp
+
+
+def _roi_pool_jvp(op):
+    """roi_pool is linear in input given argmax: the output tangent is the
+    input tangent at argmax (zero in empty bins, argmax -1)."""
+
+    def jvp(ctx, tangents):
+        _, rois, out, argmax = ctx.saved_tensors
+        t = tangents[0]
+        if t is None:
+            return torch.zeros_like(out), None
+        idx = argmax.flatten(2).long()
+        picked = t.flatten(2)[rois[:, 0].long()].gather(2, idx.clamp(min=0))
+        return torch.where(idx >= 0, picked, torch.zeros_like(picked)).view(out.shape), None
+
+    return jvp
+
+
+def _deform_conv2d_jvp(op):
+    """deform_conv2d is linear in each of input, weight and mask with the
+    others fixed, affine in bias; the jvp is the sum of those terms. It is
+    not linear in offset: a tangent of offset is an error."""
+
+    def jvp(ctx, tangents):
+        x, weight, offset, mask, _, out = ctx.saved_tensors
+        t_x, t_weight, t_offset, t_mask, t_bias = tangents
+        if t_offset is not None:
+            raise VisionOpsError("visionops.deform_conv2d: forward-mode AD (torch.func.jvp, "
+                                 "jacfwd, torch.autograd.forward_ad) with respect to offset is "
+                                 "not supported; use reverse mode (torch.func.grad, jacrev, vjp) "
+                                 "for offset")
+
+        def conv(i, w, m):
+            return op(*_unflatten(ctx.layout, [i, w, offset, m, None]))
+
+        terms = []
+        if t_x is not None:
+            terms.append(conv(t_x, weight, mask))
+        if t_weight is not None:
+            terms.append(conv(x, t_weight, mask))
+        if t_mask is not None and mask is not None:
+            terms.append(conv(x, weight, t_mask))
+        if t_bias is not None:
+            terms.append(t_bias.view(1, -1, 1, 1).expand(out.shape))
+        return sum(terms[1:], terms[0]) if terms else torch.zeros_like(out)
+
+    return jvp
+
+
+def _unsupported_jvp(schema):
+    def jvp(ctx, tangents):
+        raise VisionOpsError("visionops.%s: forward-mode AD (torch.func.jvp, jacfwd, "
+                             "torch.autograd.forward_ad) is not supported; use reverse mode "
+                             "(torch.func.grad, jacrev, vjp)" % schema.name)
+
+    return jvp
+
+
+def _jvp_rule(schema, op):
+    if schema.name in _LINEAR_IN_FIRST:
+        return _linear_jvp(op)
+    if schema.name == "roi_pool":
+        return _roi_pool_jvp(op)
+    if schema.name == "deform_conv2d":
+        return _deform_conv2d_jvp(op)
+    return _unsupported_jvp(schema)
+
+
+def _make_functions(schema, backward, jvp):
+    """The autograd.Function of op `schema`, taking (layout, *flat tensors),
+    and its single-level twin for torch.func (None in torch 1.13):
+    backward(ctx, grads) gives the flat inputs' gradients, jvp(ctx, tangents)
+    the outputs' tangents."""
+    op = getattr(torch.ops.visionops, schema.name)
+
+    def run(layout, flat):
+        with torch.enable_grad(), _BelowAutograd():
+            result = op(*_unflatten(layout, flat))
+        return tuple(result) if isinstance(result, list) else result
+
+    def setup_context(ctx, inputs, output):
+        layout, flat = inputs[0], inputs[1:]
+        outs = _outputs(output)
+        ctx.layout, ctx.num_flat = layout, len(flat)
+        ctx.save_for_backward(*flat, *outs)
+        ctx.save_for_forward(*flat, *outs)
+        ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+        ctx.set_materialize_grads(False)  # absent tangents stay None for jvp
+
+    def function_backward(ctx, *grads):
+        return (None, *backward(ctx, grads))
+
+    def function_jvp(ctx, _layout, *tangents):
+        outs = ctx.saved_tensors[ctx.num_flat:]
+        if not _FUNC_STYLE and any(not o.is_floating_point() for o in outs):
+            raise VisionOpsError("visionops.%s: forward-mode AD needs torch >= 2 (torch %s's "
+                                 "autograd.Function fails on the op's integer output)"
+                                 % (schema.name, torch.__version__))
+        return jvp(ctx, tangents)
+
+    body = {"backward": staticmethod(function_backward), "jvp": staticmethod(function_jvp)}
+    name = "%sFunction" % schema.name
+    if not _FUNC_STYLE:
+        def forward_with_ctx(ctx, layout, *flat):
+            result = run(layout, flat)
+            setup_context(ctx, (layout, *flat), result)
+            return result
+
+        body["forward"] = staticmethod(forward_with_ctx)
+        return type(name, (torch.autograd.Function,), body), None
+
+    def forward(layout, *flat):
+        with _set_fwd_grad_enabled(True):
+            return run(layout, flat)
+
+    body.update(forward=staticmethod(forward), setup_context=staticmethod(setup_context))
+    return (type(name, (torch.autograd.Function,), body),
+            type(name + "SingleLevel", (_SingleLevelFunction,), body))
+
+
+def _make_autograd(schema):
+    """The Autograd kernel of an op the registry names a backward for, or of
+    a backward op (which then has no double backward)."""
+    op = getattr(torch.ops.visionops, schema.name)
+    backward = _registry_backward(schema) if schema.backward else _no_double_backward(schema)
+    function, single_level = _make_functions(schema, backward, _jvp_rule(schema, op))
 
     def autograd_kernel(*args):
         args = schema.complete(args)
         flat, layout = _flatten(schema, args)
-        result = Function.apply(layout, *flat)
+        if single_level is not None and torch._C._are_functorch_transforms_active():
+            with _SingleLevelAllowed():
+                result = single_level.apply(tuple(layout), *flat)
+        else:
+            result = function.apply(tuple(layout), *flat)
         return list(result) if schema.returns_list else result
 
     autograd_kernel.__name__ = "visionops_%s_autograd" % schema.name
     return autograd_kernel
 
 
+def _select_sample(value, dim, i):
+    if isinstance(value, (list, tuple)):
+        return [_select_sample(v, d, i) for v, d in zip(value, dim)]
+    return value if dim is None else value.select(dim, i)
+
+
+def _make_loop_vmap(schema):
+    """A per-sample loop batching rule (torch.library.register_vmap) for ops
+    with a Tensor[] argument or return, which torch's own loop fallback
+    refuses (multi_scale_roi_align and its backward)."""
+    op = getattr(torch.ops.visionops, schema.name)
+
+    def loop_vmap(info, in_dims, *args):
+        samples = [_outputs(op(*[_select_sample(a, d, i) for a, d in zip(args, in_dims)]))
+                   for i in range(info.batch_size)]
+        outs = [torch.stack(column) for column in zip(*samples)]
+        if schema.returns_list:
+            return outs, [0] * len(outs)
+        return (outs[0], 0) if len(outs) == 1 else (tuple(outs), (0,) * len(outs))
+
+    loop_vmap.__name__ = "visionops_%s_vmap" % schema.name
+    return loop_vmap
+
+
+# The RoI ops and their backward ops treat channels independently (the
+# position-sensitive ones in groups of pooled_height * pooled_width, which
+# stay whole when the samples are laid out sample-major), so vmap over their
+# feature-shaped tensors folds the batch into the channels: one call instead
+# of one per sample (torch.func.jacrev over an output of M elements is a
+# vmap of M). Batched rois (or a channel count the per-sample op refuses)
+# take the per-sample loop, which reports errors as the op does.
+_CHANNEL_FOLDABLE = {
+    "roi_align", "roi_align_backward", "roi_pool", "roi_pool_backward", "ps_roi_align",
+    "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward",
+}
+_FEATURE_ARGS = ("argmax", "channel_mapping")  # besides the first argument
+
+
+def _make_channel_fold_vmap(schema):
+    op = getattr(torch.ops.visionops, schema.name)
+    names = [a.name for a in schema.args]
+    features = [0] + [names.index(n) for n in _FEATURE_ARGS if n in names]
+    mapping = names.index("channel_mapping") if "channel_mapping" in names else None
+    channels = names.index("channels") if "channels" in names else None
+    loop = _make_loop_vmap(schema)
+    position_sensitive = schema.name.startswith("ps_")
+
+    def fold(value, dim, size):
+        """[S, C, ...] of each sample as [S, size * C, ...], sample-major."""
+        value = value.movedim(dim, 1) if dim is not None else value.unsqueeze(1).expand(
+            value.shape[0], size, *value.shape[1:])
+        return value.reshape(value.shape[0], size * value.shape[2], *value.shape[3:])
+
+    def channel_fold_vmap(info, in_dims, *args):
+        size = info.batch_size
+        if any(d is not None for i, d in enumerate(in_dims) if i not in features):
+            return loop(info, in_dims, *args)
+        # input channels per sample: of the forward's input, or the backward's argument
+        c_in = args[channels] if channels is not None else args[0].shape[
+            1 + (in_dims[0] is not None and in_dims[0] <= 1)]
+        if c_in == 0 or (position_sensitive and channels is None and c_in % (args[3] * args[4])):
+            return loop(info, in_dims, *args)
+        folded = list(args)
+        for i in features:
+            folded[i] = fold(args[i], in_dims[i], size)
+        if mapping is not None:  # sample b's input channels start at b * c_in
+            m = folded[mapping]
+            offsets = torch.arange(size, dtype=m.dtype, device=m.device) * c_in
+            m = m.view(m.shape[0], size, -1, *m.shape[2:]) + offsets.view(1, size, 1, 1, 1)
+            folded[mapping] = m.flatten(1, 2)
+        if channels is not None:
+            folded[channels] = size * c_in
+        outs = []
+        for name, out in zip(schema.returns, _outputs(op(*folded))):
+            out = out.view(out.shape[0], size, out.shape[1] // size, *out.shape[2:])
+            outs.append(out.remainder(c_in) if name == "channel_mapping" else out)
+        return (outs[0], 1) if len(outs) == 1 else (tuple(outs), (1,) * len(outs))
+
+    channel_fold_vmap.__name__ = "visionops_%s_vmap" % schema.name
+    return channel_fold_vmap
+
+
 def _make_below_autograd_op(op):
-    """The Autograd kernel of an op without a backward: runs it below
+    """The Autograd kernel of an op without a gradient: runs it below
     autograd (its outputs do not require grad). Also covers AutogradMeta,
     which has no fallthrough in torch 1.13."""
 
@@ -351,6 +640,22 @@ def _register_kept():
         _lib.impl(name, _make_below_autograd_op(getattr(torch.ops.visionops, name)), "Autograd")
 
 
+def _register_batching_rules():
+    """vmap rules (torch >= 2.4; elsewhere torch's per-sample fallback, which
+    refuses the Tensor[] ops)."""
+    if not hasattr(torch.library, "register_vmap"):
+        return
+    for name, schema in _core.SCHEMAS.items():
+        has_list = schema.returns_list or any(a.type == "Tensor[]" for a in schema.args)
+        if name in _CHANNEL_FOLDABLE:
+            rule = _make_channel_fold_vmap(schema)
+        elif has_list:
+            rule = _make_loop_vmap(schema)
+        else:
+            continue
+        torch.library.register_vmap("visionops::" + name, rule, lib=_lib)
+
+
 def _register():
     for name, schema in _core.SCHEMAS.items():
         _lib.define(schema.text)
@@ -358,9 +663,12 @@ def _register():
         _lib.impl(name, kernel, "CPU")
         _lib.impl(name, kernel, "CUDA")
         _lib.impl(name, _make_meta(schema), "Meta")
+    backward_ops = _forward_ops()
     for name, schema in _core.SCHEMAS.items():
-        autograd = _make_autograd(schema) if schema.backward else _make_below_autograd(schema)
+        differentiable = schema.backward or name in backward_ops
+        autograd = _make_autograd(schema) if differentiable else _make_below_autograd(schema)
         _lib.impl(name, autograd, "Autograd")
+    _register_batching_rules()
     _register_kept()
 
 
