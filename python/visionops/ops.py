@@ -3,7 +3,13 @@ signatures, defaults and return types. On PyTorch tensors they call the
 registered operators (torch.ops.visionops.*, so autograd and Meta tensors
 work); on NumPy arrays (or any other DLPack / buffer object) they call the C
 library directly and return NumPy arrays. Under torch.fx.symbolic_trace each
-function is a leaf (one call_function node), as torchvision's are."""
+function is a leaf (one call_function node), as torchvision's are.
+
+Mixed precision (what torch.autocast produces): boxes / rois and scores may
+have any floating dtype beside the features (float32 rois beside bfloat16
+features, say); each is read at its own precision and the result takes the
+features' dtype. The IoU ops accept two box sets of different dtypes and
+promote as torchvision (float64 if either is, else float32)."""
 import functools
 import math
 import sys
