@@ -172,7 +172,7 @@ CASES = [
      r"nms: boxes must be float32, float64, float16 or bfloat16, got int32",
      lambda a: visionops.nms(a.cast(a.B, "int32"), a.cast(a.S, "int32"), 0.5)),
     ("box_iou float32 and bool boxes", TypeError,
-     r"box_iou: boxes2 must be float32, float64, float16, bfloat16 or an integer dtype .*got bool",
+     r"box_iou: boxes2 .*bool",
      lambda a: visionops.box_iou(a.B, a.cast(a.B, "bool"))),
     ("box_iou bool boxes", TypeError, r"box_iou: boxes1 .*bool",
      lambda a: visionops.box_iou(a.cast(a.B, "bool"), a.cast(a.B, "bool"))),
