@@ -441,10 +441,21 @@ static void float32_grad_cases(const run_ctx *rc) {
         CHECK_MSG(same, "%s %s: float32 grad and %s grad give different gradients", names[kind],
                   vt_dtype_name(*halves[h]), vt_dtype_name(*halves[h]));
       }
+      /* grad of any floating dtype is read at its own precision (SPEC
+       * section 5): float64 grad values that float32 holds exactly give the
+       * same bits; an integer grad is refused. */
       vt_tensor *g64 = make(vt_f64, 2, 3, 0, g);
+      if (CHECK_STATUS(run_backward(rc, kind, g64, ta, tb, default_eps, oah, obh), VO_OK)) {
+        int same = 1;
+        for (int i = 0; i < 8; i++) same &= bits_of(oa32[i]) == bits_of(oah[i]);
+        for (int i = 0; i < 12; i++) same &= bits_of(ob32[i]) == bits_of(obh[i]);
+        CHECK_MSG(same, "%s %s: float32 grad and float64 grad give different gradients",
+                  names[kind], vt_dtype_name(*halves[h]));
+      }
+      g64->dl.dtype = vt_i64;
       CHECK_STATUS(run_backward(rc, kind, g64, ta, tb, default_eps, oa32, ob32),
                    VO_ERROR_UNSUPPORTED_DTYPE);
-      CHECK_ERROR_HAS("grad must be float32 (the forward's output dtype) or");
+      CHECK_ERROR_HAS("grad must be float32, float64, float16 or bfloat16 (any floating dtype");
       vt_tensor_free(ta);
       vt_tensor_free(tb);
       vt_tensor_free(g32);
@@ -525,9 +536,11 @@ static void error_cases(void) {
   CHECK_ERROR_HAS("box_iou_backward: grad must have shape [N, M] = [2, 3]");
   CHECK_ERROR_HAS("got [2, 2]");
   CHECK(vt_get(&oa->dl, 0) == 7);
+  g64->dl.dtype = vt_i64; /* any floating grad is fine, an integer one is not */
   CHECK_STATUS(vo_generalized_box_iou_backward(NULL, &g64->dl, &ta->dl, &tb->dl, &oa->dl, &ob->dl),
                VO_ERROR_UNSUPPORTED_DTYPE);
-  CHECK_ERROR_HAS("generalized_box_iou_backward: grad must have the dtype of boxes1");
+  CHECK_ERROR_HAS("generalized_box_iou_backward: grad must be float32, float64, float16 or "
+                  "bfloat16 (any floating dtype beside boxes1's float32), got int64");
   CHECK_STATUS(vo_box_iou_backward(NULL, &gi->dl, &ai->dl, &tb->dl, &oa->dl, &ob->dl),
                VO_ERROR_UNSUPPORTED_DTYPE);
   CHECK_ERROR_HAS("boxes1 must be float32, float64, float16 or bfloat16, got int64");

@@ -6,7 +6,13 @@ NumPy arrays (or any other DLPack / buffer object) they call the C library
 directly and return NumPy arrays. Under torch.fx.symbolic_trace each
 function is a leaf (one call_function node), as torchvision's are; under
 torch.jit.script each is its typed torch implementation, so scripts that
-call them compile, as torchvision's do."""
+call them compile, as torchvision's do.
+
+Mixed precision (what torch.autocast produces): boxes / rois and scores may
+have any floating dtype beside the features (float32 rois beside bfloat16
+features, say); each is read at its own precision and the result takes the
+features' dtype. The IoU ops accept two box sets of different dtypes and
+promote as torchvision (float64 if either is, else float32)."""
 import functools
 import math
 import sys

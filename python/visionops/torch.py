@@ -5,9 +5,13 @@ outputs from torch.empty, CUDA work on the current stream), a Meta kernel
 (output shapes from the library's shape functions, without data), and, where
 the registry names a backward op, an autograd kernel that calls it.
 
+Under torch.autocast the ops take low-precision features beside float32 rois,
+boxes and scores natively; deform_conv2d and multi_scale_roi_align get
+autocast kernels (see "autocast" below).
+
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
-Meta and Autograd keys are used, which both support. With torch >= 2 the
-autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
+Meta, Autograd and Autocast keys are used, which both support. With torch >= 2
+the autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
 hessian); forward mode where an op is linear in its argument."""
 import torch
 from torch.utils.dlpack import to_dlpack
@@ -656,6 +660,79 @@ def _register_batching_rules():
         torch.library.register_vmap("visionops::" + name, rule, lib=_lib)
 
 
+# ------------------------------------------------------------------ autocast
+#
+# Under torch.autocast, features arrive in float16/bfloat16 while rois, boxes
+# and scores stay float32. The library reads each tensor at its own precision
+# (SPEC.md section 5), so roi_align, roi_pool, ps_roi_*, nms, batched_nms and
+# the box IoUs run natively under autocast, without the float32 copies of the
+# features torchvision's autocast kernels make, and give the dtypes those
+# give: the features' dtype for the RoI ops, float32 (float64) for the IoUs.
+# Autocast's fallthrough already sends them to their kernels, so only the
+# ops whose autocast behaviour differs from a plain call get a kernel here:
+# - deform_conv2d, whose operands share one dtype in the library (its
+#   weight and bias stay float32 parameters under autocast): every floating
+#   operand is cast to float32 (float64 if one is float64), and the result
+#   comes back in the autocast dtype, as conv2d's does under autocast
+#   (torchvision's CUDA autocast kernel intends the input's dtype, and fails).
+# - multi_scale_roi_align, whose levels share one dtype in the library while
+#   autocast may give levels different dtypes: such levels are cast to their
+#   promoted dtype and the result to features[0]'s dtype, as torchvision's
+#   MultiScaleRoIAlign returns.
+# torch 1.13 knows AutocastCPU (bfloat16 only) and AutocastCUDA too.
+
+_AUTOCAST_KEYS = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
+
+
+def _autocast_dtype(device_type):
+    get = getattr(torch, "get_autocast_dtype", None)  # torch >= 2.4
+    if get is not None:
+        return get(device_type)
+    return torch.get_autocast_cpu_dtype() if device_type == "cpu" else torch.get_autocast_gpu_dtype()
+
+
+def _make_autocast_deform_conv2d(device_type):
+    op = torch.ops.visionops.deform_conv2d
+
+    def autocast_deform_conv2d(input, weight, offset, mask, bias, *rest):
+        tensors = (input, weight, offset, mask, bias)
+        wide = torch.float64 if any(t is not None and t.dtype == torch.float64
+                                    for t in tensors) else torch.float32
+        cast = [t.to(wide) if t is not None and t.is_floating_point() else t for t in tensors]
+        with torch.autocast(device_type, enabled=False):
+            out = op(*cast, *rest)
+        return out if wide == torch.float64 else out.to(_autocast_dtype(device_type))
+
+    autocast_deform_conv2d.__name__ = "visionops_deform_conv2d_autocast_%s" % device_type
+    return autocast_deform_conv2d
+
+
+def _make_autocast_multi_scale_roi_align(device_type):
+    op = torch.ops.visionops.multi_scale_roi_align
+
+    def autocast_multi_scale_roi_align(features, rois, *rest):
+        features = list(features)
+        dtypes = {f.dtype for f in features}
+        with torch.autocast(device_type, enabled=False):
+            if len(dtypes) == 1 or not all(f.is_floating_point() for f in features):
+                return op(features, rois, *rest)
+            wide = features[0].dtype
+            for f in features[1:]:
+                wide = torch.promote_types(wide, f.dtype)
+            out = op([f.to(wide) for f in features], rois, *rest)
+        return out.to(features[0].dtype)
+
+    autocast_multi_scale_roi_align.__name__ = ("visionops_multi_scale_roi_align_autocast_%s"
+                                               % device_type)
+    return autocast_multi_scale_roi_align
+
+
+def _register_autocast():
+    for device_type, key in _AUTOCAST_KEYS.items():
+        _lib.impl("deform_conv2d", _make_autocast_deform_conv2d(device_type), key)
+        _lib.impl("multi_scale_roi_align", _make_autocast_multi_scale_roi_align(device_type), key)
+
+
 def _register():
     for name, schema in _core.SCHEMAS.items():
         _lib.define(schema.text)
@@ -670,6 +747,7 @@ def _register():
         _lib.impl(name, autograd, "Autograd")
     _register_batching_rules()
     _register_kept()
+    _register_autocast()
 
 
 _register()

@@ -50,6 +50,9 @@ const char *vo_dl_dtype_str(DLDataType t, char *buf, size_t size);
 static inline int vo_dtype_is_float(vo_dtype d) {
   return d == VO_F32 || d == VO_F64 || d == VO_F16 || d == VO_BF16;
 }
+/* The precision a floating dtype computes in: float64 natively, float32 for
+ * float32 and the half types (SPEC section 5). */
+static inline vo_dtype vo_compute_dtype(vo_dtype d) { return d == VO_F64 ? VO_F64 : VO_F32; }
 /* Integer dtypes (bool excluded): torchvision's IoU ops accept such boxes. */
 static inline int vo_dtype_is_int(vo_dtype d) {
   return d == VO_I64 || d == VO_I32 || d == VO_I16 || d == VO_I8 || d == VO_U8;

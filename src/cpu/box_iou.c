@@ -345,9 +345,8 @@ vo_status vo_cpu_pairwise_iou_backward(const vo_exec *ex) {
   const int64_t n = p->a->shape[0], m = p->b->shape[0];
   if (n == 0 || m == 0) {
     /* No pairs: the other side's gradient is all zeros. */
-    const size_t elem = vo_dtype_size(ex->dtype);
-    if (n) memset(p->grad_a->data, 0, (size_t)n * 4 * elem);
-    if (m) memset(p->grad_b->data, 0, (size_t)m * 4 * elem);
+    if (n) memset(p->grad_a->data, 0, (size_t)n * 4 * vo_dtype_size(p->grad_a->dtype));
+    if (m) memset(p->grad_b->data, 0, (size_t)m * 4 * vo_dtype_size(p->grad_b->dtype));
     return VO_OK;
   }
   const int use_f64 = ex->dtype == VO_F64;

@@ -11,7 +11,8 @@
 
 /* FPN level index of RoI k in [0, levels), or -1 when its level is NaN
  * (negative area): torchvision's MultiScaleRoIAlign leaves those rows zero,
- * and so do we. Computed in the RoIs' precision (float for half types) in
+ * and so do we. Computed in the call's precision (float64 for float64
+ * features, else float32; rois of any float dtype are read exactly) in
  * torchvision's order: floor(canonical_level + log2(sqrt(area) / canonical_scale)
  * + 1e-6), clamped to the pyramid. */
 #define VO_DEFINE_LEVELS(T, SUF, SQRT, LOG2, FLOOR)                                         \
@@ -136,7 +137,8 @@ static vo_status vo_msra_prepare(const vo_exec *ex, vo_msra_scratch *s) {
   const size_t es = vo_dtype_size(ex->dtype);
   const size_t row = (size_t)(p->features[0].shape[1] * p->pooled_height * p->pooled_width);
   const size_t head = ((size_t)k * (sizeof(int64_t) + sizeof(int)) + 63) & ~(size_t)63;
-  const size_t rois_bytes = ((size_t)k * 5 * es + 63) & ~(size_t)63;
+  /* rois keep their own dtype (SPEC section 5: any floating precision) */
+  const size_t rois_bytes = ((size_t)k * 5 * vo_dtype_size(p->rois->dtype) + 63) & ~(size_t)63;
   s->mem = vo_workspace_alloc(ex->ctx, ex->device, head + rois_bytes + (size_t)k * row * es,
                               ex->op_name);
   if (!s->mem) return VO_ERROR_OUT_OF_MEMORY;
@@ -169,7 +171,7 @@ vo_status vo_cpu_multi_scale_roi_align(const vo_exec *ex) {
     vo_gather_rows(p->rois, rows, count, s.rois);
     const int64_t rshape[2] = {count, 5};
     const int64_t oshape[4] = {count, c, p->pooled_height, p->pooled_width};
-    vo_view rois = vo_contiguous_view(s.rois, ex->dtype, ex->device, 2, rshape);
+    vo_view rois = vo_contiguous_view(s.rois, p->rois->dtype, ex->device, 2, rshape);
     vo_view level_out = vo_contiguous_view(s.rows, ex->dtype, ex->device, 4, oshape);
     vo_exec child = vo_level_exec(ex, l, &rois, NULL, &level_out);
     st = vo_cpu_roi_align(&child);
@@ -198,7 +200,7 @@ vo_status vo_cpu_multi_scale_roi_align_backward(const vo_exec *ex) {
     vo_gather_rows(p->grad, rows, count, s.rows);
     const int64_t rshape[2] = {count, 5};
     const int64_t gshape[4] = {count, c, p->pooled_height, p->pooled_width};
-    vo_view rois = vo_contiguous_view(s.rois, ex->dtype, ex->device, 2, rshape);
+    vo_view rois = vo_contiguous_view(s.rois, p->rois->dtype, ex->device, 2, rshape);
     vo_view grad = vo_contiguous_view(s.rows, ex->dtype, ex->device, 4, gshape);
     vo_exec child = vo_level_exec(ex, l, &rois, &grad, grad_level);
     st = vo_cpu_roi_align_backward(&child);

@@ -10,9 +10,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Boxes' compute type: vo_cuda_compute's for float and half storage, double
-// for integer boxes (torchvision computes their areas and intersections
-// exactly, in integer arithmetic).
+// Boxes' compute type: vo_cuda_compute's for float and half storage (and the
+// T of vo_cuda_any<T>, for two box sets of different dtypes), double for
+// integer boxes (torchvision computes their areas and intersections exactly,
+// in integer arithmetic).
 template <typename S, bool integer = std::is_integral<S>::value>
 struct box_compute {
   typedef typename vo_cuda_compute<S>::type type;
@@ -23,12 +24,12 @@ struct box_compute<S, true> {
 };
 
 template <typename S>
-__device__ __forceinline__ typename box_compute<S>::type load_box(const void *data,
+__device__ __forceinline__ typename box_compute<S>::type load_box(const vo_cuda_view &v,
                                                                   int64_t offset) {
   if constexpr (std::is_integral<S>::value)
-    return static_cast<double>(static_cast<const S *>(data)[offset]);
+    return static_cast<double>(static_cast<const S *>(v.data)[offset]);
   else
-    return vo_cuda_load<S>(data, offset);
+    return vo_cuda_load_view<S>(v, offset);
 }
 
 __device__ __forceinline__ float atan_t(float v) { return atanf(v); }
@@ -81,8 +82,8 @@ __global__ void pairwise_iou_kernel(vo_cuda_view a, vo_cuda_view b, int64_t n, i
     const int64_t j = e - i * m;
     T ba[4], bb[4];
     for (int k = 0; k < 4; ++k) {
-      ba[k] = load_box<S>(a.data, vo_cuda_offset(a, i, k));
-      bb[k] = load_box<S>(b.data, vo_cuda_offset(b, j, k));
+      ba[k] = load_box<S>(a, vo_cuda_offset(a, i, k));
+      bb[k] = load_box<S>(b, vo_cuda_offset(b, j, k));
     }
     out[e] = static_cast<O>(pair_value<T>(kind, ba, bb, eps));
   }
@@ -123,20 +124,21 @@ __device__ __forceinline__ void pair_grad(vo_iou_kind kind, double eps, const do
 // The gradient of one box set: warp w owns box i = w of `own` (grid-stride
 // over boxes); lane l sums the pairs j = l, l + 32, ... of `other` in order
 // (in double), then a fixed shuffle tree adds the 32 partial sums. grad is
-// [N, M] with `own` its rows (own_is_a) or its columns, of the boxes' dtype
-// or float32 (the forward's output for half boxes): read by its runtime dtype.
+// [N, M] with `own` its rows (own_is_a) or its columns, of any floating
+// dtype: read by its runtime dtype. out [count_own, 4] has own's dtype.
 template <typename S>
 __global__ void pairwise_iou_backward_kernel(vo_cuda_view grad, vo_cuda_view own,
                                              vo_cuda_view other, int64_t count_own,
                                              int64_t count_other, int own_is_a, vo_iou_kind kind,
-                                             typename vo_cuda_compute<S>::type eps, S *out) {
+                                             typename vo_cuda_compute<S>::type eps,
+                                             vo_cuda_view out) {
   typedef typename vo_cuda_compute<S>::type T;
   const int lane = (int)(threadIdx.x % kWarp);
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x / kWarp);
   for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / kWarp; i < count_own;
        i += warps) {
     T mine[4];
-    for (int k = 0; k < 4; ++k) mine[k] = vo_cuda_load<S>(own.data, vo_cuda_offset(own, i, k));
+    for (int k = 0; k < 4; ++k) mine[k] = vo_cuda_load_view<S>(own, vo_cuda_offset(own, i, k));
     // atan(w / h) is read by complete_box_iou only: computed once per box.
     const bool complete = kind == VO_IOU_COMPLETE;
     const T t_mine = complete ? atan_ratio(mine) : T(0);
@@ -144,7 +146,7 @@ __global__ void pairwise_iou_backward_kernel(vo_cuda_view grad, vo_cuda_view own
     for (int64_t j = lane; j < count_other; j += kWarp) {
       T theirs[4], ga[4], gb[4];
       for (int k = 0; k < 4; ++k)
-        theirs[k] = vo_cuda_load<S>(other.data, vo_cuda_offset(other, j, k));
+        theirs[k] = vo_cuda_load_view<S>(other, vo_cuda_offset(other, j, k));
       const T t_theirs = complete ? atan_ratio(theirs) : T(0);
       if (own_is_a) {
         const T g = vo_cuda_load_as<T>(grad, vo_cuda_offset(grad, i, j));
@@ -160,7 +162,7 @@ __global__ void pairwise_iou_backward_kernel(vo_cuda_view grad, vo_cuda_view own
     for (int off = kWarp / 2; off > 0; off /= 2)
       for (int k = 0; k < 4; ++k) acc[k] += __shfl_down_sync(0xffffffffu, acc[k], off);
     if (lane == 0)
-      for (int k = 0; k < 4; ++k) vo_cuda_store(out, i * 4 + k, (T)acc[k]);
+      for (int k = 0; k < 4; ++k) vo_cuda_store_view<S>(out, i * 4 + k, (T)acc[k]);
   }
 }
 
@@ -170,12 +172,15 @@ vo_status pairwise_backward_run(const vo_exec *ex, cudaStream_t stream) {
   const vo_pairwise_iou_backward_params &p = ex->p.iou_backward;
   const int64_t n = p.a->shape[0];
   const int64_t m = p.b->shape[0];
-  S *grad_a = static_cast<S *>(p.grad_a->data);
-  S *grad_b = static_cast<S *>(p.grad_b->data);
+  const vo_cuda_view grad_a = vo_cuda_view_of(p.grad_a), grad_b = vo_cuda_view_of(p.grad_b);
   if (n == 0 || m == 0) {
     // No pairs: the other side's gradient is all zeros.
-    if (n) return vo_cuda_check(ex, cudaMemsetAsync(grad_a, 0, (size_t)n * 4 * sizeof(S), stream));
-    if (m) return vo_cuda_check(ex, cudaMemsetAsync(grad_b, 0, (size_t)m * 4 * sizeof(S), stream));
+    if (n)
+      return vo_cuda_check(ex, cudaMemsetAsync(grad_a.data, 0,
+                                               (size_t)n * 4 * vo_dtype_size(grad_a.dtype), stream));
+    if (m)
+      return vo_cuda_check(ex, cudaMemsetAsync(grad_b.data, 0,
+                                               (size_t)m * 4 * vo_dtype_size(grad_b.dtype), stream));
     return VO_OK;
   }
   const vo_cuda_view g = vo_cuda_view_of(p.grad);
@@ -197,14 +202,19 @@ extern "C" vo_status vo_cuda_pairwise_iou_backward(const vo_exec *ex) {
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const cudaStream_t stream = vo_cuda_stream(ex);
-  switch (ex->dtype) {
+  // Box sets of two dtypes: each read at its own, computing in ex->dtype.
+  const vo_dtype boxes = ex->p.iou_backward.a->dtype;
+  if (ex->p.iou_backward.b->dtype != boxes)
+    return ex->dtype == VO_F64 ? pairwise_backward_run<vo_cuda_any<double>>(ex, stream)
+                               : pairwise_backward_run<vo_cuda_any<float>>(ex, stream);
+  switch (boxes) {
     case VO_F32: return pairwise_backward_run<float>(ex, stream);
     case VO_F64: return pairwise_backward_run<double>(ex, stream);
     case VO_F16: return pairwise_backward_run<__half>(ex, stream);
     case VO_BF16: return pairwise_backward_run<__nv_bfloat16>(ex, stream);
     default:
       return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                     vo_dtype_name(ex->dtype));
+                     vo_dtype_name(boxes));
   }
 }
 
@@ -213,6 +223,13 @@ extern "C" vo_status vo_cuda_pairwise_iou(const vo_exec *ex) {
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const cudaStream_t stream = vo_cuda_stream(ex);
   const vo_dtype boxes = ex->p.iou.a->dtype;
+  // Box sets of two dtypes: each read at its own, computing in ex->dtype,
+  // stored in the output's dtype (float64 when either set is float64).
+  if (ex->p.iou.b->dtype != boxes) {
+    if (ex->dtype != VO_F64) return pairwise_run<vo_cuda_any<float>, float>(ex, stream);
+    return ex->p.iou.out->dtype == VO_F64 ? pairwise_run<vo_cuda_any<double>, double>(ex, stream)
+                                          : pairwise_run<vo_cuda_any<double>, float>(ex, stream);
+  }
   switch (boxes) {
     case VO_F32: return pairwise_run<float, float>(ex, stream);
     case VO_F64: return pairwise_run<double, double>(ex, stream);

@@ -196,14 +196,20 @@ __device__ __forceinline__ void vo_cuda_store(__nv_bfloat16 *p, int64_t offset, 
 }
 
 // Runtime-dtype variants for code that is not templated on the storage type
-// (one branch per element; prefer the templates in hot loops).
+// (one branch per element; prefer the templates in hot loops). Loads cover
+// the integer dtypes too (integer boxes beside float ones).
 template <typename T>
-__device__ __forceinline__ T vo_cuda_load_as(const vo_cuda_view &v, int64_t offset) {
+__host__ __device__ __forceinline__ T vo_cuda_load_as(const vo_cuda_view &v, int64_t offset) {
   switch (v.dtype) {
     case VO_F64: return static_cast<T>(static_cast<const double *>(v.data)[offset]);
     case VO_F16: return static_cast<T>(__half2float(static_cast<const __half *>(v.data)[offset]));
     case VO_BF16:
       return static_cast<T>(__bfloat162float(static_cast<const __nv_bfloat16 *>(v.data)[offset]));
+    case VO_I64: return static_cast<T>(static_cast<const int64_t *>(v.data)[offset]);
+    case VO_I32: return static_cast<T>(static_cast<const int32_t *>(v.data)[offset]);
+    case VO_I16: return static_cast<T>(static_cast<const int16_t *>(v.data)[offset]);
+    case VO_I8: return static_cast<T>(static_cast<const int8_t *>(v.data)[offset]);
+    case VO_U8: return static_cast<T>(static_cast<const uint8_t *>(v.data)[offset]);
     default: return static_cast<T>(static_cast<const float *>(v.data)[offset]);
   }
 }
@@ -218,6 +224,50 @@ __device__ __forceinline__ void vo_cuda_store_as(const vo_cuda_view &v, int64_t 
       break;
     default: static_cast<float *>(v.data)[offset] = (float)x; break;
   }
+}
+
+// Mixed precision (SPEC.md section 5): a kernel templated on a storage type S
+// can also be instantiated with vo_cuda_any<T>, "each tensor at its own
+// dtype, computing in T", for calls whose tensors differ in dtype (a float32
+// box set beside a bfloat16 one). vo_cuda_load_view / vo_cuda_store_view
+// take the static path for a real storage type and the runtime switch for
+// vo_cuda_any.
+template <typename T>
+struct vo_cuda_any {};
+template <typename T>
+struct vo_cuda_compute<vo_cuda_any<T>> {
+  typedef T type;
+};
+
+template <typename S>
+struct vo_cuda_access {
+  typedef typename vo_cuda_compute<S>::type T;
+  static __device__ __forceinline__ T load(const vo_cuda_view &v, int64_t offset) {
+    return vo_cuda_load<S>(v.data, offset);
+  }
+  static __device__ __forceinline__ void store(const vo_cuda_view &v, int64_t offset, T x) {
+    vo_cuda_store(static_cast<S *>(v.data), offset, x);
+  }
+};
+template <typename T>
+struct vo_cuda_access<vo_cuda_any<T>> {
+  static __device__ __forceinline__ T load(const vo_cuda_view &v, int64_t offset) {
+    return vo_cuda_load_as<T>(v, offset);
+  }
+  static __device__ __forceinline__ void store(const vo_cuda_view &v, int64_t offset, T x) {
+    vo_cuda_store_as<T>(v, offset, x);
+  }
+};
+
+template <typename S>
+__device__ __forceinline__ typename vo_cuda_compute<S>::type vo_cuda_load_view(
+    const vo_cuda_view &v, int64_t offset) {
+  return vo_cuda_access<S>::load(v, offset);
+}
+template <typename S>
+__device__ __forceinline__ void vo_cuda_store_view(const vo_cuda_view &v, int64_t offset,
+                                                   typename vo_cuda_compute<S>::type x) {
+  vo_cuda_access<S>::store(v, offset, x);
 }
 
 // 64-bit grid-stride loop: no index ever wraps, however large n is.

@@ -23,26 +23,27 @@ __device__ __forceinline__ double canonical_key(double s) {
   return isnan(s) ? __longlong_as_double(0x7ff8000000000000LL) : s;
 }
 
-template <typename S>
-__global__ void nms_keys_kernel(vo_cuda_view scores, int64_t n,
-                                typename vo_cuda_compute<S>::type *keys, int64_t *order) {
+// Scores of any floating dtype (SPEC section 5: they need not have the
+// boxes' dtype) as sort keys K: double for float64 scores, else float, which
+// holds the half types exactly. Read by their runtime dtype: one pass.
+template <typename K>
+__global__ void nms_keys_kernel(vo_cuda_view scores, int64_t n, K *keys, int64_t *order) {
   VO_CUDA_GRID_STRIDE(i, n) {
-    keys[i] = canonical_key(vo_cuda_load<S>(scores.data, vo_cuda_offset(scores, i)));
+    keys[i] = canonical_key(vo_cuda_load_as<K>(scores, vo_cuda_offset(scores, i)));
     order[i] = i;
   }
 }
 
-// Boxes (and categories) in score order, converted to the compute type and
+// Boxes (and categories) in score order, converted to the compute type T and
 // packed, so the quadratic mask pass reads dense rows.
-template <typename S>
+template <typename T>
 __global__ void nms_gather_kernel(vo_cuda_view boxes, vo_cuda_view idxs, const int64_t *sorted,
-                                  int64_t n, typename vo_cuda_compute<S>::type *sboxes,
-                                  int64_t *sidx, int64_t *order) {
+                                  int64_t n, T *sboxes, int64_t *sidx, int64_t *order) {
   VO_CUDA_GRID_STRIDE(i, n) {
     const int64_t o = sorted[i];
     order[i] = o;
     for (int k = 0; k < 4; ++k)
-      sboxes[i * 4 + k] = vo_cuda_load<S>(boxes.data, vo_cuda_offset(boxes, o, k));
+      sboxes[i * 4 + k] = vo_cuda_load_as<T>(boxes, vo_cuda_offset(boxes, o, k));
     if (sidx) sidx[i] = static_cast<const int64_t *>(idxs.data)[vo_cuda_offset(idxs, o)];
   }
 }
@@ -149,9 +150,10 @@ __global__ void nms_finish_kernel(const int64_t *count, int64_t n, int64_t *keep
     keep[i] = -1;
 }
 
-template <typename S>
+// T: the boxes' compute type (double for float64 boxes, else float); K: the
+// scores' sort key type.
+template <typename T, typename K>
 vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
-  typedef typename vo_cuda_compute<S>::type T;
   const vo_nms_params &p = ex->p.nms;
   const int64_t n = p.boxes->shape[0];
   int64_t *keep = static_cast<int64_t *>(p.keep->data);
@@ -163,21 +165,21 @@ vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
   const bool batched = p.idxs != nullptr;
   const int64_t col_blocks = (n + kTile - 1) / kTile;
   const size_t un = (size_t)n;
-  const int key_bits = (int)sizeof(T) * 8;
+  const int key_bits = (int)sizeof(K) * 8;
 
   // Sort phase workspace: key and value double buffers plus CUB's scratch
   // (the DoubleBuffer form needs only O(P) scratch beyond the buffers).
   size_t sort_temp = 0;
   {
-    cub::DoubleBuffer<T> k(nullptr, nullptr);
+    cub::DoubleBuffer<K> k(nullptr, nullptr);
     cub::DoubleBuffer<int64_t> v(nullptr, nullptr);
     st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_temp, k, v, n, 0,
                                                                      key_bits, stream));
     if (st != VO_OK) return st;
   }
   const size_t a_keys0 = 0;
-  const size_t a_keys1 = a_keys0 + vo_cuda_align(un * sizeof(T));
-  const size_t a_vals0 = a_keys1 + vo_cuda_align(un * sizeof(T));
+  const size_t a_keys1 = a_keys0 + vo_cuda_align(un * sizeof(K));
+  const size_t a_vals0 = a_keys1 + vo_cuda_align(un * sizeof(K));
   const size_t a_vals1 = a_vals0 + vo_cuda_align(un * sizeof(int64_t));
   const size_t a_temp = a_vals1 + vo_cuda_align(un * sizeof(int64_t));
   const size_t a_total = a_temp + vo_cuda_align(sort_temp);
@@ -196,8 +198,8 @@ vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
   char *b = static_cast<char *>(ws_state.alloc(b_total));
   if (!b) return VO_ERROR_OUT_OF_MEMORY;
 
-  T *keys0 = reinterpret_cast<T *>(a + a_keys0);
-  T *keys1 = reinterpret_cast<T *>(a + a_keys1);
+  K *keys0 = reinterpret_cast<K *>(a + a_keys0);
+  K *keys1 = reinterpret_cast<K *>(a + a_keys1);
   int64_t *vals0 = reinterpret_cast<int64_t *>(a + a_vals0);
   int64_t *vals1 = reinterpret_cast<int64_t *>(a + a_vals1);
   T *sboxes = reinterpret_cast<T *>(b + b_boxes);
@@ -223,16 +225,16 @@ vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
   }
 
   const unsigned int grid_n = vo_cuda_blocks(n, kThreads);
-  nms_keys_kernel<S><<<grid_n, kThreads, 0, stream>>>(vo_cuda_view_of(p.scores), n, keys0, vals0);
+  nms_keys_kernel<K><<<grid_n, kThreads, 0, stream>>>(vo_cuda_view_of(p.scores), n, keys0, vals0);
   if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
 
-  cub::DoubleBuffer<T> dkeys(keys0, keys1);
+  cub::DoubleBuffer<K> dkeys(keys0, keys1);
   cub::DoubleBuffer<int64_t> dvals(vals0, vals1);
   st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairsDescending(a + a_temp, sort_temp, dkeys,
                                                                    dvals, n, 0, key_bits, stream));
   if (st != VO_OK) return st;
 
-  nms_gather_kernel<S><<<grid_n, kThreads, 0, stream>>>(
+  nms_gather_kernel<T><<<grid_n, kThreads, 0, stream>>>(
       vo_cuda_view_of(p.boxes), vo_cuda_view_of(p.idxs), dvals.Current(), n, sboxes, sidx, order);
   if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
   st = vo_cuda_check(
@@ -288,15 +290,10 @@ extern "C" vo_status vo_cuda_nms(const vo_exec *ex) {
   // CUB's dispatch can throw cuda::cuda_error (from its device switching);
   // nothing may unwind into the C callers.
   try {
-    switch (ex->dtype) {
-      case VO_F32: return nms_run<float>(ex, stream);
-      case VO_F64: return nms_run<double>(ex, stream);
-      case VO_F16: return nms_run<__half>(ex, stream);
-      case VO_BF16: return nms_run<__nv_bfloat16>(ex, stream);
-      default:
-        return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                       vo_dtype_name(ex->dtype));
-    }
+    const bool f64_boxes = ex->dtype == VO_F64, f64_scores = ex->p.nms.scores->dtype == VO_F64;
+    if (f64_boxes) return f64_scores ? nms_run<double, double>(ex, stream)
+                                     : nms_run<double, float>(ex, stream);
+    return f64_scores ? nms_run<float, double>(ex, stream) : nms_run<float, float>(ex, stream);
   } catch (const std::exception &e) {
     (void)cudaGetLastError();
     return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: CUDA error: %s", ex->op_name, e.what());

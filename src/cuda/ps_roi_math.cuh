@@ -11,7 +11,7 @@
 
 // What the ps kernels need of a call, by value.
 struct vo_ps_args {
-  vo_cuda_view rois;  // [K,5]
+  vo_cuda_view rois;  // [K,5], any floating dtype (read by its runtime dtype, SPEC section 5)
   vo_cuda_view src;   // forward: input [N,C,H,W]; backward: grad [K,C/(PH*PW),PH,PW]
   double spatial_scale;
   int64_t num_rois, batch_size, channels, height, width;
@@ -43,11 +43,11 @@ __host__ __device__ __forceinline__ void vo_psa_geometry(
   typedef typename vo_cuda_compute<S>::type T;
   const int64_t row = k * a.rois.stride[0], s1 = a.rois.stride[1];
   const T scale = (T)a.spatial_scale, off = (T)0.5;
-  g->batch = (int64_t)vo_hd_load<S>(a.rois.data, row);
-  const T sw = vo_hd_load<S>(a.rois.data, row + s1) * scale - off;
-  const T sh = vo_hd_load<S>(a.rois.data, row + 2 * s1) * scale - off;
-  const T ew = vo_hd_load<S>(a.rois.data, row + 3 * s1) * scale - off;
-  const T eh = vo_hd_load<S>(a.rois.data, row + 4 * s1) * scale - off;
+  g->batch = (int64_t)vo_cuda_load_as<double>(a.rois, row);
+  const T sw = vo_cuda_load_as<T>(a.rois, row + s1) * scale - off;
+  const T sh = vo_cuda_load_as<T>(a.rois, row + 2 * s1) * scale - off;
+  const T ew = vo_cuda_load_as<T>(a.rois, row + 3 * s1) * scale - off;
+  const T eh = vo_cuda_load_as<T>(a.rois, row + 4 * s1) * scale - off;
   const T rw = ew - sw, rh = eh - sh;
   g->start_h = sh;
   g->start_w = sw;
@@ -181,7 +181,7 @@ __host__ __device__ __forceinline__ typename vo_cuda_compute<S>::type vo_psa_gat
   const int64_t ph = bin / a.pooled_w, pw = bin % a.pooled_w;
   T sum = 0;
   for (int64_t k = 0; k < a.num_rois; k++) {
-    if ((int64_t)vo_hd_load<S>(a.rois.data, k * a.rois.stride[0]) != b) continue;
+    if ((int64_t)vo_cuda_load_as<double>(a.rois, k * a.rois.stride[0]) != b) continue;
     vo_psa_roi<T> g;
     vo_psa_geometry<S>(a, k, &g);
     if (g.grid_h < 1 || g.grid_w < 1) continue;
@@ -236,14 +236,14 @@ __host__ __device__ __forceinline__ void vo_psp_geometry(
   typedef typename vo_cuda_compute<S>::type T;
   const int64_t row = k * a.rois.stride[0], s1 = a.rois.stride[1];
   const T scale = (T)a.spatial_scale;
-  g->batch = (int64_t)vo_hd_load<S>(a.rois.data, row);
-  g->start_w = vo_psp_saturate((double)vo_hd_round(vo_hd_load<S>(a.rois.data, row + s1) * scale));
+  g->batch = (int64_t)vo_cuda_load_as<double>(a.rois, row);
+  g->start_w = vo_psp_saturate((double)vo_hd_round(vo_cuda_load_as<T>(a.rois, row + s1) * scale));
   g->start_h =
-      vo_psp_saturate((double)vo_hd_round(vo_hd_load<S>(a.rois.data, row + 2 * s1) * scale));
+      vo_psp_saturate((double)vo_hd_round(vo_cuda_load_as<T>(a.rois, row + 2 * s1) * scale));
   const int64_t end_w =
-      vo_psp_saturate((double)vo_hd_round(vo_hd_load<S>(a.rois.data, row + 3 * s1) * scale));
+      vo_psp_saturate((double)vo_hd_round(vo_cuda_load_as<T>(a.rois, row + 3 * s1) * scale));
   const int64_t end_h =
-      vo_psp_saturate((double)vo_hd_round(vo_hd_load<S>(a.rois.data, row + 4 * s1) * scale));
+      vo_psp_saturate((double)vo_hd_round(vo_cuda_load_as<T>(a.rois, row + 4 * s1) * scale));
   const int64_t rw = end_w - g->start_w > 1 ? end_w - g->start_w : 1;
   const int64_t rh = end_h - g->start_h > 1 ? end_h - g->start_h : 1;
   g->bin_h = (T)rh / (T)a.pooled_h;
@@ -325,7 +325,7 @@ __host__ __device__ __forceinline__ typename vo_cuda_compute<S>::type vo_psp_gat
   const int64_t ph = bin / a.pooled_w, pw = bin % a.pooled_w;
   T sum = 0;
   for (int64_t k = 0; k < a.num_rois; k++) {
-    if ((int64_t)vo_hd_load<S>(a.rois.data, k * a.rois.stride[0]) != bn) continue;
+    if ((int64_t)vo_cuda_load_as<double>(a.rois, k * a.rois.stride[0]) != bn) continue;
     vo_psp_roi<T> g;
     vo_psp_geometry<S>(a, k, &g);
     int64_t b[4];

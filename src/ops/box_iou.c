@@ -12,24 +12,29 @@ static vo_status vo_check_pairwise(vo_exec *ex, vo_iou_kind kind) {
   const int64_t dims[2] = {-1, 4};
   if ((st = vo_expect_shape(ex, ARG_A, 2, dims, "N, 4")) != VO_OK) return st;
   if ((st = vo_expect_shape(ex, ARG_B, 2, dims, "M, 4")) != VO_OK) return st;
-  const vo_dtype dt = ex->inputs[ARG_A].dtype;
-  if (!vo_dtype_is_float(dt) && !vo_dtype_is_int(dt))
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
-                   "%s: %s must be float32, float64, float16, bfloat16 or an integer dtype (int64, "
-                   "int32, int16, int8, uint8), got %s",
-                   ex->op_name, vo_arg_name(ex, ARG_A), vo_dtype_name(dt));
-  if ((st = vo_expect_same_dtype(ex, ARG_B, ARG_A)) != VO_OK) return st;
+  for (int arg = ARG_A; arg <= ARG_B; arg++) {
+    const vo_dtype dt = ex->inputs[arg].dtype;
+    if (!vo_dtype_is_float(dt) && !vo_dtype_is_int(dt))
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                     "%s: %s must be float32, float64, float16, bfloat16 or an integer dtype "
+                     "(int64, int32, int16, int8, uint8), got %s",
+                     ex->op_name, vo_arg_name(ex, arg), vo_dtype_name(dt));
+  }
   double eps = 0;
   if (kind == VO_IOU_DISTANCE || kind == VO_IOU_COMPLETE) {
     if ((st = vo_expect_finite(ex, ARG_EPS)) != VO_OK) return st;
     eps = ex->args[ARG_EPS].u.f;
   }
-  /* torchvision's upcasting (_upcast, then true division): float64 boxes
-   * give float64; float32, float16, bfloat16 and integer boxes give
-   * float32. Halves compute in float32; integers in float64, so areas and
-   * intersections are exact as torchvision's integer arithmetic is. */
-  ex->dtype = dt == VO_F64 || vo_dtype_is_int(dt) ? VO_F64 : VO_F32;
-  const vo_dtype out_dtype = dt == VO_F64 ? VO_F64 : VO_F32;
+  /* torchvision's upcasting (_upcast, then type promotion and true
+   * division), also when the two box sets differ in dtype (each is read at
+   * its own precision, SPEC section 5): float64 on either side gives
+   * float64; otherwise float32. Integer boxes on both sides compute in
+   * float64, so areas and intersections are exact as torchvision's integer
+   * arithmetic is; beside float boxes they meet float32 arithmetic there. */
+  const vo_dtype da = ex->inputs[ARG_A].dtype, db = ex->inputs[ARG_B].dtype;
+  const int any_f64 = da == VO_F64 || db == VO_F64;
+  ex->dtype = any_f64 || (vo_dtype_is_int(da) && vo_dtype_is_int(db)) ? VO_F64 : VO_F32;
+  const vo_dtype out_dtype = any_f64 ? VO_F64 : VO_F32;
   const int64_t shape[2] = {ex->inputs[ARG_A].shape[0], ex->inputs[ARG_B].shape[0]};
   vo_set_output(ex, 0, out_dtype, 2, shape);
   vo_pairwise_iou_params *p = &ex->p.iou;
@@ -100,28 +105,22 @@ static vo_status vo_check_pairwise_backward(vo_exec *ex, vo_iou_kind kind) {
                    vo_shape_str(g->shape, g->ndim, got, sizeof got));
   }
   if ((st = vo_expect_float(ex, BARG_A)) != VO_OK) return st;
-  if ((st = vo_expect_same_dtype(ex, BARG_B, BARG_A)) != VO_OK) return st;
-  /* grad is the forward's output (float32 for half boxes) or, as before the
-   * forward upcast half boxes, the boxes' own dtype. */
-  const vo_dtype bdt = ex->inputs[BARG_A].dtype, gdt = g->dtype;
-  const vo_dtype fwd = bdt == VO_F64 ? VO_F64 : VO_F32;
-  if (bdt == fwd) {
-    if ((st = vo_expect_same_dtype(ex, BARG_GRAD, BARG_A)) != VO_OK) return st;
-  } else if (gdt != bdt && gdt != fwd)
-    return vo_fail(
-        VO_ERROR_UNSUPPORTED_DTYPE,
-        "%s: %s must be %s (the forward's output dtype) or %s (the boxes' dtype), got %s",
-        ex->op_name, vo_arg_name(ex, BARG_GRAD), vo_dtype_name(fwd), vo_dtype_name(bdt),
-        vo_dtype_name(gdt));
+  if ((st = vo_expect_float(ex, BARG_B)) != VO_OK) return st;
+  /* grad (the forward's output dtype, usually) may be of any floating
+   * dtype, read at its own precision (SPEC section 5). */
+  if ((st = vo_expect_float_companion(ex, BARG_GRAD, BARG_A)) != VO_OK) return st;
   double eps = 0;
   if (kind == VO_IOU_DISTANCE || kind == VO_IOU_COMPLETE) {
     if ((st = vo_expect_finite(ex, BARG_EPS)) != VO_OK) return st;
     eps = ex->args[BARG_EPS].u.f;
   }
-  ex->dtype = ex->inputs[BARG_A].dtype;
+  /* Each box set's gradient in its own dtype; the arithmetic in float64
+   * when either set is float64, else float32. */
+  const vo_dtype da = ex->inputs[BARG_A].dtype, db = ex->inputs[BARG_B].dtype;
+  ex->dtype = da == VO_F64 || db == VO_F64 ? VO_F64 : VO_F32;
   const int64_t shape_a[2] = {n, 4}, shape_b[2] = {m, 4};
-  vo_set_output(ex, 0, ex->dtype, 2, shape_a);
-  vo_set_output(ex, 1, ex->dtype, 2, shape_b);
+  vo_set_output(ex, 0, da, 2, shape_a);
+  vo_set_output(ex, 1, db, 2, shape_b);
   vo_pairwise_iou_backward_params *p = &ex->p.iou_backward;
   p->grad = g;
   p->a = &ex->inputs[BARG_A];

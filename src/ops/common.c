@@ -26,6 +26,22 @@ vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like) {
                  vo_dtype_name(dt));
 }
 
+/* SPEC section 5's mixed precision, the one place it is decided: a
+ * companion tensor may have any floating dtype beside the data tensor
+ * `like` (float32 rois beside bfloat16 features, as autocast produces, but
+ * also float64 rois or float16 scores). Kernels read it at its own precision
+ * and compute in the data tensor's (vo_compute_dtype); the output takes the
+ * data tensor's dtype. */
+vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like) {
+  vo_dtype dt = ex->inputs[arg].dtype;
+  if (vo_dtype_is_float(dt)) return VO_OK;
+  return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                 "%s: %s must be float32, float64, float16 or bfloat16 (any floating dtype beside "
+                 "%s's %s), got %s",
+                 ex->op_name, vo_arg_name(ex, arg), vo_arg_name(ex, like),
+                 vo_dtype_name(ex->inputs[like].dtype), vo_dtype_name(dt));
+}
+
 vo_status vo_expect_dtype(const vo_exec *ex, int arg, vo_dtype want) {
   vo_dtype dt = ex->inputs[arg].dtype;
   if (dt == want) return VO_OK;
@@ -167,18 +183,19 @@ vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale
   vo_status st;
   const int64_t roi_dims[2] = {-1, 5};
   if ((st = vo_expect_shape(ex, rois_arg, 2, roi_dims, "K, 5")) != VO_OK) return st;
-  if ((st = vo_expect_same_dtype(ex, rois_arg, like)) != VO_OK) return st;
+  if ((st = vo_expect_float_companion(ex, rois_arg, like)) != VO_OK) return st;
   const double scale = ex->args[scale_arg].u.f;
   if (!(isfinite(scale) && scale > 0))
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be finite and > 0, got %g", ex->op_name,
                    vo_arg_name(ex, scale_arg), scale);
   /* Everything but float64 computes in float32, where a larger scale is inf
-   * (and 0 * inf a NaN coordinate). */
-  if (ex->inputs[rois_arg].dtype != VO_F64 && scale > FLT_MAX)
+   * (and 0 * inf a NaN coordinate). The data tensor sets the precision. */
+  const vo_dtype data = ex->inputs[like].dtype;
+  if (vo_compute_dtype(data) != VO_F64 && scale > FLT_MAX)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: %s = %g is not finite in float32, the precision %s rois compute in",
-                   ex->op_name, vo_arg_name(ex, scale_arg), scale,
-                   vo_dtype_name(ex->inputs[rois_arg].dtype));
+                   "%s: %s = %g is not finite in float32, the precision %s %s computes in",
+                   ex->op_name, vo_arg_name(ex, scale_arg), scale, vo_dtype_name(data),
+                   vo_arg_name(ex, like));
   if ((st = vo_expect_int_at_least(ex, ph_arg, 1)) != VO_OK) return st;
   if ((st = vo_expect_int_at_least(ex, pw_arg, 1)) != VO_OK) return st;
   return VO_OK;

@@ -10,6 +10,9 @@
 vo_status vo_expect_float(const vo_exec *ex, int arg);
 /* Argument `arg` has the dtype of argument `like`. */
 vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like);
+/* Argument `arg` (rois, scores, a second box set, a gradient) is a floating
+ * tensor of any precision beside data tensor `like` (SPEC section 5). */
+vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like);
 /* Argument `arg` has dtype `dt`. */
 vo_status vo_expect_dtype(const vo_exec *ex, int arg, vo_dtype dt);
 /* Argument `arg` (a float) is not NaN / not infinite. */
@@ -29,8 +32,8 @@ vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]);
  * coordinate finite (kernels index with them). Rois on a device are left to
  * that device's backend, which must validate on the device before writing. */
 vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n);
-/* The arguments every RoI op shares: rois [K,5] with the dtype of argument
- * `like`, spatial_scale finite and > 0, pooled height and width >= 1. */
+/* The arguments every RoI op shares: rois [K,5] of any floating dtype beside
+ * argument `like` (features or grad, which set the precision), spatial_scale finite and > 0, pooled height and width >= 1. */
 vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
                             int pw_arg);
 /* The backward arguments both position-sensitive ops share: grad (arg 0)

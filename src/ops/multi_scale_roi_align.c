@@ -104,12 +104,19 @@ static vo_status vo_check_msra_common(vo_exec *ex, int features_arg, int rois_ar
   if ((st = vo_check_levels(ex, features_arg, a->scales)) != VO_OK) return st;
   const int64_t roi_dims[2] = {-1, 5};
   if ((st = vo_expect_shape(ex, rois_arg, 2, roi_dims, "K, 5")) != VO_OK) return st;
-  if (ex->inputs[rois_arg].dtype != ex->list_inputs[0].dtype)
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must have the dtype of %s[0] (%s), got %s",
+  /* rois: any floating dtype beside the features (SPEC section 5); the
+   * backward's grad has the features' dtype, as the forward's output. */
+  const vo_dtype feat = ex->list_inputs[0].dtype, rdt = ex->inputs[rois_arg].dtype;
+  if (!vo_dtype_is_float(rdt))
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                   "%s: %s must be float32, float64, float16 or bfloat16 (any floating dtype "
+                   "beside %s[0]'s %s), got %s",
                    ex->op_name, vo_arg_name(ex, rois_arg), vo_arg_name(ex, features_arg),
-                   vo_dtype_name(ex->list_inputs[0].dtype),
-                   vo_dtype_name(ex->inputs[rois_arg].dtype));
-  if (like >= 0 && (st = vo_expect_same_dtype(ex, like, rois_arg)) != VO_OK) return st;
+                   vo_dtype_name(feat), vo_dtype_name(rdt));
+  if (like >= 0 && ex->inputs[like].dtype != feat)
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must have the dtype of %s[0] (%s), got %s",
+                   ex->op_name, vo_arg_name(ex, like), vo_arg_name(ex, features_arg),
+                   vo_dtype_name(feat), vo_dtype_name(ex->inputs[like].dtype));
   if ((st = vo_expect_int_at_least(ex, a->ph, 1)) != VO_OK) return st;
   if ((st = vo_expect_int_at_least(ex, a->pw, 1)) != VO_OK) return st;
   if ((st = vo_expect_int_at_least(ex, a->canonical_scale, 1)) != VO_OK) return st;

@@ -19,7 +19,9 @@ static vo_status vo_check_nms_common(vo_exec *ex, int idxs_arg, int threshold_ar
   snprintf(what, sizeof what, "%lld", (long long)n);
   const int64_t vec_dims[1] = {n};
   if ((st = vo_expect_shape(ex, ARG_SCORES, 1, vec_dims, what)) != VO_OK) return st;
-  if ((st = vo_expect_same_dtype(ex, ARG_SCORES, ARG_BOXES)) != VO_OK) return st;
+  /* Scores are only ordered: any floating dtype, compared at its own
+   * precision; the IoU computes in the boxes' precision. */
+  if ((st = vo_expect_float_companion(ex, ARG_SCORES, ARG_BOXES)) != VO_OK) return st;
   if (idxs_arg >= 0) {
     if ((st = vo_expect_shape(ex, idxs_arg, 1, vec_dims, what)) != VO_OK) return st;
     if ((st = vo_expect_dtype(ex, idxs_arg, VO_I64)) != VO_OK) return st;

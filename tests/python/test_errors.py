@@ -171,9 +171,9 @@ CASES = [
     ("nms integer boxes", TypeError,
      r"nms: boxes must be float32, float64, float16 or bfloat16, got int32",
      lambda a: visionops.nms(a.cast(a.B, "int32"), a.cast(a.S, "int32"), 0.5)),
-    ("box_iou int64 and float32 boxes", TypeError,
-     r"box_iou: boxes2 must have the dtype of boxes1 \(int64\), got float32",
-     lambda a: visionops.box_iou(a.cast(a.B, "int64"), a.B)),
+    ("box_iou float32 and bool boxes", TypeError,
+     r"box_iou: boxes2 .*bool",
+     lambda a: visionops.box_iou(a.B, a.cast(a.B, "bool"))),
     ("box_iou bool boxes", TypeError, r"box_iou: boxes1 .*bool",
      lambda a: visionops.box_iou(a.cast(a.B, "bool"), a.cast(a.B, "bool"))),
     ("nms complex boxes", TypeError, r"nms: boxes has unsupported dtype complex64",
@@ -185,14 +185,16 @@ CASES = [
     ("deform_conv2d bool weight", TypeError, r"deform_conv2d: weight .*bool",
      lambda a: visionops.deform_conv2d(a.X, a.zeros(2, 18, 6, 6), a.zeros(3, 4, 3, 3,
                                                                            dtype="bool"))),
-    ("nms mixed dtypes", TypeError,
-     r"nms: scores must have the dtype of boxes \(float32\), got float64",
-     lambda a: visionops.nms(a.B, a.cast(a.S, "float64"), 0.5)),
+    ("nms integer scores", TypeError,
+     r"nms: scores must be float32, float64, float16 or bfloat16 \(any floating dtype beside "
+     r"boxes's float32\), got int64",
+     lambda a: visionops.nms(a.B, a.cast(a.S, "int64"), 0.5)),
     ("batched_nms float idxs", TypeError, r"batched_nms: idxs must be int64, got float32",
      lambda a: visionops.batched_nms(a.B, a.S, a.S, 0.5)),
-    ("roi_align mixed dtypes", TypeError,
-     r"roi_align: rois must have the dtype of input \(float32\), got float64",
-     lambda a: visionops.roi_align(a.X, a.cast(a.R, "float64"), 2)),
+    ("roi_align integer rois", TypeError,
+     r"roi_align: rois must be float32, float64, float16 or bfloat16 \(any floating dtype "
+     r"beside input's float32\), got int64",
+     lambda a: visionops.roi_align(a.X, a.cast(a.R, "int64"), 2)),
     ("roi_pool integer input", TypeError, r"roi_pool: input must be float32",
      lambda a: visionops.roi_pool(a.cast(a.X, "int32"), a.cast(a.R, "int32"), 2)),
     ("deform_conv2d mixed dtypes", TypeError, r"deform_conv2d: offset must have the dtype of input",
@@ -270,12 +272,13 @@ def test_torch_error_messages():
                             torch.tensor([[0, 0, 0, 1, 1], [2, 0, 0, 1, 1.]]), 2)
     with pytest.raises(ValueError, match=r"roi_pool: rois\[0, 1\] = nan"):
         visionops.roi_pool(x.detach(), torch.tensor([[0, math.nan, 0, 1, 1.]]), 2)
-    with pytest.raises(TypeError, match=r"roi_align: rois must have the dtype of input"):
-        visionops.roi_align(x.detach(), r.double(), 2)
+    with pytest.raises(TypeError, match=r"roi_align: rois must be float32, .*got int64"):
+        visionops.roi_align(x.detach(), r.long(), 2)
     with pytest.raises(TypeError, match=r"nms: boxes must be float32"):
         visionops.nms(torch.tensor([[0, 0, 1, 1]]), torch.tensor([1]), 0.5)
-    with pytest.raises(TypeError, match=r"nms: scores must have the dtype of boxes"):
-        visionops.nms(torch.zeros(2, 4, dtype=torch.float64), torch.zeros(2), 0.5)
+    with pytest.raises(TypeError, match=r"nms: scores must be float32, .*got int64"):
+        visionops.nms(torch.zeros(2, 4, dtype=torch.float64), torch.zeros(2, dtype=torch.int64),
+                      0.5)
     with pytest.raises(ValueError, match=r"deform_conv2d: weight has 3 input channels per group"):
         visionops.deform_conv2d(x.detach(), torch.zeros(2, 18, 6, 6), torch.zeros(3, 3, 3, 3))
     with pytest.raises(ValueError, match=r"roi_pool_backward: argmax\[0, 0, 0, 0\] = 999"):
