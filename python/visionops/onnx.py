@@ -27,12 +27,14 @@ Standard ONNX operators:
     padded,
   multi_scale_roi_align -> the FPN level of each RoI from elementwise ops,
     one RoiAlign per level on that level's RoIs, scattered back in order,
-  deform_conv2d -> DeformConv (opset 19; onnxruntime >= 1.20 runs it).
+  deform_conv2d -> DeformConv (opset 19; onnxruntime 1.32 runs it).
 Differences from eager visionops: NonMaxSuppression needs 0 <= iou_threshold
 (a negative one is an export error; one above 1 is exported as 1, which
 suppresses the same boxes), scores of -inf or NaN are never kept by
-batched_nms, float64 boxes are compared in float32, and float64 roi_pool
-runs in float32 (onnxruntime's MaxRoiPool has no float64 kernel).
+batched_nms, float64 boxes and scores are compared in float32 (ties in score
+may order differently), tied scores in nms are ordered as onnxruntime's
+NonMaxSuppression does (unspecified), and float64 roi_pool runs in float32
+(onnxruntime's MaxRoiPool has no float64 kernel).
 
 The other ops (ps_roi_align, ps_roi_pool, the four box IoUs and the backward
 ops) have no standard ONNX operator: they export as custom operators of the
