@@ -27,7 +27,12 @@ Standard ONNX operators:
     padded,
   multi_scale_roi_align -> the FPN level of each RoI from elementwise ops,
     one RoiAlign per level on that level's RoIs, scattered back in order,
-  deform_conv2d -> DeformConv (opset 19; onnxruntime 1.32 runs it).
+  deform_conv2d -> DeformConv (opset 19; onnxruntime 1.32 runs it),
+  box_iou, generalized_box_iou, distance_box_iou, complete_box_iou -> their
+    formulas from elementwise operators, for [N, 4] x [M, 4] boxes (float64
+    stays float64, other dtypes compute in float32, as the C op; the
+    aspect-ratio term of complete_box_iou takes its atan in float32, and the
+    dynamo exporter passes eps as a float32 attribute).
 Differences from eager visionops: NonMaxSuppression needs 0 <= iou_threshold
 (a negative one is an export error; one above 1 is exported as 1, which
 suppresses the same boxes), scores of -inf or NaN are never kept by
@@ -36,8 +41,8 @@ may order differently), tied scores in nms are ordered as onnxruntime's
 NonMaxSuppression does (unspecified), and float64 roi_pool runs in float32
 (onnxruntime's MaxRoiPool has no float64 kernel).
 
-The other ops (ps_roi_align, ps_roi_pool, the four box IoUs and the backward
-ops) have no standard ONNX operator: they export as custom operators of the
+The other ops (ps_roi_align, ps_roi_pool and the backward ops) have no
+standard ONNX operator: they export as custom operators of the
 domain "visionops" (version 1), with the op's name, its tensors as inputs and
 its other arguments as attributes under their schema names, and a
 CustomOpExportWarning naming the op. A runtime needs an implementation of
@@ -64,8 +69,9 @@ _TORCH_FLOAT_TYPES = {_ONNX_DOUBLE: torch.float64, _ONNX_FLOAT16: torch.float16,
 
 # Ops exported as standard ONNX; everything else in the schema list goes to
 # the custom domain.
+IOU_OPS = ("box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou")
 STANDARD_OPS = ("roi_align", "roi_pool", "nms", "batched_nms", "nms_kept", "batched_nms_kept",
-                "multi_scale_roi_align", "deform_conv2d")
+                "multi_scale_roi_align", "deform_conv2d") + IOU_OPS
 
 
 class CustomOpExportWarning(UserWarning):
@@ -123,6 +129,48 @@ def _pyramid_levels(op, scales):
             raise VisionOpsValueError("%s: scales must be consecutive powers of 1/2, got %r"
                                       % (op, list(scales)))
     return int(k_min), len(scales)
+
+
+def _pairwise_iou(kind, emit, const, atan, boxes1, boxes2, eps):
+    """The four IoUs of [N, 4] x [M, 4] boxes from elementwise ONNX ops, in
+    the C kernel's order of operations (torchvision's): emit(op_type,
+    *inputs) adds a node, const(value) a scalar of the compute dtype,
+    atan(x) an Atan in it (onnxruntime's Atan has no float64 kernel: it runs
+    in float32 there). boxes1 / boxes2 are already in the compute dtype."""
+    def columns(boxes, side):
+        cols = [emit("Gather", boxes, i) for i in range(4)]  # [N, 1] each
+        return cols if side == 0 else [emit("Transpose", c) for c in cols]  # [1, M]
+
+    def term(x1, y1, x2, y2):
+        w, h = emit("Sub", x2, x1), emit("Sub", y2, y1)
+        return dict(area=emit("Mul", w, h), w=w, h=h,
+                    cx=emit("Div", emit("Add", x1, x2), const(2.0)),
+                    cy=emit("Div", emit("Add", y1, y2), const(2.0)))
+
+    (ax1, ay1, ax2, ay2), (bx1, by1, bx2, by2) = columns(boxes1, 0), columns(boxes2, 1)
+    a, b = term(ax1, ay1, ax2, ay2), term(bx1, by1, bx2, by2)
+    w = emit("Relu", emit("Sub", emit("Min", ax2, bx2), emit("Max", ax1, bx1)))
+    h = emit("Relu", emit("Sub", emit("Min", ay2, by2), emit("Max", ay1, by1)))
+    inter = emit("Mul", w, h)
+    union = emit("Sub", emit("Add", a["area"], b["area"]), inter)
+    iou = emit("Div", inter, union)
+    if kind == "box_iou":
+        return iou
+    ew = emit("Relu", emit("Sub", emit("Max", ax2, bx2), emit("Min", ax1, bx1)))
+    eh = emit("Relu", emit("Sub", emit("Max", ay2, by2), emit("Min", ay1, by1)))
+    if kind == "generalized_box_iou":
+        enclosing = emit("Mul", ew, eh)
+        return emit("Sub", iou, emit("Div", emit("Sub", enclosing, union), enclosing))
+    diag = emit("Add", emit("Add", emit("Mul", ew, ew), emit("Mul", eh, eh)), const(eps))
+    dx, dy = emit("Sub", a["cx"], b["cx"]), emit("Sub", a["cy"], b["cy"])
+    distance = emit("Div", emit("Add", emit("Mul", dx, dx), emit("Mul", dy, dy)), diag)
+    diou = emit("Sub", iou, distance)
+    if kind == "distance_box_iou":
+        return diou
+    d = emit("Sub", atan(emit("Div", a["w"], a["h"])), atan(emit("Div", b["w"], b["h"])))
+    v = emit("Mul", const(4.0 / (math.pi * math.pi)), emit("Mul", d, d))
+    alpha = emit("Div", v, emit("Add", emit("Add", emit("Sub", const(1.0), iou), v), const(eps)))
+    return emit("Sub", diou, emit("Mul", alpha, v))
 
 
 # =============================================== TorchScript-based exporter
@@ -304,6 +352,32 @@ def _ts_levels(g, rois, canonical_scale, canonical_level, k_min, num_levels):
     return g.op("Where", g.op("IsNaN", lvl), _ts_const(g, -1), index)
 
 
+def _ts_iou(kind):
+    def symbolic(g, boxes1, boxes2, eps=0.0):
+        # float64 stays; everything else in float32, as the C op's output
+        onnx_type = _ONNX_DOUBLE if _ts_onnx_type(boxes1) == _ONNX_DOUBLE else _ONNX_FLOAT
+        dtype = torch.float64 if onnx_type == _ONNX_DOUBLE else torch.float32
+
+        def emit(op_type, *inputs):
+            if op_type == "Gather":
+                return g.op("Gather", inputs[0], _ts_const(g, [inputs[1]]), axis_i=1)
+            if op_type == "Transpose":
+                return g.op("Transpose", inputs[0], perm_i=[1, 0])
+            return g.op(op_type, *inputs)
+
+        def atan(x):
+            if onnx_type == _ONNX_FLOAT:
+                return g.op("Atan", x)
+            return g.op("Cast", g.op("Atan", g.op("Cast", x, to_i=_ONNX_FLOAT)), to_i=onnx_type)
+
+        return _pairwise_iou(kind, emit, lambda v: _ts_const(g, v, dtype), atan,
+                             g.op("Cast", boxes1, to_i=onnx_type),
+                             g.op("Cast", boxes2, to_i=onnx_type), eps)
+
+    symbolic.__name__ = "visionops_%s_onnx" % kind
+    return symbolic
+
+
 def _ts_deform_conv2d(g, input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w,
                       dil_h, dil_w, groups, offset_groups, use_mask):
     from torch.onnx import symbolic_helper
@@ -375,7 +449,7 @@ def _ts_symbolics():
         ("multi_scale_roi_align", 11, _ts_multi_scale_roi_align),
         ("multi_scale_roi_align", 16, _ts_multi_scale_roi_align),
         ("deform_conv2d", 11, _ts_deform_conv2d),
-    ]
+    ] + [(name, 11, _ts_iou(name)) for name in IOU_OPS]
     out = [(name, opset, _parsed(fn, types[name])) for name, opset, fn in table]
     # Opset 1: any default opset; and the exporter looks the custom-domain
     # nodes it finds up again at the domain's version (custom_opsets, 1 if unset).
@@ -420,7 +494,14 @@ def _dynamo_table():
     from onnxscript import opset18 as op
     from onnxscript import opset19
 
+    import numpy as np
+    import onnx_ir
+
     float32, int64 = onnxscript.FLOAT.dtype, onnxscript.INT64.dtype
+
+    def scalar(value, dtype):
+        """A 0-d constant of an ir.DataType (float64 keeps its digits)."""
+        return op.Constant(value=onnx_ir.tensor(np.array(value, dtype=dtype.numpy())))
 
     def roi_columns(rois):
         return op.Gather(rois, [1, 2, 3, 4], axis=1), op.Cast(op.Gather(rois, 0, axis=1), to=int64)
@@ -500,7 +581,7 @@ def _dynamo_table():
 
     def levels_of(rois, canonical_scale, canonical_level, k_min, num_levels):
         def c(v):
-            return op.CastLike(op.Constant(value_float=v), rois)
+            return scalar(v, rois.dtype)
 
         col = [op.Gather(rois, i, axis=1) for i in range(1, 5)]
         area = op.Mul(op.Sub(col[2], col[0]), op.Sub(col[3], col[1]))
@@ -537,6 +618,32 @@ def _dynamo_table():
                                   pads=[pad_h, pad_w, pad_h, pad_w], group=groups,
                                   offset_group=offset_groups)
 
+    def iou(kind):
+        def emit(op_type, *inputs):
+            if op_type == "Gather":
+                return op.Gather(inputs[0], [inputs[1]], axis=1)
+            if op_type == "Transpose":
+                return op.Transpose(inputs[0], perm=[1, 0])
+            return getattr(op, op_type)(*inputs)
+
+        # The FX node leaves out an eps at its default: take the schema's.
+        schema_args = _core.SCHEMAS[kind].args
+
+        def translation(boxes1, boxes2,
+                        eps: float = schema_args[2].default if len(schema_args) > 2 else 0.0):
+            dtype = onnxscript.DOUBLE.dtype if boxes1.dtype == onnxscript.DOUBLE.dtype \
+                else float32
+            b1, b2 = op.Cast(boxes1, to=dtype), op.Cast(boxes2, to=dtype)
+            def atan(x):
+                if dtype == float32:
+                    return op.Atan(x)
+                return op.Cast(op.Atan(op.Cast(x, to=float32)), to=dtype)
+
+            return _pairwise_iou(kind, emit, lambda v: scalar(v, dtype), atan, b1, b2, eps)
+
+        translation.__name__ = "visionops_%s_onnx" % kind
+        return translation
+
     def custom_node(name, inputs, attrs, num_outputs, warn=True):
         if warn:
             _warn_custom(name)
@@ -571,6 +678,8 @@ def _dynamo_table():
                         batched_nms=batched_nms, nms_kept=nms_kept,
                         batched_nms_kept=batched_nms_kept,
                         multi_scale_roi_align=multi_scale_roi_align, deform_conv2d=deform_conv2d)
+    for name in IOU_OPS:
+        translations[name] = iou(name)
     for name in custom_ops():
         translations[name] = custom(_core.SCHEMAS[name])
     return {getattr(torch.ops.visionops, name).default: fn for name, fn in translations.items()}
