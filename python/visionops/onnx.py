@@ -437,17 +437,17 @@ def _parsed(fn, types):
 
 def _ts_symbolics():
     """[(op name, opset, symbolic)] for register_custom_op_symbolic."""
-    s = _core.SCHEMAS
+    from .torch import NMS_KEPT
+
+    s = dict(_core.SCHEMAS)
+    s.update((name, _core.Schema(text, None)) for name, (text, _) in NMS_KEPT.items())
     types = {name: [a.type for a in schema.args] for name, schema in s.items()}
-    types["nms_kept"] = ["Tensor", "Tensor", "float"]
-    types["batched_nms_kept"] = ["Tensor", "Tensor", "Tensor", "float"]
+    # From opset 11 on (each symbolic checks what needs a later opset).
     table = [
-        ("roi_align", 11, _ts_roi_align), ("roi_align", 16, _ts_roi_align),
-        ("roi_pool", 11, _ts_roi_pool),
+        ("roi_align", 11, _ts_roi_align), ("roi_pool", 11, _ts_roi_pool),
         ("nms_kept", 11, _ts_nms_kept), ("batched_nms_kept", 11, _ts_batched_nms_kept),
         ("nms", 11, _ts_nms), ("batched_nms", 11, _ts_batched_nms),
         ("multi_scale_roi_align", 11, _ts_multi_scale_roi_align),
-        ("multi_scale_roi_align", 16, _ts_multi_scale_roi_align),
         ("deform_conv2d", 11, _ts_deform_conv2d),
     ] + [(name, 11, _ts_iou(name)) for name in IOU_OPS]
     out = [(name, opset, _parsed(fn, types[name])) for name, opset, fn in table]
