@@ -751,3 +751,7 @@ def _register():
 
 
 _register()
+
+from .onnx import register_torchscript_symbolics  # noqa: E402  (ONNX export, see visionops.onnx)
+
+register_torchscript_symbolics()

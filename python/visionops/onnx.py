@@ -1,0 +1,714 @@
+"""ONNX export of the visionops ops (torch.ops.visionops.*), for both of
+torch.onnx.export's exporters.
+
+TorchScript-based exporter (``dynamo=False``, torch 1.13 and 2.x): importing
+visionops registers a symbolic function for every op with
+``torch.onnx.register_custom_op_symbolic``; nothing else to do.
+
+Dynamo-based exporter (``dynamo=True``, torch 2.x with onnxscript): torch
+reads custom translations only from the ``custom_translation_table``
+argument (its registry is rebuilt from torch's and onnxscript's private
+tables at every export, with no public hook), so pass ours::
+
+    torch.onnx.export(model, args, dynamo=True,
+                      custom_translation_table=visionops.onnx.custom_translation_table())
+
+Standard ONNX operators:
+  roi_align -> RoiAlign (``aligned`` is coordinate_transformation_mode
+    "half_pixel", otherwise "output_half_pixel", which needs opset 16; at
+    opset 11-15 only aligned=False exports, as RoiAlign-10; sampling_ratio
+    <= 0 is 0, ONNX's adaptive grid, the same rule),
+  roi_pool -> MaxRoiPool (the argmax output is not exported),
+  nms_kept -> NonMaxSuppression (boxes and scores as float32),
+  batched_nms_kept -> NonMaxSuppression with one class row per category
+    (exact per category, unlike the coordinate-offset trick), sorted by
+    score,
+  nms and batched_nms (keep padded with -1 to N, num_kept) -> the same,
+    padded,
+  multi_scale_roi_align -> the FPN level of each RoI from elementwise ops,
+    one RoiAlign per level on that level's RoIs, scattered back in order,
+  deform_conv2d -> DeformConv (opset 19; onnxruntime 1.32 runs it),
+  box_iou, generalized_box_iou, distance_box_iou, complete_box_iou -> their
+    formulas from elementwise operators, for [N, 4] x [M, 4] boxes (float64
+    stays float64, other dtypes compute in float32, as the C op; the
+    aspect-ratio term of complete_box_iou takes its atan in float32, and the
+    dynamo exporter passes eps as a float32 attribute).
+Differences from eager visionops: NonMaxSuppression needs 0 <= iou_threshold
+(a negative one is an export error; one above 1 is exported as 1, which
+suppresses the same boxes), scores of -inf or NaN are never kept by
+batched_nms, float64 boxes and scores are compared in float32 (ties in score
+may order differently), tied scores in nms are ordered as onnxruntime's
+NonMaxSuppression does (unspecified), and float64 roi_pool runs in float32
+(onnxruntime's MaxRoiPool has no float64 kernel).
+
+The other ops (ps_roi_align, ps_roi_pool and the backward ops) have no
+standard ONNX operator: they export as custom operators of the
+domain "visionops" (version 1), with the op's name, its tensors as inputs and
+its other arguments as attributes under their schema names, and a
+CustomOpExportWarning naming the op. A runtime needs an implementation of
+them registered (onnxruntime: a custom-op library) to run such a model."""
+import inspect
+import math
+import warnings
+from typing import Sequence
+
+import torch
+
+from . import _core
+from ._C import VisionOpsValueError
+
+CUSTOM_DOMAIN = "visionops"
+CUSTOM_DOMAIN_VERSION = 1
+
+_INT64_MAX = 2 ** 63 - 1
+_ONNX_FLOAT, _ONNX_INT64, _ONNX_FLOAT16, _ONNX_DOUBLE, _ONNX_BFLOAT16 = 1, 7, 10, 11, 16
+_ONNX_TYPES = {"Float": _ONNX_FLOAT, "Double": _ONNX_DOUBLE, "Half": _ONNX_FLOAT16,
+               "BFloat16": _ONNX_BFLOAT16, "Long": _ONNX_INT64}
+_TORCH_FLOAT_TYPES = {_ONNX_DOUBLE: torch.float64, _ONNX_FLOAT16: torch.float16,
+                      _ONNX_BFLOAT16: torch.bfloat16}
+
+# Ops exported as standard ONNX; everything else in the schema list goes to
+# the custom domain.
+IOU_OPS = ("box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou")
+STANDARD_OPS = ("roi_align", "roi_pool", "nms", "batched_nms", "nms_kept", "batched_nms_kept",
+                "multi_scale_roi_align", "deform_conv2d") + IOU_OPS
+
+
+class CustomOpExportWarning(UserWarning):
+    """A visionops op was exported as a custom operator of the "visionops"
+    domain: no standard ONNX operator computes it."""
+
+
+def custom_ops():
+    """The names of the ops that export into the "visionops" custom domain."""
+    return [name for name in _core.SCHEMAS if name not in STANDARD_OPS]
+
+
+def _warn_custom(name):
+    warnings.warn(CustomOpExportWarning(
+        "visionops.%s has no standard ONNX operator: exported as the custom operator "
+        "%s::%s (domain %r, version %d), which onnxruntime and other runtimes run only with "
+        "an implementation of it registered" % (name, CUSTOM_DOMAIN, name, CUSTOM_DOMAIN,
+                                                CUSTOM_DOMAIN_VERSION)), stacklevel=3)
+
+
+def _nms_threshold(op, iou_threshold):
+    """iou_threshold as NonMaxSuppression takes it. ONNX suppresses on
+    IoU > thr with IoU in [0, 1] and never suppresses disjoint boxes, so a
+    threshold above 1 is 1 (nothing suppressed either way) and a negative
+    one (eager visionops then suppresses even disjoint boxes) cannot be
+    expressed."""
+    thr = float(iou_threshold)
+    if not thr >= 0.0:
+        raise VisionOpsValueError("%s: ONNX export needs iou_threshold >= 0 (NonMaxSuppression "
+                                  "never suppresses disjoint boxes), got %r" % (op, thr))
+    return min(thr, 1.0)
+
+
+def _sampling_ratio(sampling_ratio):
+    # visionops / torchvision: <= 0 is the adaptive grid ceil(roi / bins),
+    # which is ONNX's sampling_ratio 0.
+    return max(int(sampling_ratio), 0)
+
+
+def _coordinate_mode(op, aligned, opset):
+    if opset < 16:
+        if aligned:
+            raise VisionOpsValueError("%s: aligned=True needs ONNX opset 16 or later (RoiAlign's "
+                                      "coordinate_transformation_mode), got opset %d"
+                                      % (op, opset))
+        return None  # RoiAlign-10 is output_half_pixel
+    return "half_pixel" if aligned else "output_half_pixel"
+
+
+def _pyramid_levels(op, scales):
+    """(k_min, number of levels) of a pyramid whose level i has scale 2^-(k_min + i)."""
+    k_min = -math.log2(scales[0])
+    for i, s in enumerate(scales):
+        if not (s > 0 and -math.log2(s) == k_min + i):
+            raise VisionOpsValueError("%s: scales must be consecutive powers of 1/2, got %r"
+                                      % (op, list(scales)))
+    return int(k_min), len(scales)
+
+
+def _pairwise_iou(kind, emit, const, atan, boxes1, boxes2, eps):
+    """The four IoUs of [N, 4] x [M, 4] boxes from elementwise ONNX ops, in
+    the C kernel's order of operations (torchvision's): emit(op_type,
+    *inputs) adds a node, const(value) a scalar of the compute dtype,
+    atan(x) an Atan in it (onnxruntime's Atan has no float64 kernel: it runs
+    in float32 there). boxes1 / boxes2 are already in the compute dtype."""
+    def columns(boxes, side):
+        cols = [emit("Gather", boxes, i) for i in range(4)]  # [N, 1] each
+        return cols if side == 0 else [emit("Transpose", c) for c in cols]  # [1, M]
+
+    def term(x1, y1, x2, y2):
+        w, h = emit("Sub", x2, x1), emit("Sub", y2, y1)
+        return dict(area=emit("Mul", w, h), w=w, h=h,
+                    cx=emit("Div", emit("Add", x1, x2), const(2.0)),
+                    cy=emit("Div", emit("Add", y1, y2), const(2.0)))
+
+    (ax1, ay1, ax2, ay2), (bx1, by1, bx2, by2) = columns(boxes1, 0), columns(boxes2, 1)
+    a, b = term(ax1, ay1, ax2, ay2), term(bx1, by1, bx2, by2)
+    w = emit("Relu", emit("Sub", emit("Min", ax2, bx2), emit("Max", ax1, bx1)))
+    h = emit("Relu", emit("Sub", emit("Min", ay2, by2), emit("Max", ay1, by1)))
+    inter = emit("Mul", w, h)
+    union = emit("Sub", emit("Add", a["area"], b["area"]), inter)
+    iou = emit("Div", inter, union)
+    if kind == "box_iou":
+        return iou
+    ew = emit("Relu", emit("Sub", emit("Max", ax2, bx2), emit("Min", ax1, bx1)))
+    eh = emit("Relu", emit("Sub", emit("Max", ay2, by2), emit("Min", ay1, by1)))
+    if kind == "generalized_box_iou":
+        enclosing = emit("Mul", ew, eh)
+        return emit("Sub", iou, emit("Div", emit("Sub", enclosing, union), enclosing))
+    diag = emit("Add", emit("Add", emit("Mul", ew, ew), emit("Mul", eh, eh)), const(eps))
+    dx, dy = emit("Sub", a["cx"], b["cx"]), emit("Sub", a["cy"], b["cy"])
+    distance = emit("Div", emit("Add", emit("Mul", dx, dx), emit("Mul", dy, dy)), diag)
+    diou = emit("Sub", iou, distance)
+    if kind == "distance_box_iou":
+        return diou
+    d = emit("Sub", atan(emit("Div", a["w"], a["h"])), atan(emit("Div", b["w"], b["h"])))
+    v = emit("Mul", const(4.0 / (math.pi * math.pi)), emit("Mul", d, d))
+    alpha = emit("Div", v, emit("Add", emit("Add", emit("Sub", const(1.0), iou), v), const(eps)))
+    return emit("Sub", diou, emit("Mul", alpha, v))
+
+
+# =============================================== TorchScript-based exporter
+
+
+def _ts_const(g, value, dtype=None):
+    return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
+
+
+def _ts_opset(g):
+    opset = getattr(g, "opset", None)
+    if opset is None:  # torch 1.13's GraphContext has it; older ones a global
+        from torch.onnx import symbolic_helper
+
+        opset = symbolic_helper.GLOBALS.export_onnx_opset_version
+    return opset
+
+
+def _ts_unsqueeze(g, x, axes):
+    if _ts_opset(g) >= 13:
+        return g.op("Unsqueeze", x, _ts_const(g, list(axes)))
+    return g.op("Unsqueeze", x, axes_i=list(axes))
+
+
+def _ts_squeeze(g, x, axes):
+    if _ts_opset(g) >= 13:
+        return g.op("Squeeze", x, _ts_const(g, list(axes)))
+    return g.op("Squeeze", x, axes_i=list(axes))
+
+
+def _ts_onnx_type(v, default=_ONNX_FLOAT):
+    try:
+        scalar = v.type().scalarType()
+    except RuntimeError:  # not a tensor type
+        scalar = None
+    return _ONNX_TYPES.get(scalar, default)
+
+
+def _ts_float_const(g, value, like):
+    """A scalar constant of the float dtype of `like`."""
+    return _ts_const(g, value, _TORCH_FLOAT_TYPES.get(_ts_onnx_type(like), torch.float32))
+
+
+def _ts_roi_columns(g, rois):
+    """[K, 5] rois to (coordinates [K, 4], batch indices [K] int64)."""
+    coords = g.op("Gather", rois, _ts_const(g, [1, 2, 3, 4]), axis_i=1)
+    batch = g.op("Cast", g.op("Gather", rois, _ts_const(g, 0), axis_i=1), to_i=_ONNX_INT64)
+    return coords, batch
+
+
+def _ts_roi_align_node(g, input, rois, spatial_scale, ph, pw, sampling_ratio, aligned, op):
+    mode = _coordinate_mode(op, aligned, _ts_opset(g))
+    coords, batch = _ts_roi_columns(g, rois)
+    attrs = dict(spatial_scale_f=spatial_scale, output_height_i=ph, output_width_i=pw,
+                 sampling_ratio_i=_sampling_ratio(sampling_ratio), mode_s="avg")
+    if mode is not None:
+        attrs["coordinate_transformation_mode_s"] = mode
+    return g.op("RoiAlign", input, coords, batch, **attrs)
+
+
+def _ts_roi_align(g, input, rois, spatial_scale, ph, pw, sampling_ratio, aligned):
+    return _ts_roi_align_node(g, input, rois, spatial_scale, ph, pw, sampling_ratio, aligned,
+                              "roi_align")
+
+
+def _ts_roi_pool(g, input, rois, spatial_scale, ph, pw):
+    onnx_type = _ts_onnx_type(input)
+    if onnx_type == _ONNX_DOUBLE:  # no float64 MaxRoiPool kernel in onnxruntime
+        out = g.op("MaxRoiPool", g.op("Cast", input, to_i=_ONNX_FLOAT),
+                   g.op("Cast", rois, to_i=_ONNX_FLOAT), pooled_shape_i=[ph, pw],
+                   spatial_scale_f=spatial_scale)
+        out = g.op("Cast", out, to_i=_ONNX_DOUBLE)
+    else:
+        out = g.op("MaxRoiPool", input, rois, pooled_shape_i=[ph, pw],
+                   spatial_scale_f=spatial_scale)
+    return out, None  # argmax: no ONNX equivalent; a model that uses it does not export
+
+
+def _ts_nms_selected(g, boxes, scores_cm, iou_threshold, score_threshold=None):
+    """NonMaxSuppression of boxes [M, 4] with scores [C, M]: [K] box indices."""
+    boxes = _ts_unsqueeze(g, g.op("Cast", boxes, to_i=_ONNX_FLOAT), [0])
+    scores = _ts_unsqueeze(g, g.op("Cast", scores_cm, to_i=_ONNX_FLOAT), [0])
+    inputs = [boxes, scores, _ts_const(g, [_INT64_MAX]),
+              _ts_const(g, [iou_threshold], torch.float32)]
+    if score_threshold is not None:
+        inputs.append(_ts_const(g, [score_threshold], torch.float32))
+    selected = g.op("NonMaxSuppression", *inputs)
+    return g.op("Gather", selected, _ts_const(g, 2), axis_i=1)
+
+
+def _ts_nms_kept(g, boxes, scores, iou_threshold):
+    thr = _nms_threshold("nms", iou_threshold)
+    return _ts_nms_selected(g, boxes, _ts_unsqueeze(g, scores, [0]), thr)
+
+
+def _ts_batched_nms_kept(g, boxes, scores, idxs, iou_threshold):
+    thr = _nms_threshold("batched_nms", iou_threshold)
+    idxs = g.op("Cast", idxs, to_i=_ONNX_INT64)
+    # Categories as 0..C-1 (C = 0 without boxes), each a row of NMS scores
+    # holding its boxes' scores and -inf elsewhere (dropped by the
+    # score_threshold -inf, as NonMaxSuppression keeps only scores > it).
+    low = g.op("ReduceMin", g.op("Concat", idxs, _ts_const(g, [_INT64_MAX]), axis_i=0),
+               keepdims_i=0)
+    cls = g.op("Sub", idxs, low)
+    count = g.op("Add", g.op("ReduceMax", g.op("Concat", cls, _ts_const(g, [-1]), axis_i=0),
+                             keepdims_i=0), _ts_const(g, 1))
+    rows = g.op("Range", _ts_const(g, 0), count, _ts_const(g, 1))
+    member = g.op("Equal", _ts_unsqueeze(g, rows, [1]), _ts_unsqueeze(g, cls, [0]))
+    scores_f = g.op("Cast", scores, to_i=_ONNX_FLOAT)
+    scores_cm = g.op("Where", member, _ts_unsqueeze(g, scores_f, [0]),
+                     _ts_const(g, float("-inf"), torch.float32))
+    kept = _ts_nms_selected(g, boxes, scores_cm, thr, float("-inf"))
+    return _ts_by_score(g, kept, scores_f)
+
+
+def _ts_by_score(g, kept, scores_f):
+    """kept box indices by decreasing score, ties by index (TopK puts equal
+    values in index order)."""
+    k = g.op("Shape", kept)
+    _, order = g.op("TopK", kept, k, largest_i=0, sorted_i=1, outputs=2)
+    kept = g.op("Gather", kept, order)
+    _, order = g.op("TopK", g.op("Gather", scores_f, kept), k, largest_i=1, sorted_i=1, outputs=2)
+    return g.op("Gather", kept, order)
+
+
+def _ts_padded(g, kept, boxes):
+    """kept [K] as the fixed-size form: keep [N] padded with -1, num_kept []."""
+    n = g.op("Gather", g.op("Shape", boxes), _ts_const(g, [0]))
+    k = g.op("Shape", kept)
+    pads = g.op("Concat", _ts_const(g, [0]), g.op("Sub", n, k), axis_i=0)
+    keep = g.op("Pad", kept, pads, _ts_const(g, -1), mode_s="constant")
+    return keep, _ts_squeeze(g, k, [0])
+
+
+def _ts_nms(g, boxes, scores, iou_threshold):
+    return _ts_padded(g, _ts_nms_kept(g, boxes, scores, iou_threshold), boxes)
+
+
+def _ts_batched_nms(g, boxes, scores, idxs, iou_threshold):
+    return _ts_padded(g, _ts_batched_nms_kept(g, boxes, scores, idxs, iou_threshold), boxes)
+
+
+def _ts_multi_scale_roi_align(g, features, rois, scales, ph, pw, sampling_ratio,
+                              canonical_scale, canonical_level, aligned):
+    from torch.onnx import symbolic_helper
+
+    op = "multi_scale_roi_align"
+    features = symbolic_helper._unpack_list(features)
+    k_min, num_levels = _pyramid_levels(op, scales)
+    levels = _ts_levels(g, rois, canonical_scale, canonical_level, k_min, num_levels)
+    shape = g.op("Concat", g.op("Gather", g.op("Shape", rois), _ts_const(g, [0])),
+                 g.op("Gather", g.op("Shape", features[0]), _ts_const(g, [1])),
+                 _ts_const(g, [ph, pw]), axis_i=0)
+    onnx_type = _ts_onnx_type(features[0])
+    zero = torch.zeros(1, dtype=_TORCH_FLOAT_TYPES.get(onnx_type, torch.float32))
+    result = g.op("ConstantOfShape", shape, value_t=zero)
+    for level, feature in enumerate(features):
+        where = g.op("NonZero", g.op("Equal", levels, _ts_const(g, level)))  # [1, n]
+        picked = g.op("Gather", rois, _ts_squeeze(g, where, [0]), axis_i=0)
+        pooled = _ts_roi_align_node(g, feature, picked, scales[level], ph, pw, sampling_ratio,
+                                    aligned, op)
+        result = g.op("ScatterND", result, g.op("Transpose", where, perm_i=[1, 0]), pooled)
+    return result
+
+
+def _ts_levels(g, rois, canonical_scale, canonical_level, k_min, num_levels):
+    """torchvision's LevelMapper in the rois' precision: [K] int64 level
+    indices, -1 for a NaN level (negative area: a zero row, as eagerly)."""
+    def c(v):
+        return _ts_float_const(g, v, rois)
+
+    col = [g.op("Gather", rois, _ts_const(g, i), axis_i=1) for i in range(1, 5)]
+    area = g.op("Mul", g.op("Sub", col[2], col[0]), g.op("Sub", col[3], col[1]))
+    log2 = g.op("Div", g.op("Log", g.op("Div", g.op("Sqrt", area), c(float(canonical_scale)))),
+                c(math.log(2.0)))
+    lvl = g.op("Floor", g.op("Add", g.op("Add", c(float(canonical_level)), log2), c(1e-6)))
+    clamped = g.op("Min", g.op("Max", lvl, c(float(k_min))), c(float(k_min + num_levels - 1)))
+    index = g.op("Cast", g.op("Sub", clamped, c(float(k_min))), to_i=_ONNX_INT64)
+    return g.op("Where", g.op("IsNaN", lvl), _ts_const(g, -1), index)
+
+
+def _ts_iou(kind):
+    def symbolic(g, boxes1, boxes2, eps=0.0):
+        # float64 stays; everything else in float32, as the C op's output
+        onnx_type = _ONNX_DOUBLE if _ts_onnx_type(boxes1) == _ONNX_DOUBLE else _ONNX_FLOAT
+        dtype = torch.float64 if onnx_type == _ONNX_DOUBLE else torch.float32
+
+        def emit(op_type, *inputs):
+            if op_type == "Gather":
+                return g.op("Gather", inputs[0], _ts_const(g, [inputs[1]]), axis_i=1)
+            if op_type == "Transpose":
+                return g.op("Transpose", inputs[0], perm_i=[1, 0])
+            return g.op(op_type, *inputs)
+
+        def atan(x):
+            if onnx_type == _ONNX_FLOAT:
+                return g.op("Atan", x)
+            return g.op("Cast", g.op("Atan", g.op("Cast", x, to_i=_ONNX_FLOAT)), to_i=onnx_type)
+
+        return _pairwise_iou(kind, emit, lambda v: _ts_const(g, v, dtype), atan,
+                             g.op("Cast", boxes1, to_i=onnx_type),
+                             g.op("Cast", boxes2, to_i=onnx_type), eps)
+
+    symbolic.__name__ = "visionops_%s_onnx" % kind
+    return symbolic
+
+
+def _ts_deform_conv2d(g, input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w,
+                      dil_h, dil_w, groups, offset_groups, use_mask):
+    from torch.onnx import symbolic_helper
+
+    if _ts_opset(g) < 19:
+        raise VisionOpsValueError("deform_conv2d: ONNX export needs opset 19 or later "
+                                  "(DeformConv), got opset %d" % _ts_opset(g))
+    inputs = [input, weight, offset, bias]
+    if use_mask and not symbolic_helper._is_none(mask):
+        inputs.append(mask)
+    return g.op("DeformConv", *inputs, dilations_i=[dil_h, dil_w], strides_i=[stride_h, stride_w],
+                pads_i=[pad_h, pad_w, pad_h, pad_w], group_i=groups,
+                offset_group_i=offset_groups)
+
+
+# parse_args descriptors of the schemas' argument types
+_TS_ARG = {"Tensor": "v", "Tensor?": "v", "Tensor[]": "v", "float": "f", "int": "i",
+           "bool": "b", "float[]": "fs", "int[]": "is"}
+_TS_ATTR_SUFFIX = {"float": "f", "int": "i", "bool": "i", "float[]": "f", "int[]": "i"}
+
+
+def _ts_custom(schema):
+    """The symbolic of an op with no standard ONNX operator: one node of the
+    custom domain."""
+    def symbolic(g, *args):
+        from torch.onnx import symbolic_helper
+
+        _warn_custom(schema.name)
+        inputs, attrs = [], {}
+        for arg, value in zip(schema.args, args):
+            if arg.type.startswith("Tensor"):
+                if arg.type == "Tensor[]":
+                    inputs.extend(symbolic_helper._unpack_list(value))
+                else:
+                    inputs.append(value)
+            else:
+                attrs["%s_%s" % (arg.name, _TS_ATTR_SUFFIX[arg.type])] = (
+                    int(value) if arg.type == "bool" else value)
+        outs = g.op("%s::%s" % (CUSTOM_DOMAIN, schema.name), *inputs, outputs=len(schema.returns),
+                    **attrs)
+        node = getattr(g, "original_node", None)
+        if node is not None and not schema.returns_list:
+            for out, original in zip(outs if len(schema.returns) > 1 else [outs],
+                                     node.outputs()):
+                out.setType(original.type())
+        return outs
+
+    symbolic.__name__ = "visionops_%s_onnx" % schema.name
+    return symbolic
+
+
+def _parsed(fn, types):
+    from torch.onnx import symbolic_helper
+
+    return symbolic_helper.parse_args(*[_TS_ARG[t] for t in types])(fn)
+
+
+def _ts_symbolics():
+    """[(op name, opset, symbolic)] for register_custom_op_symbolic."""
+    from .torch import NMS_KEPT
+
+    s = dict(_core.SCHEMAS)
+    s.update((name, _core.Schema(text, None)) for name, (text, _) in NMS_KEPT.items())
+    types = {name: [a.type for a in schema.args] for name, schema in s.items()}
+    # From opset 11 on (each symbolic checks what needs a later opset).
+    table = [
+        ("roi_align", 11, _ts_roi_align), ("roi_pool", 11, _ts_roi_pool),
+        ("nms_kept", 11, _ts_nms_kept), ("batched_nms_kept", 11, _ts_batched_nms_kept),
+        ("nms", 11, _ts_nms), ("batched_nms", 11, _ts_batched_nms),
+        ("multi_scale_roi_align", 11, _ts_multi_scale_roi_align),
+        ("deform_conv2d", 11, _ts_deform_conv2d),
+    ] + [(name, 11, _ts_iou(name)) for name in IOU_OPS]
+    out = [(name, opset, _parsed(fn, types[name])) for name, opset, fn in table]
+    # Opset 1: any default opset; and the exporter looks the custom-domain
+    # nodes it finds up again at the domain's version (custom_opsets, 1 if unset).
+    for name in custom_ops():
+        out.append((name, 1, _parsed(_ts_custom(s[name]), types[name])))
+    return out
+
+
+def register_torchscript_symbolics():
+    """Registers the symbolic functions of all visionops ops with the
+    TorchScript-based exporter (done when visionops.torch is imported);
+    nothing where torch has no torch.onnx."""
+    try:
+        import torch.onnx
+        from torch.onnx import symbolic_helper  # noqa: F401
+    except ImportError:
+        return
+    for name, opset, fn in _ts_symbolics():
+        torch.onnx.register_custom_op_symbolic("%s::%s" % (CUSTOM_DOMAIN, name), fn, opset)
+
+
+# =================================================== dynamo-based exporter
+
+
+def custom_translation_table():
+    """{torch.ops.visionops.<op>.default: ONNX translation} for
+    ``torch.onnx.export(..., dynamo=True, custom_translation_table=...)``,
+    every visionops op included. Needs onnxscript (as torch's dynamo exporter
+    does). Merge your own entries into it if you have some:
+    ``{**visionops.onnx.custom_translation_table(), my_op: my_translation}``."""
+    global _DYNAMO_TABLE
+    if _DYNAMO_TABLE is None:
+        _DYNAMO_TABLE = _dynamo_table()
+    return dict(_DYNAMO_TABLE)
+
+
+_DYNAMO_TABLE = None
+
+
+def _dynamo_table():
+    import onnxscript
+    from onnxscript import opset18 as op
+    from onnxscript import opset19
+
+    import numpy as np
+    import onnx_ir
+
+    float32, int64 = onnxscript.FLOAT.dtype, onnxscript.INT64.dtype
+
+    def scalar(value, dtype):
+        """A 0-d constant of an ir.DataType (float64 keeps its digits)."""
+        return op.Constant(value=onnx_ir.tensor(np.array(value, dtype=dtype.numpy())))
+
+    def roi_columns(rois):
+        return op.Gather(rois, [1, 2, 3, 4], axis=1), op.Cast(op.Gather(rois, 0, axis=1), to=int64)
+
+    def roi_align_node(input, rois, spatial_scale, ph, pw, sampling_ratio, aligned, name):
+        coords, batch = roi_columns(rois)
+        return op.RoiAlign(input, coords, batch,
+                           coordinate_transformation_mode=_coordinate_mode(name, aligned, 18),
+                           mode="avg", spatial_scale=spatial_scale, output_height=ph,
+                           output_width=pw, sampling_ratio=_sampling_ratio(sampling_ratio))
+
+    def roi_align(input, rois, spatial_scale: float, pooled_height: int, pooled_width: int,
+                  sampling_ratio: int, aligned: bool):
+        return roi_align_node(input, rois, spatial_scale, pooled_height, pooled_width,
+                              sampling_ratio, aligned, "roi_align")
+
+    def roi_pool(input, rois, spatial_scale: float, pooled_height: int, pooled_width: int):
+        double = input.dtype == onnxscript.DOUBLE.dtype
+        x = op.Cast(input, to=float32) if double else input
+        r = op.Cast(rois, to=float32) if double else rois
+        out = op.MaxRoiPool(x, r, pooled_shape=[pooled_height, pooled_width],
+                            spatial_scale=spatial_scale)
+        out = op.Cast(out, to=input.dtype) if double else out
+        # argmax has no ONNX equivalent: a custom-domain node, which the
+        # exporter's optimizer drops when nothing uses it.
+        argmax = custom_node("roi_pool_argmax", [input, rois],
+                             dict(spatial_scale=spatial_scale, pooled_height=pooled_height,
+                                  pooled_width=pooled_width), 1, warn=False)
+        return out, argmax
+
+    def nms_selected(boxes, scores_cm, iou_threshold, score_threshold=None):
+        b = op.Unsqueeze(op.Cast(boxes, to=float32), [0])
+        s = op.Unsqueeze(op.Cast(scores_cm, to=float32), [0])
+        inputs = [b, s, op.Constant(value_ints=[_INT64_MAX]),
+                  op.Constant(value_floats=[iou_threshold])]
+        if score_threshold is not None:
+            inputs.append(op.Constant(value_floats=[score_threshold]))
+        return op.Gather(op.NonMaxSuppression(*inputs), 2, axis=1)
+
+    def nms_kept(boxes, scores, iou_threshold: float):
+        return nms_selected(boxes, op.Unsqueeze(scores, [0]), _nms_threshold("nms", iou_threshold))
+
+    def by_score(kept, scores_f):
+        k = op.Shape(kept)
+        _, order = op.TopK(kept, k, largest=0, sorted=1)
+        kept = op.Gather(kept, order)
+        _, order = op.TopK(op.Gather(scores_f, kept), k, largest=1, sorted=1)
+        return op.Gather(kept, order)
+
+    def batched_nms_kept(boxes, scores, idxs, iou_threshold: float):
+        thr = _nms_threshold("batched_nms", iou_threshold)
+        idxs = op.Cast(idxs, to=int64)
+        low = op.ReduceMin(op.Concat(idxs, op.Constant(value_ints=[_INT64_MAX]), axis=0),
+                           keepdims=0)
+        cls = op.Sub(idxs, low)
+        count = op.Add(op.ReduceMax(op.Concat(cls, op.Constant(value_ints=[-1]), axis=0),
+                                    keepdims=0), op.Constant(value_int=1))
+        rows = op.Range(op.Constant(value_int=0), count, op.Constant(value_int=1))
+        member = op.Equal(op.Unsqueeze(rows, [1]), op.Unsqueeze(cls, [0]))
+        scores_f = op.Cast(scores, to=float32)
+        scores_cm = op.Where(member, op.Unsqueeze(scores_f, [0]),
+                             op.Constant(value_float=float("-inf")))
+        return by_score(nms_selected(boxes, scores_cm, thr, float("-inf")), scores_f)
+
+    def padded(kept, boxes):
+        n = op.Gather(op.Shape(boxes), [0])
+        k = op.Shape(kept)
+        pads = op.Concat(op.Constant(value_ints=[0]), op.Sub(n, k), axis=0)
+        return (op.Pad(kept, pads, op.Constant(value_int=-1), mode="constant"),
+                op.Squeeze(k, [0]))
+
+    def nms(boxes, scores, iou_threshold: float):
+        return padded(nms_kept(boxes, scores, iou_threshold), boxes)
+
+    def batched_nms(boxes, scores, idxs, iou_threshold: float):
+        return padded(batched_nms_kept(boxes, scores, idxs, iou_threshold), boxes)
+
+    def levels_of(rois, canonical_scale, canonical_level, k_min, num_levels):
+        def c(v):
+            return scalar(v, rois.dtype)
+
+        col = [op.Gather(rois, i, axis=1) for i in range(1, 5)]
+        area = op.Mul(op.Sub(col[2], col[0]), op.Sub(col[3], col[1]))
+        log2 = op.Div(op.Log(op.Div(op.Sqrt(area), c(float(canonical_scale)))),
+                      c(math.log(2.0)))
+        lvl = op.Floor(op.Add(op.Add(c(float(canonical_level)), log2), c(1e-6)))
+        clamped = op.Min(op.Max(lvl, c(float(k_min))), c(float(k_min + num_levels - 1)))
+        index = op.Cast(op.Sub(clamped, c(float(k_min))), to=int64)
+        return op.Where(op.IsNaN(lvl), op.Constant(value_int=-1), index)
+
+    def multi_scale_roi_align(features, rois, scales: Sequence[float], pooled_height: int,
+                              pooled_width: int, sampling_ratio: int, canonical_scale: int = 224,
+                              canonical_level: int = 4, aligned: bool = False):
+        name = "multi_scale_roi_align"
+        k_min, num_levels = _pyramid_levels(name, scales)
+        levels = levels_of(rois, canonical_scale, canonical_level, k_min, num_levels)
+        shape = op.Concat(op.Gather(op.Shape(rois), [0]), op.Gather(op.Shape(features[0]), [1]),
+                          op.Constant(value_ints=[pooled_height, pooled_width]), axis=0)
+        result = op.CastLike(op.ConstantOfShape(shape), features[0])
+        for level, feature in enumerate(features):
+            where = op.NonZero(op.Equal(levels, op.Constant(value_int=level)))
+            picked = op.Gather(rois, op.Squeeze(where, [0]), axis=0)
+            pooled = roi_align_node(feature, picked, scales[level], pooled_height, pooled_width,
+                                    sampling_ratio, aligned, name)
+            result = op.ScatterND(result, op.Transpose(where, perm=[1, 0]), pooled)
+        return result
+
+    def deform_conv2d(input, weight, offset, mask, bias, stride_h: int, stride_w: int,
+                      pad_h: int, pad_w: int, dilation_h: int, dilation_w: int, groups: int,
+                      offset_groups: int, use_mask: bool):
+        return opset19.DeformConv(input, weight, offset, bias, mask if use_mask else None,
+                                  dilations=[dilation_h, dilation_w],
+                                  strides=[stride_h, stride_w],
+                                  pads=[pad_h, pad_w, pad_h, pad_w], group=groups,
+                                  offset_group=offset_groups)
+
+    def iou(kind):
+        def emit(op_type, *inputs):
+            if op_type == "Gather":
+                return op.Gather(inputs[0], [inputs[1]], axis=1)
+            if op_type == "Transpose":
+                return op.Transpose(inputs[0], perm=[1, 0])
+            return getattr(op, op_type)(*inputs)
+
+        # The FX node leaves out an eps at its default: take the schema's.
+        schema_args = _core.SCHEMAS[kind].args
+
+        def translation(boxes1, boxes2,
+                        eps: float = schema_args[2].default if len(schema_args) > 2 else 0.0):
+            dtype = onnxscript.DOUBLE.dtype if boxes1.dtype == onnxscript.DOUBLE.dtype \
+                else float32
+            b1, b2 = op.Cast(boxes1, to=dtype), op.Cast(boxes2, to=dtype)
+            def atan(x):
+                if dtype == float32:
+                    return op.Atan(x)
+                return op.Cast(op.Atan(op.Cast(x, to=float32)), to=dtype)
+
+            return _pairwise_iou(kind, emit, lambda v: scalar(v, dtype), atan, b1, b2, eps)
+
+        translation.__name__ = "visionops_%s_onnx" % kind
+        return translation
+
+    def custom_node(name, inputs, attrs, num_outputs, warn=True):
+        if warn:
+            _warn_custom(name)
+        schema = _custom_schema(name, len(inputs), attrs, num_outputs)
+        op_ = onnxscript.values.Op(onnxscript.values.Opset(CUSTOM_DOMAIN, CUSTOM_DOMAIN_VERSION),
+                                   name, schema)
+        attrs = {k: int(v) if isinstance(v, bool) else v for k, v in attrs.items()}
+        return op_(*inputs, **attrs)
+
+    def custom(schema):
+        def translation(*args):
+            inputs, attrs = [], {}
+            for arg, value in zip(schema.args, args):
+                if arg.type == "Tensor[]":
+                    inputs.extend(value)
+                elif arg.type.startswith("Tensor"):
+                    inputs.append(value)
+                else:
+                    attrs[arg.name] = list(value) if arg.type.endswith("[]") else value
+            return custom_node(schema.name, inputs, attrs, len(schema.returns))
+
+        params = [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                    annotation=_PY_ANNOTATION.get(a.type, inspect.Parameter.empty))
+                  for a in schema.args]
+        translation.__signature__ = inspect.Signature(params)
+        translation.__annotations__ = {p.name: p.annotation for p in params
+                                       if p.annotation is not inspect.Parameter.empty}
+        translation.__name__ = "visionops_%s_onnx" % schema.name
+        return translation
+
+    translations = dict(roi_align=roi_align, roi_pool=roi_pool, nms=nms,
+                        batched_nms=batched_nms, nms_kept=nms_kept,
+                        batched_nms_kept=batched_nms_kept,
+                        multi_scale_roi_align=multi_scale_roi_align, deform_conv2d=deform_conv2d)
+    for name in IOU_OPS:
+        translations[name] = iou(name)
+    for name in custom_ops():
+        translations[name] = custom(_core.SCHEMAS[name])
+    return {getattr(torch.ops.visionops, name).default: fn for name, fn in translations.items()}
+
+
+_PY_ANNOTATION = {"float": float, "int": int, "bool": bool, "float[]": Sequence[float],
+                  "int[]": Sequence[int]}
+
+
+def _custom_schema(name, num_inputs, attrs, num_outputs):
+    """An onnx OpSchema for a custom-domain node (onnxscript builds nodes from
+    schemas): any tensor types, the attributes of `attrs` (name: value)."""
+    from onnx import defs
+
+    def attr_type(value):
+        if isinstance(value, (list, tuple)):
+            return defs.OpSchema.AttrType.FLOATS if any(isinstance(v, float) for v in value) \
+                else defs.OpSchema.AttrType.INTS
+        return defs.OpSchema.AttrType.FLOAT if isinstance(value, float) \
+            else defs.OpSchema.AttrType.INT
+
+    all_types = ["tensor(%s)" % t for t in ("float", "double", "float16", "bfloat16", "int64",
+                                             "int32", "uint8", "bool")]
+    inputs = [defs.OpSchema.FormalParameter("input%d" % i, "T%d" % i) for i in range(num_inputs)]
+    outputs = [defs.OpSchema.FormalParameter("output%d" % i, "O%d" % i)
+               for i in range(num_outputs)]
+    constraints = ([("T%d" % i, all_types, "") for i in range(num_inputs)] +
+                   [("O%d" % i, all_types, "") for i in range(num_outputs)])
+    return defs.OpSchema(name, CUSTOM_DOMAIN, CUSTOM_DOMAIN_VERSION, inputs=inputs,
+                         outputs=outputs, type_constraints=constraints,
+                         attributes=[defs.OpSchema.Attribute(k, attr_type(v), "")
+                                     for k, v in sorted(attrs.items())])
