@@ -84,6 +84,21 @@ def _numel(x):
     return n
 
 
+def _has_no_elements(x):
+    """x (a tensor or array) is empty. On torch tensors without guarding on
+    a symbolic size: a count only known when the program runs (e.g. boxes
+    that survived a score threshold under torch.export) is taken as
+    non-empty, which the ops handle as well (they accept zero boxes)."""
+    if not _is_torch(x):
+        return _numel(x) == 0
+    n = x.numel()
+    if isinstance(n, int):
+        return n == 0
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    return guard_or_false(n == 0)
+
+
 def _pair(v, what):
     if isinstance(v, (list, tuple)):
         if len(v) == 1:
@@ -161,7 +176,7 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     (of any shape, e.g. [0] or [0, 4]) give an empty int64 result whatever
     the other arguments are, as in torchvision."""
     boxes = _tensor(boxes, "batched_nms", "boxes")
-    if (boxes.numel() if _is_torch(boxes) else _numel(boxes)) == 0:
+    if _has_no_elements(boxes):
         return _empty_keep(boxes)
     scores = _tensor(scores, "batched_nms", "scores")
     idxs = _tensor(idxs, "batched_nms", "idxs")
@@ -240,7 +255,7 @@ def _pairwise(op, boxes1, boxes2, *extra):
         raise VisionOpsValueError("%s: the leading dimensions of boxes1 %s and boxes2 %s do not "
                                   "broadcast" % (op, list(boxes1.shape), list(boxes2.shape))
                                   ) from None
-    n, m = int(boxes1.shape[-2]), int(boxes2.shape[-2])
+    n, m = boxes1.shape[-2], boxes2.shape[-2]  # symbolic sizes stay symbolic
     if torch_in:
         b1 = boxes1.expand(lead + (n, 4)).reshape(-1, n, 4)
         b2 = boxes2.expand(lead + (m, 4)).reshape(-1, m, 4)
@@ -410,14 +425,17 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
         if len(t.shape) != 4:
             raise VisionOpsValueError("%s: %s must be 4-d, got shape %s" % (op, name,
                                                                            list(t.shape)))
-    kh, kw = int(weight.shape[2]), int(weight.shape[3])
+    # Sizes as they are (torch SymInts under torch.export / torch.compile:
+    # int() would specialize them); groups and offset_groups, int arguments
+    # of the op, are fixed by the channel counts.
+    kh, kw = weight.shape[2], weight.shape[3]
     if weight.shape[1] == 0 or kh * kw == 0:
         raise VisionOpsValueError("%s: weight has an empty dimension: %s" % (op, list(weight.shape)))
     # torchvision derives groups and offset_groups from the shapes; say which
     # shape is wrong rather than reporting a derived value the caller never
     # passed.
-    c_in, c_per_group, c_off = int(input.shape[1]), int(weight.shape[1]), int(offset.shape[1])
-    c_out = int(weight.shape[0])
+    c_in, c_per_group, c_off = input.shape[1], weight.shape[1], offset.shape[1]
+    c_out = weight.shape[0]
     if c_in % c_per_group != 0:
         raise VisionOpsValueError(
             "%s: weight has %d input channels per group (weight.shape[1]), which does not divide "
