@@ -84,7 +84,8 @@ static int make_args(call *c, const char *name, vt_rng *r) {
     if (strstr(name, "distance") || strstr(name, "complete")) put(c, vo_float_value(1e-7));
   } else if (strncmp(name, "roi_align", 9) == 0 || strncmp(name, "roi_pool", 8) == 0) {
     const int align = name[4] == 'a';
-    put_tensor(c, backward ? tensor(c, vt_f32, 4, k, ch, ph, pw) : tensor(c, vt_f32, 4, n, ch, h, w));
+    put_tensor(c,
+               backward ? tensor(c, vt_f32, 4, k, ch, ph, pw) : tensor(c, vt_f32, 4, n, ch, h, w));
     put_tensor(c, tensor(c, vt_f32, 2, k, 5, 0, 0));
     if (backward && !align) put_tensor(c, tensor(c, vt_i32, 4, k, ch, ph, pw));
     put(c, vo_float_value(0.25));
@@ -103,8 +104,8 @@ static int make_args(call *c, const char *name, vt_rng *r) {
   } else if (strncmp(name, "ps_roi_", 7) == 0) {
     const int align = name[7] == 'a';
     const int64_t c_in = ch * ph * pw;
-    put_tensor(c, backward ? tensor(c, vt_f32, 4, k, ch, ph, pw)
-                           : tensor(c, vt_f32, 4, n, c_in, h, w));
+    put_tensor(
+        c, backward ? tensor(c, vt_f32, 4, k, ch, ph, pw) : tensor(c, vt_f32, 4, n, c_in, h, w));
     put_tensor(c, tensor(c, vt_f32, 2, k, 5, 0, 0));
     if (backward) put_tensor(c, tensor(c, vt_i32, 4, k, ch, ph, pw));
     put(c, vo_float_value(0.5));
@@ -124,8 +125,10 @@ static int make_args(call *c, const char *name, vt_rng *r) {
       c->lists[l] = tensor(c, vt_f32, 4, n, ch, rnd(r, 1, 30), rnd(r, 1, 30));
       c->floats[l] = scale;
     }
-    if (backward) put_tensor(c, tensor(c, vt_f32, 4, k, ch, ph, pw));
-    else put(c, vo_tensor_list_value(c->lists, levels));
+    if (backward)
+      put_tensor(c, tensor(c, vt_f32, 4, k, ch, ph, pw));
+    else
+      put(c, vo_tensor_list_value(c->lists, levels));
     put_tensor(c, tensor(c, vt_f32, 2, k, 5, 0, 0));
     if (backward) put(c, vo_tensor_list_value(c->lists, levels));
     put(c, vo_float_list_value(c->floats, levels));
@@ -181,7 +184,8 @@ static int accept(rule_cursor *p, const char *tok) {
 }
 
 static int64_t fail(rule_cursor *p, const char *why) {
-  if (p->ok && p->verbose) fprintf(stderr, "%s: shape rule: %s at \"%s\"\n", p->c->op->name, why, p->s);
+  if (p->ok && p->verbose)
+    fprintf(stderr, "%s: shape rule: %s at \"%s\"\n", p->c->op->name, why, p->s);
   p->ok = 0;
   return 0;
 }
@@ -263,9 +267,12 @@ static int64_t term(rule_cursor *p) {
 static int64_t expr(rule_cursor *p) {
   int64_t v = term(p);
   for (;;) {
-    if (accept(p, "+")) v += term(p);
-    else if (accept(p, "-")) v -= term(p);
-    else return v;
+    if (accept(p, "+"))
+      v += term(p);
+    else if (accept(p, "-"))
+      v -= term(p);
+    else
+      return v;
   }
 }
 
@@ -348,7 +355,7 @@ static void check_evaluator(void) {
   vt_rng r;
   vt_rng_seed(&r, 7);
   make_args(&c, "roi_align", &r);
-  const char *bad[] = {"[rois[0]",  "[nope]",     "[rois[9]]",          "[spatial_scale]",
+  const char *bad[] = {"[rois[0]",  "[nope]",      "[rois[9]]",       "[spatial_scale]",
                        "[rois[i]]", "[(input[1]]", "[input[1] // 0]", "[input[1]] x"};
   int64_t dims[VO_MAX_DIMS];
   int ndim;
@@ -359,8 +366,8 @@ static void check_evaluator(void) {
   fake.shape_rule = "[(input[2] - 7) // 2, 2 * pooled_height - 1]";
   CHECK(rule_shape(&c, 0, 0, dims, &ndim) && ndim == 2);
   /* floor division, as Python's, also below zero */
-  CHECK(dims[0] == ((c.shapes[0][2] - 7) >= 0 ? (c.shapes[0][2] - 7) / 2
-                                               : -((7 - c.shapes[0][2] + 1) / 2)));
+  CHECK(dims[0] ==
+        ((c.shapes[0][2] - 7) >= 0 ? (c.shapes[0][2] - 7) / 2 : -((7 - c.shapes[0][2] + 1) / 2)));
   CHECK(dims[1] == 2 * c.args[3].u.i - 1);
 }
 

@@ -19,7 +19,8 @@ typedef struct vo_op_source {
 } vo_op_source;
 
 static const vo_op_source vo_op_sources[VO_NUM_OPS] = {
-#define VO_OP(name, schema, backward, shape_rule) {#name, schema, backward, shape_rule, vo_check_##name},
+#define VO_OP(name, schema, backward, shape_rule) \
+  {#name, schema, backward, shape_rule, vo_check_##name},
 #include "ops/ops.def"
 #undef VO_OP
 };

@@ -5,8 +5,8 @@ library's shape rules); the exported programs run on other sizes and agree
 with eager visionops and torchvision. torch.compile(dynamic=True) compiles
 once for several sizes. nms / batched_nms export with a dynamic N and a
 data-dependent output size. A torchvision Faster R-CNN on visionops' ops
-exports with a data-dependent number of boxes per image. torch.library.opcheck
-passes on every op with realistic samples."""
+exports with a data-dependent number of boxes per image. (opcheck, which
+traces every op with dynamic shapes too, is test_opcheck.py.)"""
 import sys
 import os
 
@@ -19,7 +19,6 @@ if not hasattr(torch, "export"):
 torchvision = pytest.importorskip("torchvision")
 
 import visionops  # noqa: E402
-from visionops import _C  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 import detection  # noqa: E402
@@ -123,7 +122,8 @@ def test_export_roi_align_dynamic_rois_batch_and_map():
 
 
 def test_export_multi_scale_roi_align_dynamic_rois():
-    feats = [torch.randn(2, 3, 32, 32, generator=_gen(0)), torch.randn(2, 3, 16, 16, generator=_gen(1))]
+    feats = [torch.randn(2, 3, 32, 32, generator=_gen(0)),
+             torch.randn(2, 3, 16, 16, generator=_gen(1))]
 
     def fn(f0, f1, rois):
         return visionops.multi_scale_roi_align([f0, f1], rois, [0.25, 0.125], (3, 3), 2)
@@ -499,87 +499,3 @@ def test_fasterrcnn_full_model_export_data_dependent_boxes():
     with torch.no_grad():
         detection.same_detections(got, model(imgs))  # torchvision's own ops
     assert len(counts) > 1, counts  # the number of boxes did vary
-
-
-# ------------------------------------------------------------------ opcheck
-
-
-def _opcheck_samples():
-    """op name -> list of realistic argument tuples (CPU, float64 where the
-    op is differentiable so autograd checks are precise)."""
-    f64 = torch.float64
-    x = torch.randn(2, 8, 12, 14, generator=_gen(0), dtype=f64, requires_grad=True)
-    rois = _rois(6, 2, 12, 1, f64)
-    boxes = _boxes(9, 2, f64)
-    scores = _scores(9, 2).to(f64)
-    idxs = torch.randint(0, 3, (9,), generator=_gen(3))
-    b1, b2 = _boxes(5, 4, f64).requires_grad_(), _boxes(7, 5, f64).requires_grad_()
-    feats = [torch.randn(2, 3, 32, 32, generator=_gen(6), dtype=f64, requires_grad=True),
-             torch.randn(2, 3, 16, 16, generator=_gen(7), dtype=f64, requires_grad=True)]
-    mrois = _rois(5, 2, 128, 8, f64)
-    g = _gen(9)
-    dx = torch.randn(2, 4, 7, 7, generator=g, dtype=f64, requires_grad=True)
-    dw = torch.randn(6, 2, 3, 3, generator=g, dtype=f64, requires_grad=True)
-    doff = torch.randn(2, 2 * 2 * 9, 7, 7, generator=g, dtype=f64, requires_grad=True)
-    dmask = torch.rand(2, 2 * 9, 7, 7, generator=g, dtype=f64, requires_grad=True)
-    dbias = torch.randn(6, generator=g, dtype=f64, requires_grad=True)
-    samples = {
-        "nms": [(boxes, scores, 0.5)],
-        "batched_nms": [(boxes, scores, idxs, 0.5)],
-        "nms_kept": [(boxes, scores, 0.5)],
-        "batched_nms_kept": [(boxes, scores, idxs, 0.5)],
-        "box_iou": [(b1, b2)],
-        "generalized_box_iou": [(b1, b2)],
-        "distance_box_iou": [(b1, b2, 1e-7)],
-        "complete_box_iou": [(b1, b2, 1e-7)],
-        "roi_align": [(x, rois, 0.5, 3, 2, 2, True), (x, rois, 0.5, 2, 2, -1, False)],
-        "roi_pool": [(x, rois, 0.5, 2, 3)],
-        "ps_roi_align": [(x, rois, 0.5, 2, 2, 2)],
-        "ps_roi_pool": [(x, rois, 0.5, 2, 2)],
-        "multi_scale_roi_align": [(feats, mrois, [0.25, 0.125], 3, 3, 2)],
-        "deform_conv2d": [(dx, dw, doff, dmask, dbias, 1, 1, 1, 1, 1, 1, 2, 2, True),
-                          (dx, dw, doff, None, None, 1, 1, 1, 1, 1, 1, 2, 2, False)],
-    }
-    # the backward ops, on what their forwards give
-    with torch.no_grad():
-        grad = torch.randn(6, 8, 3, 2, generator=_gen(10), dtype=f64)
-        samples["roi_align_backward"] = [(grad, rois, 0.5, 3, 2, 2, 8, 12, 14, 2, True)]
-        out, argmax = torch.ops.visionops.roi_pool(x, rois, 0.5, 2, 3)
-        samples["roi_pool_backward"] = [(torch.randn_like(out), rois, argmax, 0.5, 2, 3, 2, 8, 12,
-                                         14)]
-        out, mapping = torch.ops.visionops.ps_roi_align(x, rois, 0.5, 2, 2, 2)
-        samples["ps_roi_align_backward"] = [(torch.randn_like(out), rois, mapping, 0.5, 2, 2, 2, 2,
-                                             8, 12, 14)]
-        out, mapping = torch.ops.visionops.ps_roi_pool(x, rois, 0.5, 2, 2)
-        samples["ps_roi_pool_backward"] = [(torch.randn_like(out), rois, mapping, 0.5, 2, 2, 2, 8,
-                                            12, 14)]
-        mgrad = torch.randn(5, 3, 3, 3, generator=_gen(11), dtype=f64)
-        samples["multi_scale_roi_align_backward"] = [(mgrad, mrois, [f.detach() for f in feats],
-                                                      [0.25, 0.125], 3, 3, 2)]
-        dgrad = torch.randn(2, 6, 7, 7, generator=_gen(12), dtype=f64)
-        samples["deform_conv2d_backward"] = [(dgrad, dx, dw, doff, dmask, dbias, 1, 1, 1, 1, 1, 1,
-                                              2, 2, True)]
-        igrad = torch.randn(5, 7, generator=_gen(13), dtype=f64)
-        for name in ("box_iou", "generalized_box_iou"):
-            samples[name + "_backward"] = [(igrad, b1, b2)]
-        for name in ("distance_box_iou", "complete_box_iou"):
-            samples[name + "_backward"] = [(igrad, b1, b2, 1e-7)]
-    return samples
-
-
-OPCHECK_OPS = [name for name, _, _ in _C.ops()] + ["nms_kept", "batched_nms_kept"]
-
-
-def test_opcheck_samples_cover_every_op():
-    assert sorted(_opcheck_samples()) == sorted(OPCHECK_OPS)
-
-
-@pytest.mark.parametrize("name", OPCHECK_OPS)
-def test_opcheck(name):
-    opcheck = getattr(torch.library, "opcheck", None)
-    if opcheck is None:
-        pytest.skip("torch.library.opcheck needs torch >= 2.4")
-    op = getattr(torch.ops.visionops, name)
-    for args in _opcheck_samples()[name]:
-        result = opcheck(op, args)
-        assert all(v == "SUCCESS" for v in result.values()), result
