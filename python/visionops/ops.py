@@ -148,7 +148,11 @@ def _find_proxy(proxy_type, args, kwargs):
 @_fx_leaf
 def nms(boxes, scores, iou_threshold):
     """Indices (int64) of the boxes kept by greedy NMS, by decreasing score
-    (ties: lower index first)."""
+    (ties: lower index first). On torch tensors this is the op
+    torch.ops.visionops.nms_kept, whose output size is data-dependent, so
+    torch.export and torch.compile capture it (N may be a dynamic Dim);
+    torch.ops.visionops.nms is the fixed-size form (keep [N], num_kept)
+    without a host sync, for CUDA graphs."""
     boxes = _tensor(boxes, "nms", "boxes")
     scores = _tensor(scores, "nms", "scores")
     if _is_torch(boxes) or _is_torch(scores):
@@ -174,7 +178,10 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     idxs may be of any integer dtype, as in torchvision (the library reads
     int64; others are widened, an N-element copy). Boxes without elements
     (of any shape, e.g. [0] or [0, 4]) give an empty int64 result whatever
-    the other arguments are, as in torchvision."""
+    the other arguments are, as in torchvision. On torch tensors, as nms:
+    torch.ops.visionops.batched_nms_kept (data-dependent size; a box count
+    only known at run time, e.g. under torch.export, is not guarded on) or
+    the fixed-size torch.ops.visionops.batched_nms."""
     boxes = _tensor(boxes, "batched_nms", "boxes")
     if _has_no_elements(boxes):
         return _empty_keep(boxes)
@@ -229,7 +236,8 @@ def _pairwise(op, boxes1, boxes2, *extra):
     (torchvision 0.29's batched form; leading dimensions broadcast). [N, 4]
     x [M, 4] is one call of the C op; a batch is one call per slice (the C
     op is 2-D), stacked in the caller's framework, so autograd flows as
-    usual."""
+    usual. Under torch.export / torch.compile N and M may be dynamic; the
+    leading dimensions are static (one call per slice)."""
     boxes1 = _tensor(boxes1, op, "boxes1")
     boxes2 = _tensor(boxes2, op, "boxes2")
     if len(boxes1.shape) == 2 and len(boxes2.shape) == 2:

@@ -2,8 +2,10 @@
 torch.library in the "visionops" namespace, generated from the library's own
 schema list. Each op gets CPU and CUDA kernels (tensors through DLPack,
 outputs from torch.empty, CUDA work on the current stream), a Meta kernel
-(output shapes from the library's shape functions, without data), and, where
-the registry names a backward op, an autograd kernel that calls it.
+(the library's checks without data, output shapes from the library's shape
+rules, so symbolic sizes under torch.export / torch.compile(dynamic=True)
+stay symbolic), and, where the registry names a backward op, an autograd
+kernel that calls it.
 
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
 Meta and Autograd keys are used, which both support."""
