@@ -58,7 +58,9 @@ def _is_tensor(x):
     """A DLPack array (torch, NumPy, ...) or a buffer-protocol object."""
     if hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
         return hasattr(x, "shape")
-    if isinstance(x, (str, bytes, bytearray)):
+    # Containers and scalars are never tensors; asking memoryview() about
+    # them would also stop torch.compile's tracing (it cannot trace that call).
+    if isinstance(x, (str, bytes, bytearray, list, tuple, dict, int, float, bool, type(None))):
         return False
     try:
         memoryview(x)

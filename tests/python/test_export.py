@@ -190,6 +190,12 @@ def test_export_deform_conv2d_dynamic_batch_and_spatial():
         torch.testing.assert_close(got, tvops.deform_conv2d(a[0], a[1], a[3], a[4], (2, 1), (1, 0),
                                                             (1, 2), a[2]))
         assert torch.equal(got, fn(*a))
+    # Hout and Wout are Dims of their own: the rule that ties them to H and
+    # W is checked by the library when the program runs
+    a = args(2, 9, 11, 0)
+    wrong = torch.zeros(2, 36, 4, 7, dtype=torch.float64)
+    with pytest.raises(ValueError, match="deform_conv2d: offset must have spatial size"):
+        ep.module()(a[0], wrong, a[2][:, :, :4], a[3], a[4])
 
 
 @pytest.mark.parametrize("name", ["box_iou", "generalized_box_iou", "distance_box_iou",
@@ -347,6 +353,26 @@ def test_compile_dynamic_nms_box_iou_deform_compile_once(no_duck_sizing):
         for a, b in zip(got, want):
             assert torch.equal(a, b)
         assert torch.equal(got[0], tvops.batched_nms(args[0], args[1], (args[1] * 3).long(), 0.5))
+    assert backend.compiles == 1
+
+
+def test_compile_dynamic_multi_scale_roi_align_compile_once(no_duck_sizing):
+    backend = _CountingBackend()
+    pool = visionops.MultiScaleRoIAlign(["0", "1"], 3, 2)
+
+    def fn(f0, f1, b0, b1):
+        return pool({"0": f0, "1": f1}, [b0, b1], [(128, 128)] * 2)
+
+    compiled = torch.compile(fn, backend=backend, dynamic=True, fullgraph=True)
+    tv_pool = tvops.MultiScaleRoIAlign(["0", "1"], 3, 2)
+    feats = (torch.randn(2, 3, 32, 32, generator=_gen(0)),
+             torch.randn(2, 3, 16, 16, generator=_gen(1)))
+    for n0, n1 in ((6, 9), (13, 3), (40, 21)):
+        b0, b1 = _boxes(n0, n0), _boxes(n1, n1 + 100)
+        got = compiled(*feats, b0, b1)
+        assert torch.equal(got, fn(*feats, b0, b1))
+        torch.testing.assert_close(got, tv_pool({"0": feats[0], "1": feats[1]}, [b0, b1],
+                                                [(128, 128)] * 2))
     assert backend.compiles == 1
 
 
