@@ -93,12 +93,14 @@ def _has_no_elements(x):
     non-empty, which the ops handle as well (they accept zero boxes)."""
     if not _is_torch(x):
         return _numel(x) == 0
-    n = x.numel()
-    if isinstance(n, int):
-        return n == 0
-    from torch.fx.experimental.symbolic_shapes import guard_or_false
+    import torch
 
-    return guard_or_false(n == 0)
+    n = x.numel()  # an int, a SymInt, or under torch.jit.trace a Tensor
+    if isinstance(n, getattr(torch, "SymInt", ())):  # torch 1.13 has no SymInt
+        from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+        return guard_or_false(n == 0)
+    return bool(n == 0)
 
 
 def _pair(v, what):
