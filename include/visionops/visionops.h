@@ -133,6 +133,10 @@ typedef struct vo_op_info {
   int num_outputs;      /* outputs in the schema; -1 for a list ("-> Tensor[]"),
                            whose length vo_infer's caller learns from the op's
                            documentation (e.g. one per feature level) */
+  /* Where each output dimension comes from, e.g. "[rois[0], input[1],
+   * pooled_height, pooled_width]" (syntax in src/ops/ops.def): for computing
+   * output shapes over symbolic sizes, as PyTorch's torch.export does. */
+  const char *shape_rule;
 } vo_op_info;
 
 VO_API int vo_op_count(void);

@@ -10,6 +10,8 @@
  * {"shape": (...), "dtype": "float32", "device": (type, id)} with no data.
  *
  *   ops()                       -> [(name, schema, backward or None), ...]
+ *   shape_rules()               -> {name: shape rule}, where each output dimension comes
+ *                                  from (syntax in src/ops/ops.def)
  *   backends()                  -> [(name, built, available, detail), ...]
  *   infer(op, args)             -> [(shape, dtype, (device_type, device_id)), ...]
  *   call(op, args, alloc, stream=0, num_threads=0, deterministic=False)
@@ -462,6 +464,19 @@ static PyObject *py_ops(PyObject *self, PyObject *unused) {
   return list;
 }
 
+static PyObject *py_shape_rules(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  PyObject *rules = PyDict_New();
+  for (int i = 0; rules && i < vo_op_count(); i++) {
+    const vo_op_info *op = vo_op_get(i);
+    PyObject *rule = PyUnicode_FromString(op->shape_rule);
+    if (!rule || PyDict_SetItemString(rules, op->name, rule) != 0) Py_CLEAR(rules);
+    Py_XDECREF(rule);
+  }
+  return rules;
+}
+
 static PyObject *py_backends(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
@@ -487,6 +502,8 @@ static PyObject *py_backends(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"ops", py_ops, METH_NOARGS, "ops() -> [(name, schema, backward or None), ...]"},
+    {"shape_rules", py_shape_rules, METH_NOARGS,
+     "shape_rules() -> {name: rule}: where each output dimension of each op comes from"},
     {"backends", py_backends, METH_NOARGS, "backends() -> [(name, built, available, detail), ...]"},
     {"infer", py_infer, METH_VARARGS,
      "infer(op, args) -> [(shape, dtype, (device_type, device_id)), ...]: the outputs op "

@@ -1,6 +1,8 @@
-"""The thin layer over visionops._C: the op schemas (parsed from the C
-library's own list), global settings, and running an op on NumPy arrays or
-PyTorch tensors with outputs allocated in the same framework."""
+"""The thin layer over visionops._C: the op schemas and shape rules (parsed
+from the C library's own list), global settings, and running an op on NumPy
+arrays or PyTorch tensors with outputs allocated in the same framework."""
+import ast
+import operator
 import re
 import threading
 
@@ -12,7 +14,8 @@ from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 class Arg:
     """One argument of a schema: its type ("Tensor", "Tensor?", "Tensor[]",
-    "float", "float[]", "int", "bool"), name, and default (or NO_DEFAULT)."""
+    "float", "float[]", "int", "SymInt", "bool"), name, and default (or
+    NO_DEFAULT). SymInt is an int that PyTorch may pass as a symbolic size."""
 
     __slots__ = ("type", "name", "default")
 
@@ -31,7 +34,7 @@ def _parse_default(type_, text):
         return None
     if type_ == "bool":
         return text == "True"
-    if type_ == "int":
+    if type_ in ("int", "SymInt"):
         return int(text)
     if type_ == "float":
         return float(text)
@@ -71,6 +74,64 @@ class Schema:
 
 
 SCHEMAS = {name: Schema(schema, backward) for name, schema, backward in _C.ops()}
+
+# -------------------------------------------------------------- shape rules
+
+_RULE_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+             ast.FloorDiv: operator.floordiv}
+
+
+class ShapeRule:
+    """Where each output dimension of an op comes from, as the C library
+    states it (vo_op_info.shape_rule; syntax in src/ops/ops.def), e.g.
+    "[rois[0], input[1], pooled_height, pooled_width]". shapes() evaluates it
+    with whatever integers the arguments' sizes are: Python ints, or torch
+    SymInts under torch.export / torch.compile(dynamic=True), so symbolic
+    sizes stay symbolic (nothing is converted to int, nothing guards)."""
+
+    def __init__(self, name, text):
+        self.name, self.text = name, text
+        self.outputs = [ast.parse(part.strip(), mode="eval").body for part in text.split(";")]
+        for out in self.outputs:
+            if not isinstance(out, ast.List):
+                raise ValueError("%s: shape rule %r: each output must be a [...] list"
+                                 % (name, text))
+
+    def shapes(self, named, count):
+        """The shapes of the op's `count` outputs; `named` maps argument
+        names to their values (tensors: anything with .shape)."""
+        if len(self.outputs) == 1 and SCHEMAS[self.name].returns_list:
+            return [self._shape(self.outputs[0], named, i) for i in range(count)]
+        return [self._shape(out, named, None) for out in self.outputs]
+
+    def _shape(self, out, named, item):
+        return tuple(self._eval(e, named, item) for e in out.elts)
+
+    def _eval(self, node, named, item):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _RULE_OPS:
+            return _RULE_OPS[type(node.op)](self._eval(node.left, named, item),
+                                            self._eval(node.right, named, item))
+        if isinstance(node, ast.Name):
+            if node.id == "i" and item is not None:
+                return item
+            return named[node.id]
+        if isinstance(node, ast.Subscript):
+            return self._value(node.value, named, item)[self._eval(node.slice, named, item)]
+        raise ValueError("%s: unsupported shape rule %r" % (self.name, self.text))
+
+    def _value(self, node, named, item):
+        """t (a tensor: its shape) or l[j] (item j of a tensor list)."""
+        if isinstance(node, ast.Name):
+            value = named[node.id]
+            return value if isinstance(value, (list, tuple)) else value.shape
+        if isinstance(node, ast.Subscript):
+            return self._value(node.value, named, item)[self._eval(node.slice, named, item)].shape
+        raise ValueError("%s: unsupported shape rule %r" % (self.name, self.text))
+
+
+SHAPE_RULES = {name: ShapeRule(name, text) for name, text in _C.shape_rules().items()}
 
 # ----------------------------------------------------------------- settings
 

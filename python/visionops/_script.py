@@ -32,8 +32,27 @@ def _int64(t: Tensor) -> Tensor:
     return t
 
 
+def has_no_elements(t: Tensor) -> bool:
+    """t is empty, without guarding on a symbolic size: a count only known
+    when the program runs (boxes that survived a score threshold, under
+    torch.export) is taken as non-empty, which the ops handle as well."""
+    if torch.jit.is_scripting():
+        return t.numel() == 0
+    return _has_no_elements_traced(t)
+
+
+@torch.jit.unused
+def _has_no_elements_traced(t: Tensor) -> bool:
+    n = t.numel()  # an int, a SymInt, or under torch.jit.trace a Tensor
+    if isinstance(n, getattr(torch, "SymInt", ())):  # torch 1.13 has no SymInt
+        from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+        return guard_or_false(n == 0)
+    return bool(n == 0)
+
+
 def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float) -> Tensor:
-    if boxes.numel() == 0:
+    if has_no_elements(boxes):
         return torch.empty((0,), dtype=torch.int64, device=boxes.device)
     return torch.ops.visionops.batched_nms_kept(boxes, scores, _int64(idxs), float(iou_threshold))
 
@@ -189,6 +208,16 @@ def _select_features(x: Dict[str, Tensor], featmap_names: List[str]) -> List[Ten
     return features
 
 
+@torch.jit.unused
+def _log2_round_float32(ratio: float) -> float:
+    """round(log2(ratio)) in float32, as torchvision computes it, on the
+    host: a pyramid level's scale is a parameter, which torch.compile then
+    specializes instead of tracing the log2 as a data-dependent value."""
+    import numpy as np
+
+    return float(np.round(np.log2(np.float32(ratio))))
+
+
 def _pyramid_scales(features: List[Tensor], image_shapes: List[Tuple[int, int]]) -> List[float]:
     """Each level's scale, 2 ** round(log2(feature height / largest image
     height)) in float32, as torchvision infers it."""
@@ -201,7 +230,10 @@ def _pyramid_scales(features: List[Tensor], image_shapes: List[Tuple[int, int]])
     scales: List[float] = []
     for f in features:
         ratio = float(f.shape[-2]) / float(max_h)
-        log2 = float(torch.tensor(ratio, dtype=torch.float32).log2().round())
+        if torch.jit.is_scripting():
+            log2 = float(torch.tensor(ratio, dtype=torch.float32).log2().round())
+        else:
+            log2 = _log2_round_float32(ratio)
         check_level(log2, list(f.shape), max_h, max_w)
         scales.append(2.0 ** log2)
     return scales

@@ -395,8 +395,9 @@ def _ts_deform_conv2d(g, input, weight, offset, mask, bias, stride_h, stride_w, 
 
 # parse_args descriptors of the schemas' argument types
 _TS_ARG = {"Tensor": "v", "Tensor?": "v", "Tensor[]": "v", "float": "f", "int": "i",
-           "bool": "b", "float[]": "fs", "int[]": "is"}
-_TS_ATTR_SUFFIX = {"float": "f", "int": "i", "bool": "i", "float[]": "f", "int[]": "i"}
+           "SymInt": "i", "bool": "b", "float[]": "fs", "int[]": "is"}
+_TS_ATTR_SUFFIX = {"float": "f", "int": "i", "SymInt": "i", "bool": "i", "float[]": "f",
+                   "int[]": "i"}
 
 
 def _ts_custom(schema):
@@ -685,8 +686,8 @@ def _dynamo_table():
     return {getattr(torch.ops.visionops, name).default: fn for name, fn in translations.items()}
 
 
-_PY_ANNOTATION = {"float": float, "int": int, "bool": bool, "float[]": Sequence[float],
-                  "int[]": Sequence[int]}
+_PY_ANNOTATION = {"float": float, "int": int, "SymInt": int, "bool": bool,
+                  "float[]": Sequence[float], "int[]": Sequence[int]}
 
 
 def _custom_schema(name, num_inputs, attrs, num_outputs):

@@ -68,7 +68,9 @@ def _is_tensor(x):
     """A DLPack array (torch, NumPy, ...) or a buffer-protocol object."""
     if hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
         return hasattr(x, "shape")
-    if isinstance(x, (str, bytes, bytearray)):
+    # Containers and scalars are never tensors; asking memoryview() about
+    # them would also stop torch.compile's tracing (it cannot trace that call).
+    if isinstance(x, (str, bytes, bytearray, list, tuple, dict, int, float, bool, type(None))):
         return False
     try:
         memoryview(x)
@@ -148,7 +150,11 @@ def _scriptable(public, typed):
 @_fx_leaf
 def nms(boxes, scores, iou_threshold):
     """Indices (int64) of the boxes kept by greedy NMS, by decreasing score
-    (ties: lower index first)."""
+    (ties: lower index first). On torch tensors this is the op
+    torch.ops.visionops.nms_kept, whose output size is data-dependent, so
+    torch.export and torch.compile capture it (N may be a dynamic Dim);
+    torch.ops.visionops.nms is the fixed-size form (keep [N], num_kept)
+    without a host sync, for CUDA graphs."""
     boxes = _tensor(boxes, "nms", "boxes")
     scores = _tensor(scores, "nms", "scores")
     if _is_torch(boxes) or _is_torch(scores):
@@ -163,9 +169,12 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     idxs may be of any integer dtype, as in torchvision (the library reads
     int64; others are widened, an N-element copy). Boxes without elements
     (of any shape, e.g. [0] or [0, 4]) give an empty int64 result whatever
-    the other arguments are, as in torchvision."""
+    the other arguments are, as in torchvision. On torch tensors, as nms:
+    torch.ops.visionops.batched_nms_kept (data-dependent size; a box count
+    only known at run time, e.g. under torch.export, is not guarded on) or
+    the fixed-size torch.ops.visionops.batched_nms."""
     boxes = _tensor(boxes, "batched_nms", "boxes")
-    if _is_torch(boxes) and boxes.numel() == 0:
+    if _is_torch(boxes) and _script.has_no_elements(boxes):
         return _script.batched_nms(boxes, scores, idxs, iou_threshold)
     if not _is_torch(boxes) and _numel(boxes) == 0:
         import numpy as np

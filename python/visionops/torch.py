@@ -2,8 +2,10 @@
 torch.library in the "visionops" namespace, generated from the library's own
 schema list. Each op gets CPU and CUDA kernels (tensors through DLPack,
 outputs from torch.empty, CUDA work on the current stream), a Meta kernel
-(output shapes from the library's shape functions, without data), and, where
-the registry names a backward op, an autograd kernel that calls it.
+(the library's checks without data, output shapes from the library's shape
+rules, so symbolic sizes under torch.export / torch.compile(dynamic=True)
+stay symbolic), and, where the registry names a backward op, an autograd
+kernel that calls it.
 
 Under torch.autocast the ops take low-precision features beside float32 rois,
 boxes and scores natively; deform_conv2d and multi_scale_roi_align get
@@ -126,15 +128,49 @@ def _make_kernel(schema):
     return kernel
 
 
+# ---------------------------------------------------------------- Meta
+#
+# Under torch.export and torch.compile(dynamic=True) the sizes of fake/meta
+# tensors are SymInts. The Meta kernel keeps them symbolic: the C library's
+# checks (_C.infer) run on each size's hint, the concrete value the shape
+# environment traced with (no int() on a SymInt, which would specialize it to
+# a constant), and the output shapes come from the op's shape rule (where
+# each output dimension comes from, stated by the C library) evaluated on
+# the SymInts themselves. Equalities the checks demand between sizes the
+# hints happen to satisfy are checked again, on real sizes, when the op runs:
+# every visionops kernel validates its arguments.
+
+# The size a data-dependent (unbacked) SymInt, e.g. the number of boxes NMS
+# keeps, is checked with: it has no hint until the program runs.
+UNBACKED_SIZE_HINT = 16
+
+
+def _hint(v):
+    """A concrete int for an int or SymInt, without guarding on it."""
+    if isinstance(v, int):
+        return v
+    node = getattr(v, "node", None)
+    if node is None:
+        return int(v)
+    constant = node.maybe_as_int()
+    if constant is not None:
+        return constant
+    if node.has_hint():
+        return int(node.hint)
+    return UNBACKED_SIZE_HINT
+
+
 def _spec(op, what, t):
     if t.dtype not in _DTYPE_NAMES:
         raise VisionOpsTypeError("%s: %s has unsupported dtype %s"
                                  % (op, what, str(t.dtype).replace("torch.", "")))
-    return {"shape": tuple(t.shape), "dtype": _DTYPE_NAMES[t.dtype], "device": (_KDL_CPU, 0)}
+    return {"shape": tuple(_hint(d) for d in t.shape), "dtype": _DTYPE_NAMES[t.dtype],
+            "device": (_KDL_CPU, 0)}
 
 
 def _make_meta(schema):
     name = schema.name
+    rule = _core.SHAPE_RULES[name]
 
     def meta(*args):
         args = schema.complete(args)
@@ -146,14 +182,18 @@ def _make_meta(schema):
             elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
                 devices.update(t.device for t in a)
                 a = [_spec(name, "%s[%d]" % (arg.name, i), t) for i, t in enumerate(a)]
+            elif arg.type == "SymInt":
+                a = _hint(a)
             specs.append(a)
         if len(devices) > 1:  # e.g. CPU and Meta tensors in one call
             raise VisionOpsValueError("%s: all tensors must be on one device, got %s"
                              % (name, " and ".join(sorted(str(d) for d in devices))))
         first = _first_tensor(args)
         device = first.device if first is not None else torch.device("meta")
+        described = _C.infer(name, specs)
+        shapes = rule.shapes({a.name: v for a, v in zip(schema.args, args)}, len(described))
         outs = [torch.empty(shape, dtype=_DTYPES[dtype], device=device)
-                for shape, dtype, _ in _C.infer(name, specs)]
+                for shape, (_, dtype, _) in zip(shapes, described)]
         return _pack(schema, outs)
 
     meta.__name__ = "visionops_%s_meta" % name
@@ -213,7 +253,8 @@ def _backward_args(schema, bschema, args, outs, grad):
         elif a.name in named:
             result.append(named[a.name])
         elif a.name in _SIZE_NAMES and isinstance(first_input, torch.Tensor):
-            result.append(int(first_input.shape[_SIZE_NAMES.index(a.name)]))
+            # SymInt in the backward's schema: a symbolic size passes as is
+            result.append(first_input.shape[_SIZE_NAMES.index(a.name)])
         else:
             raise VisionOpsError("visionops: cannot supply %s of %s for the backward of %s"
                                % (a.name, bschema.name, schema.name))
@@ -611,7 +652,8 @@ def _make_kept_kernel(fixed_name):
 
 def _make_kept_fake(fixed_name):
     """The fake (abstract) kernel: the library's shape checks on the fixed
-    form, then an int64 vector of a new data-dependent size <= N."""
+    form (its Meta kernel, so a symbolic N stays symbolic), then an int64
+    vector of a new data-dependent size, at most N."""
     fixed = getattr(torch.ops.visionops, fixed_name)
 
     def kept_fake(*args):
@@ -620,7 +662,9 @@ def _make_kept_fake(fixed_name):
             raise VisionOpsError("visionops.%s_kept: its output size depends on the data; on Meta "
                                  "tensors use torch.ops.visionops.%s (keep, num_kept)"
                                  % (fixed_name, fixed_name))
-        return keep.new_empty((_get_ctx().new_dynamic_size(),))
+        kept = _get_ctx().new_dynamic_size()
+        torch._check(kept <= keep.shape[0])
+        return keep.new_empty((kept,))
 
     kept_fake.__name__ = "visionops_%s_kept_fake" % fixed_name
     return kept_fake

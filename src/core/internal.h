@@ -111,7 +111,7 @@ void vo_workspace_free(const vo_context *ctx, DLDevice device, void *ptr);
 /* ------------------------------------------------------------- ops */
 
 typedef enum vo_op_id {
-#define VO_OP(name, schema, backward) VO_OP_##name,
+#define VO_OP(name, schema, backward, shape_rule) VO_OP_##name,
 #include "ops/ops.def"
 #undef VO_OP
   VO_NUM_OPS
@@ -270,7 +270,7 @@ typedef struct vo_exec {
  * ex->outputs, which the dispatcher fills afterwards). No data is touched. */
 typedef vo_status (*vo_check_fn)(vo_exec *ex);
 
-#define VO_OP(name, schema, backward) vo_status vo_check_##name(vo_exec *ex);
+#define VO_OP(name, schema, backward, shape_rule) vo_status vo_check_##name(vo_exec *ex);
 #include "ops/ops.def"
 #undef VO_OP
 

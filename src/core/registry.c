@@ -14,11 +14,13 @@ typedef struct vo_op_source {
   const char *name;
   const char *schema;
   const char *backward;
+  const char *shape_rule;
   vo_check_fn check;
 } vo_op_source;
 
 static const vo_op_source vo_op_sources[VO_NUM_OPS] = {
-#define VO_OP(name, schema, backward) {#name, schema, backward, vo_check_##name},
+#define VO_OP(name, schema, backward, shape_rule) \
+  {#name, schema, backward, shape_rule, vo_check_##name},
 #include "ops/ops.def"
 #undef VO_OP
 };
@@ -106,8 +108,8 @@ static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
                                         : VO_ARG_TENSOR;
       else if (strcmp(type, "float") == 0)
         a->type = vo_accept(&c, "[]") ? VO_ARG_FLOAT_LIST : VO_ARG_FLOAT;
-      else if (strcmp(type, "int") == 0)
-        a->type = VO_ARG_INT;
+      else if (strcmp(type, "int") == 0 || strcmp(type, "SymInt") == 0)
+        a->type = VO_ARG_INT; /* SymInt: a size PyTorch may pass symbolically */
       else if (strcmp(type, "bool") == 0)
         a->type = VO_ARG_BOOL;
       else
@@ -153,6 +155,7 @@ static void vo_registry_init(void) {
     e->info.name = src->name;
     e->info.schema = src->schema;
     e->info.backward = src->backward;
+    e->info.shape_rule = src->shape_rule;
     e->check = src->check;
     if (!vo_parse_schema(e, src)) ok = 0;
   }

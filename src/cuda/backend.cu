@@ -39,7 +39,7 @@ constexpr vo_kernel_fn cuda_kernel_for(int op) {
 // Constant-initialised (no dynamic initialiser): registration must survive
 // static linking, see DESIGN.md.
 constexpr vo_kernel_fn vo_cuda_kernels[VO_NUM_OPS] = {
-#define VO_OP(name, schema, backward) cuda_kernel_for(VO_OP_##name),
+#define VO_OP(name, schema, backward, shape_rule) cuda_kernel_for(VO_OP_##name),
 #include "ops/ops.def"
 #undef VO_OP
 };

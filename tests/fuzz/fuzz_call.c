@@ -63,7 +63,7 @@ static int schema_kinds(const char *schema, arg_kind *kinds, int max) {
       kinds[n++] = ARG_FLOAT_LIST;
     else if (!strncmp(s, "float", 5))
       kinds[n++] = ARG_FLOAT;
-    else if (!strncmp(s, "int", 3))
+    else if (!strncmp(s, "int", 3) || !strncmp(s, "SymInt", 6))
       kinds[n++] = ARG_INT;
     else if (!strncmp(s, "bool", 4))
       kinds[n++] = ARG_BOOL;

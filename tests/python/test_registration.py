@@ -160,3 +160,25 @@ def test_meta_autograd_shapes():
     x = m(2, 3, 8, 8).requires_grad_()
     out = torch.ops.visionops.roi_align(x, m(5, 5), 0.5, 2, 2, -1, False)
     assert out.shape == (5, 3, 2, 2) and out.requires_grad
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_shape_rule_agrees_with_infer(name):
+    """The C library's shape rule, as the Python layer evaluates it (what
+    the Meta kernels use for symbolic sizes), gives _C.infer's shapes."""
+    from visionops import torch as vo_torch
+
+    args, want = meta_cases(torch.float32)[name]
+    schema = _core.SCHEMAS[name]
+    args = schema.complete(args)
+    specs = []
+    for a in args:  # Meta tensors as the shape/dtype descriptions _C.infer takes
+        if isinstance(a, torch.Tensor):
+            a = vo_torch._spec(name, "arg", a)
+        elif isinstance(a, list) and a and isinstance(a[0], torch.Tensor):
+            a = [vo_torch._spec(name, "arg", t) for t in a]
+        specs.append(a)
+    inferred = [tuple(shape) for shape, _, _ in _C.infer(name, specs)]
+    named = {a.name: v for a, v in zip(schema.args, args)}
+    assert _core.SHAPE_RULES[name].shapes(named, len(inferred)) == inferred
+    assert inferred == [shape for shape, _ in want]
