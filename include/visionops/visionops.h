@@ -242,7 +242,10 @@ VO_API vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_v
 /* --------------------------------------------------- box operators (typed)
  *
  * Boxes are [N,4] rows (x1, y1, x2, y2) of float32, float64, float16 or
- * bfloat16. Half types compute in float32.
+ * bfloat16. Half types compute in float32. nms scores may have any floating
+ * dtype beside the boxes (float32 scores beside bfloat16 boxes, as
+ * torch.autocast gives), read at their own precision; the boxes' dtype sets
+ * the compute precision (float64 for float64, float32 otherwise).
  */
 
 /* Greedy non-maximum suppression. Outputs: keep int64[N] (the first
@@ -264,9 +267,10 @@ VO_API vo_status vo_batched_nms(const vo_context *ctx, const DLTensor *boxes,
                                 DLTensor *keep, DLTensor *num_kept);
 
 /* Pairwise overlap of a[N,4] and b[M,4] into out[N,M]. Boxes are float32,
- * float64, float16, bfloat16 or integers (int64/32/16/8, uint8), both sets of
- * one dtype; out is float64 for float64 boxes and float32 for all others, as
- * torchvision's upcasting gives (integer boxes compute in float64). */
+ * float64, float16, bfloat16 or integers (int64/32/16/8, uint8); the two sets
+ * may differ in dtype, each read at its own precision. out is float64 when
+ * either set is float64 and float32 otherwise, as torchvision's upcasting and
+ * promotion give (two integer sets compute in float64, exactly). */
 VO_API vo_status vo_box_iou_shape(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                                   vo_tensor_desc *out);
 VO_API vo_status vo_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
@@ -305,10 +309,13 @@ VO_API vo_status vo_complete_box_iou_backward(const vo_context *ctx, const DLTen
 /* --------------------------------------------------- RoI operators (typed)
  *
  * input is [N,C,H,W] of float32, float64, float16 or bfloat16 (any strides);
- * rois is [K,5] of the same dtype, rows (batch_index, x1, y1, x2, y2) in input
- * coordinates before spatial_scale. Every batch index must be an integer in
- * [0, N) and every coordinate finite (an error otherwise, checked before any
- * output is written). Half types compute in float32.
+ * rois is [K,5] of any floating dtype (float32 rois beside bfloat16 features,
+ * as torch.autocast gives, are read at their own precision), rows
+ * (batch_index, x1, y1, x2, y2) in input coordinates before spatial_scale.
+ * Every batch index must be an integer in [0, N) and every coordinate finite
+ * (an error otherwise, checked before any output is written). The input's
+ * dtype sets the compute precision (float64 for float64, float32 otherwise)
+ * and the output's dtype; backward ops likewise take the gradient's.
  */
 
 /* RoIAlign as torchvision.ops.roi_align: out[K,C,pooled_height,pooled_width]
