@@ -539,8 +539,9 @@ static void error_cases(void) {
   g64->dl.dtype = vt_i64; /* any floating grad is fine, an integer one is not */
   CHECK_STATUS(vo_generalized_box_iou_backward(NULL, &g64->dl, &ta->dl, &tb->dl, &oa->dl, &ob->dl),
                VO_ERROR_UNSUPPORTED_DTYPE);
-  CHECK_ERROR_HAS("generalized_box_iou_backward: grad must be float32, float64, float16 or "
-                  "bfloat16 (any floating dtype beside boxes1's float32), got int64");
+  CHECK_ERROR_HAS(
+      "generalized_box_iou_backward: grad must be float32, float64, float16 or "
+      "bfloat16 (any floating dtype beside boxes1's float32), got int64");
   CHECK_STATUS(vo_box_iou_backward(NULL, &gi->dl, &ai->dl, &tb->dl, &oa->dl, &ob->dl),
                VO_ERROR_UNSUPPORTED_DTYPE);
   CHECK_ERROR_HAS("boxes1 must be float32, float64, float16 or bfloat16, got int64");

@@ -164,8 +164,8 @@ static void expect_close(const char *what, DLDataType fd, const result *got, con
       ok = vt_half_ulp_distance(dt, g, r) <= 1;
     else
       ok = fabs(g - r) <= (is_f64(dt) ? 1e-12 : 2e-6) * (1 + fabs(r));
-    if (!CHECK_MSG(ok, "%s: output %d [%lld] = %.9g, upcast reference %.9g", what, k,
-                   (long long)i, g, r))
+    if (!CHECK_MSG(ok, "%s: output %d [%lld] = %.9g, upcast reference %.9g", what, k, (long long)i,
+                   g, r))
       return;
   }
 }
@@ -223,8 +223,8 @@ static vt_tensor *index_tensor(const result *fwd, const int64_t *shape) {
 static void roi_case(const run_ctx *rc, const char *op, DLDataType fd, DLDataType rd) {
   const DLDataType cd = compute_of(fd);
   char what[128];
-  snprintf(what, sizeof what, "%s %s: %s beside %s rois", rc->backend->name, op,
-           vt_dtype_name(fd), vt_dtype_name(rd));
+  snprintf(what, sizeof what, "%s %s: %s beside %s rois", rc->backend->name, op, vt_dtype_name(fd),
+           vt_dtype_name(rd));
   const int backward = strstr(op, "backward") != NULL;
   vt_tensor *extra_mixed = NULL, *extra_ref = NULL;
   if (backward && strcmp(op, "roi_align_backward") != 0) {
@@ -247,7 +247,7 @@ static void roi_case(const run_ctx *rc, const char *op, DLDataType fd, DLDataTyp
   call mixed, ref;
   roi_call(&mixed, op, fd, fd, rd, rd, extra_mixed);
   roi_call(&ref, op, cd, fd, cd, rd, extra_ref);
-  result got, want;
+  result got = {0}, want = {0};
   if (CHECK_STATUS(run_call(rc, &mixed, &got), VO_OK) &&
       CHECK_STATUS(run_call(rc, &ref, &want), VO_OK)) {
     for (int k = 0; k < got.count; k++) expect_close(what, fd, &got, &want, k);
@@ -294,7 +294,7 @@ static void msra_case(const run_ctx *rc, int backward, DLDataType fd, DLDataType
   call mixed, ref;
   msra_call(&mixed, backward, fd, fd, rd, rd);
   msra_call(&ref, backward, compute_of(fd), fd, compute_of(fd), rd);
-  result got, want;
+  result got = {0}, want = {0};
   if (CHECK_STATUS(run_call(rc, &mixed, &got), VO_OK) &&
       CHECK_STATUS(run_call(rc, &ref, &want), VO_OK))
     for (int k = 0; k < got.count; k++) expect_close(what, fd, &got, &want, k);
@@ -305,10 +305,9 @@ static void msra_case(const run_ctx *rc, int backward, DLDataType fd, DLDataType
 }
 
 static void roi_cases(const run_ctx *rc) {
-  static const char *const ops[] = {"roi_align",         "roi_align_backward",
-                                    "roi_pool",          "roi_pool_backward",
-                                    "ps_roi_align",      "ps_roi_align_backward",
-                                    "ps_roi_pool",       "ps_roi_pool_backward"};
+  static const char *const ops[] = {
+      "roi_align",    "roi_align_backward",    "roi_pool",    "roi_pool_backward",
+      "ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward"};
   for (int f = 0; f < 4; f++)
     for (int r = 0; r < 4; r++) {
       if (r == f) continue;
@@ -494,16 +493,19 @@ static void refused_cases(const run_ctx *rc) {
     const char *op, *needle;
     DLDataType fd, rd;
   } cases[] = {
-      {"roi_align", "roi_align: rois must be float32, float64, float16 or bfloat16 (any floating "
-                    "dtype beside input's bfloat16), got int64",
+      {"roi_align",
+       "roi_align: rois must be float32, float64, float16 or bfloat16 (any floating "
+       "dtype beside input's bfloat16), got int64",
        vt_bf16, vt_i64},
-      {"roi_pool", "roi_pool: rois must be float32, float64, float16 or bfloat16 (any floating "
-                   "dtype beside input's float16), got int32",
+      {"roi_pool",
+       "roi_pool: rois must be float32, float64, float16 or bfloat16 (any floating "
+       "dtype beside input's float16), got int32",
        vt_f16, vt_i32},
       {"ps_roi_align", "ps_roi_align: rois must be float32", vt_bf16, vt_u8},
       {"ps_roi_pool", "ps_roi_pool: rois must be float32", vt_f32, vt_i64},
-      {"roi_align_backward", "roi_align_backward: rois must be float32, float64, float16 or "
-                             "bfloat16 (any floating dtype beside grad's bfloat16), got int64",
+      {"roi_align_backward",
+       "roi_align_backward: rois must be float32, float64, float16 or "
+       "bfloat16 (any floating dtype beside grad's bfloat16), got int64",
        vt_bf16, vt_i64},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -520,15 +522,17 @@ static void refused_cases(const run_ctx *rc) {
     result r;
     msra_call(&c, 0, vt_bf16, vt_bf16, vt_i64, vt_i64);
     if (CHECK_STATUS(run_call(rc, &c, &r), VO_ERROR_UNSUPPORTED_DTYPE))
-      CHECK_ERROR_HAS("multi_scale_roi_align: rois must be float32, float64, float16 or bfloat16 "
-                      "(any floating dtype beside features[0]'s bfloat16), got int64");
+      CHECK_ERROR_HAS(
+          "multi_scale_roi_align: rois must be float32, float64, float16 or bfloat16 "
+          "(any floating dtype beside features[0]'s bfloat16), got int64");
     call_free(&c);
     msra_call(&c, 1, vt_bf16, vt_bf16, vt_f32, vt_f32);
     vt_tensor_free(c.tensors[0]); /* a float32 grad beside bfloat16 features */
     c.tensors[0] = tensor_via(vt_f32, vt_f32, 4, grad_shape, grad_values);
     if (CHECK_STATUS(run_call(rc, &c, &r), VO_ERROR_UNSUPPORTED_DTYPE))
-      CHECK_ERROR_HAS("multi_scale_roi_align_backward: grad must have the dtype of features[0] "
-                      "(bfloat16), got float32");
+      CHECK_ERROR_HAS(
+          "multi_scale_roi_align_backward: grad must have the dtype of features[0] "
+          "(bfloat16), got float32");
     call_free(&c);
   }
   {
@@ -543,8 +547,9 @@ static void refused_cases(const run_ctx *rc) {
     c.num_args = 3;
     c.args[2] = vo_float_value(0.5);
     if (CHECK_STATUS(run_call(rc, &c, &r), VO_ERROR_UNSUPPORTED_DTYPE))
-      CHECK_ERROR_HAS("nms: scores must be float32, float64, float16 or bfloat16 (any floating "
-                      "dtype beside boxes's bfloat16), got int64");
+      CHECK_ERROR_HAS(
+          "nms: scores must be float32, float64, float16 or bfloat16 (any floating "
+          "dtype beside boxes's bfloat16), got int64");
     call_free(&c);
   }
   {

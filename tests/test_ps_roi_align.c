@@ -480,7 +480,8 @@ static void errors(void) {
   /* rois of any floating dtype are accepted (test_mixed_precision.c), integer ones are not */
   vt_tensor *r64 = vt_tensor_new(vt_i64, 2, roi_shape, roi_values);
   EXPECT_FAIL(vo_ps_roi_align(NULL, I, &r64->dl, 1.0, 2, 2, 0, O, M), VO_ERROR_UNSUPPORTED_DTYPE,
-              "rois must be float32, float64, float16 or bfloat16 (any floating dtype beside input's float32), got int64");
+              "rois must be float32, float64, float16 or bfloat16 (any floating dtype beside "
+              "input's float32), got int64");
   vt_tensor *ii = vt_tensor_new(vt_i64, 4, in_shape, NULL);
   EXPECT_FAIL(vo_ps_roi_align(NULL, &ii->dl, R, 1.0, 2, 2, 0, O, M), VO_ERROR_UNSUPPORTED_DTYPE,
               "input");

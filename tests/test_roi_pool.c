@@ -589,7 +589,9 @@ static void errors(void) {
   /* dtypes */
   /* rois of any floating dtype are accepted (test_mixed_precision.c), integer ones are not */
   vt_tensor *r64 = vt_tensor_new(vt_i64, 2, roi_shape, roi_values);
-  EXPECT_FAIL(vo_roi_pool(NULL, I, &r64->dl, 1.0, 2, 2, O, A), VO_ERROR_UNSUPPORTED_DTYPE, "rois must be float32, float64, float16 or bfloat16 (any floating dtype beside input's float32), got int64");
+  EXPECT_FAIL(vo_roi_pool(NULL, I, &r64->dl, 1.0, 2, 2, O, A), VO_ERROR_UNSUPPORTED_DTYPE,
+              "rois must be float32, float64, float16 or bfloat16 (any floating dtype beside "
+              "input's float32), got int64");
   vt_tensor *ii = vt_tensor_new(vt_i64, 4, in_shape, NULL);
   EXPECT_FAIL(vo_roi_pool(NULL, &ii->dl, R, 1.0, 2, 2, O, A), VO_ERROR_UNSUPPORTED_DTYPE, "input");
   vt_tensor *gi64 = vt_tensor_new(vt_i64, 4, out_shape, NULL);

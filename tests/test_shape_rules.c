@@ -376,8 +376,8 @@ int main(void) {
   vt_rng_seed(&r, 20261201);
   for (int i = 0; i < vo_op_count(); i++) {
     const vo_op_info *op = vo_op_get(i);
-    CHECK_MSG(op->shape_rule && op->shape_rule[0] == '[', "%s has no shape rule", op->name);
-    check_op(op, &r, 200);
+    if (CHECK_MSG(op->shape_rule && op->shape_rule[0] == '[', "%s has no shape rule", op->name))
+      check_op(op, &r, 200);
   }
   check_evaluator();
   return vt_finish("test_shape_rules");

@@ -176,11 +176,11 @@ vo_status pairwise_backward_run(const vo_exec *ex, cudaStream_t stream) {
   if (n == 0 || m == 0) {
     // No pairs: the other side's gradient is all zeros.
     if (n)
-      return vo_cuda_check(ex, cudaMemsetAsync(grad_a.data, 0,
-                                               (size_t)n * 4 * vo_dtype_size(grad_a.dtype), stream));
+      return vo_cuda_check(
+          ex, cudaMemsetAsync(grad_a.data, 0, (size_t)n * 4 * vo_dtype_size(grad_a.dtype), stream));
     if (m)
-      return vo_cuda_check(ex, cudaMemsetAsync(grad_b.data, 0,
-                                               (size_t)m * 4 * vo_dtype_size(grad_b.dtype), stream));
+      return vo_cuda_check(
+          ex, cudaMemsetAsync(grad_b.data, 0, (size_t)m * 4 * vo_dtype_size(grad_b.dtype), stream));
     return VO_OK;
   }
   const vo_cuda_view g = vo_cuda_view_of(p.grad);

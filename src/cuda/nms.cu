@@ -291,8 +291,8 @@ extern "C" vo_status vo_cuda_nms(const vo_exec *ex) {
   // nothing may unwind into the C callers.
   try {
     const bool f64_boxes = ex->dtype == VO_F64, f64_scores = ex->p.nms.scores->dtype == VO_F64;
-    if (f64_boxes) return f64_scores ? nms_run<double, double>(ex, stream)
-                                     : nms_run<double, float>(ex, stream);
+    if (f64_boxes)
+      return f64_scores ? nms_run<double, double>(ex, stream) : nms_run<double, float>(ex, stream);
     return f64_scores ? nms_run<float, double>(ex, stream) : nms_run<float, float>(ex, stream);
   } catch (const std::exception &e) {
     (void)cudaGetLastError();

@@ -33,7 +33,8 @@ vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]);
  * that device's backend, which must validate on the device before writing. */
 vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n);
 /* The arguments every RoI op shares: rois [K,5] of any floating dtype beside
- * argument `like` (features or grad, which set the precision), spatial_scale finite and > 0, pooled height and width >= 1. */
+ * argument `like` (features or grad, which set the precision), spatial_scale
+ * finite and > 0, pooled height and width >= 1. */
 vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
                             int pw_arg);
 /* The backward arguments both position-sensitive ops share: grad (arg 0)
