@@ -7,6 +7,7 @@ from typing import List, Tuple
 
 from ._C import VisionOpsValueError
 
+
 def pair(what: str, value: List[int]) -> Tuple[int, int]:
     """An int or a one- or two-element sequence of ints as (h, w); `value`
     is typed as TorchScript's BroadcastingList2[int] arrives (a list), and
@@ -120,6 +121,15 @@ def check_features_found(count: int, featmap_names: List[str]) -> None:
         names = "[" + ", ".join(["'" + name + "'" for name in featmap_names]) + "]"
         raise VisionOpsValueError("MultiScaleRoIAlign: none of the feature maps %s is in x"
                                   % names)
+
+
+def log2_round_float32(ratio: float) -> float:
+    """round(log2(ratio)) in float32, as torchvision infers a pyramid level's
+    scale (feature size / image size). NumPy, so eager code only: scripts
+    compute it with torch ops (_script._pyramid_scales)."""
+    import numpy as np
+
+    return float(np.round(np.log2(np.float32(ratio))))
 
 
 def check_level(log2_scale: float, feature_shape: List[int], height: int, width: int) -> None:

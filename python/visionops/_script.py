@@ -14,7 +14,7 @@ from torch.jit.annotations import BroadcastingList2
 from . import torch as _registered  # noqa: F401  (registers torch.ops.visionops.*)
 from ._checks import (box_format, broadcast_leading, check_box_batch, check_box_list,
                       check_features, check_features_found, check_image_shapes, check_level,
-                      check_rois, deform_groups, pair)
+                      check_rois, deform_groups, log2_round_float32, pair)
 
 # ---------------------------------------------------------------- box ops
 
@@ -213,9 +213,7 @@ def _log2_round_float32(ratio: float) -> float:
     """round(log2(ratio)) in float32, as torchvision computes it, on the
     host: a pyramid level's scale is a parameter, which torch.compile then
     specializes instead of tracing the log2 as a data-dependent value."""
-    import numpy as np
-
-    return float(np.round(np.log2(np.float32(ratio))))
+    return log2_round_float32(ratio)
 
 
 def _pyramid_scales(features: List[Tensor], image_shapes: List[Tuple[int, int]]) -> List[float]:

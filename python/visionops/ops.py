@@ -416,9 +416,7 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
 
 def _infer_scale(feature_size, original_size):
     # torchvision: 2 ** round(log2(feature / image)), computed in float32.
-    import numpy as np
-
-    log2 = float(np.round(np.log2(np.float32(float(feature_size[0]) / float(original_size[0])))))
+    log2 = _checks.log2_round_float32(float(feature_size[0]) / float(original_size[0]))
     _checks.check_level(log2, [int(d) for d in feature_size], original_size[0], original_size[1])
     return 2.0 ** log2
 

@@ -608,21 +608,18 @@ def _make_channel_fold_vmap(schema):
     return channel_fold_vmap
 
 
-def _make_below_autograd_op(op):
-    """The Autograd kernel of an op without a gradient: runs it below
+def _make_below_autograd(name):
+    """The Autograd kernel of op `name`, which has no gradient: runs it below
     autograd (its outputs do not require grad). Also covers AutogradMeta,
     which has no fallthrough in torch 1.13."""
+    op = getattr(torch.ops.visionops, name)
 
     def below_autograd(*args):
         with _BelowAutograd():
             return op(*args)
 
-    below_autograd.__name__ = "visionops_%s_no_grad" % op.__name__
+    below_autograd.__name__ = "visionops_%s_no_grad" % name
     return below_autograd
-
-
-def _make_below_autograd(schema):
-    return _make_below_autograd_op(getattr(torch.ops.visionops, schema.name))
 
 
 # ------------------------------------------------ nms with a data-dependent size
@@ -685,7 +682,7 @@ def _register_kept():
             _register_fake("visionops::" + name, _make_kept_fake(fixed_name), lib=_lib)
         else:  # torch 1.13: Meta tensors cannot carry a data-dependent size
             _lib.impl(name, _make_kept_fake(fixed_name), "Meta")
-        _lib.impl(name, _make_below_autograd_op(getattr(torch.ops.visionops, name)), "Autograd")
+        _lib.impl(name, _make_below_autograd(name), "Autograd")
 
 
 def _register_batching_rules():
@@ -787,7 +784,7 @@ def _register():
     backward_ops = _forward_ops()
     for name, schema in _core.SCHEMAS.items():
         differentiable = schema.backward or name in backward_ops
-        autograd = _make_autograd(schema) if differentiable else _make_below_autograd(schema)
+        autograd = _make_autograd(schema) if differentiable else _make_below_autograd(name)
         _lib.impl(name, autograd, "Autograd")
     _register_batching_rules()
     _register_kept()

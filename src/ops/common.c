@@ -32,14 +32,19 @@ vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like) {
  * also float64 rois or float16 scores). Kernels read it at its own precision
  * and compute in the data tensor's (vo_compute_dtype); the output takes the
  * data tensor's dtype. */
-vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like) {
+vo_status vo_expect_float_beside(const vo_exec *ex, int arg, const char *like_name,
+                                 vo_dtype like_dtype) {
   vo_dtype dt = ex->inputs[arg].dtype;
   if (vo_dtype_is_float(dt)) return VO_OK;
   return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
                  "%s: %s must be float32, float64, float16 or bfloat16 (any floating dtype beside "
                  "%s's %s), got %s",
-                 ex->op_name, vo_arg_name(ex, arg), vo_arg_name(ex, like),
-                 vo_dtype_name(ex->inputs[like].dtype), vo_dtype_name(dt));
+                 ex->op_name, vo_arg_name(ex, arg), like_name, vo_dtype_name(like_dtype),
+                 vo_dtype_name(dt));
+}
+
+vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like) {
+  return vo_expect_float_beside(ex, arg, vo_arg_name(ex, like), ex->inputs[like].dtype);
 }
 
 vo_status vo_expect_dtype(const vo_exec *ex, int arg, vo_dtype want) {

@@ -13,6 +13,10 @@ vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like);
 /* Argument `arg` (rois, scores, a second box set, a gradient) is a floating
  * tensor of any precision beside data tensor `like` (SPEC section 5). */
 vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like);
+/* The same beside a data tensor that is not an argument of its own (a list
+ * item, e.g. "features[0]"), named like_name, of dtype like_dtype. */
+vo_status vo_expect_float_beside(const vo_exec *ex, int arg, const char *like_name,
+                                 vo_dtype like_dtype);
 /* Argument `arg` has dtype `dt`. */
 vo_status vo_expect_dtype(const vo_exec *ex, int arg, vo_dtype dt);
 /* Argument `arg` (a float) is not NaN / not infinite. */

@@ -106,13 +106,10 @@ static vo_status vo_check_msra_common(vo_exec *ex, int features_arg, int rois_ar
   if ((st = vo_expect_shape(ex, rois_arg, 2, roi_dims, "K, 5")) != VO_OK) return st;
   /* rois: any floating dtype beside the features (SPEC section 5); the
    * backward's grad has the features' dtype, as the forward's output. */
-  const vo_dtype feat = ex->list_inputs[0].dtype, rdt = ex->inputs[rois_arg].dtype;
-  if (!vo_dtype_is_float(rdt))
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
-                   "%s: %s must be float32, float64, float16 or bfloat16 (any floating dtype "
-                   "beside %s[0]'s %s), got %s",
-                   ex->op_name, vo_arg_name(ex, rois_arg), vo_arg_name(ex, features_arg),
-                   vo_dtype_name(feat), vo_dtype_name(rdt));
+  const vo_dtype feat = ex->list_inputs[0].dtype;
+  char first_level[48];
+  snprintf(first_level, sizeof first_level, "%s[0]", vo_arg_name(ex, features_arg));
+  if ((st = vo_expect_float_beside(ex, rois_arg, first_level, feat)) != VO_OK) return st;
   if (like >= 0 && ex->inputs[like].dtype != feat)
     return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must have the dtype of %s[0] (%s), got %s",
                    ex->op_name, vo_arg_name(ex, like), vo_arg_name(ex, features_arg),

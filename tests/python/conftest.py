@@ -39,6 +39,19 @@ needs_cuda = pytest.mark.skipif(not HAVE_CUDA, reason="torch.cuda is not availab
 
 SEEDS = (0, 1, 2)
 
+if HAVE_TORCH:
+
+    class FnModule(torch.nn.Module):
+        """A function as a module (torch.export and torch.onnx.export take
+        modules)."""
+
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, *args):
+            return self.fn(*args)
+
 # Relative / absolute tolerances per dtype name (the suite's contract: float32
 # and float64 to 1e-5 relative, float16 to 5e-3).
 TOL = {

@@ -22,6 +22,7 @@ import visionops  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 import detection  # noqa: E402
+from conftest import FnModule  # noqa: E402
 
 Dim = torch.export.Dim
 tvops = torchvision.ops
@@ -50,19 +51,8 @@ def _scores(n, seed):
     return torch.randperm(n, generator=_gen(seed + 500)).float() / max(n, 1)
 
 
-class _Fn(torch.nn.Module):
-    """A function as a module, for torch.export."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
 def _export(fn, args, dynamic_shapes):
-    return torch.export.export(_Fn(fn), tuple(args), dynamic_shapes={"args": dynamic_shapes})
+    return torch.export.export(FnModule(fn), tuple(args), dynamic_shapes={"args": dynamic_shapes})
 
 
 def _placeholder_sizes(ep):

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 import visionops  # noqa: E402
 import visionops.onnx  # noqa: E402
-from conftest import detections, distinct_scores, make_rois, rois_to_list  # noqa: E402
+from conftest import FnModule, detections, distinct_scores, make_rois, rois_to_list  # noqa: E402
 
 try:
     import onnxruntime as ort
@@ -95,17 +95,6 @@ def _close(got, want, atol=1e-5, rtol=1e-5):
     torch.testing.assert_close(got, want.to(got.dtype), atol=atol, rtol=rtol)
 
 
-class _Fn(torch.nn.Module):
-    """A module calling fn on its inputs."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
 def _feature(shape, seed=0, dtype=torch.float32):
     return torch.rand(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
@@ -121,7 +110,7 @@ def _feature(shape, seed=0, dtype=torch.float32):
 def test_roi_align(exporter, aligned, sampling_ratio, spatial_scale, rng):
     x = _feature((2, 3, 12, 14))
     rois = torch.from_numpy(make_rois(rng, 9, 2, 14 / spatial_scale, 10 / spatial_scale))
-    model = _Fn(lambda x, r: visionops.roi_align(x, r, (3, 2), spatial_scale, sampling_ratio,
+    model = FnModule(lambda x, r: visionops.roi_align(x, r, (3, 2), spatial_scale, sampling_ratio,
                                                  aligned))
     session = _session(_export(model, (x, rois), exporter, ["x", "rois"]))
     other = torch.from_numpy(make_rois(rng, 9, 2, 14 / spatial_scale, 10 / spatial_scale))
@@ -138,7 +127,7 @@ def test_roi_align(exporter, aligned, sampling_ratio, spatial_scale, rng):
 def test_roi_align_float64(exporter, rng):
     x = _feature((1, 2, 9, 9), dtype=torch.float64)
     rois = torch.from_numpy(make_rois(rng, 5, 1, 9, 6, dtype=np.float64))
-    model = _Fn(lambda x, r: visionops.roi_align(x, r, 2, 1.0, -1, True))
+    model = FnModule(lambda x, r: visionops.roi_align(x, r, 2, 1.0, -1, True))
     got, = _run(_session(_export(model, (x, rois), exporter, ["x", "rois"])), x, rois)
     assert got.dtype == torch.float64
     _close(got, model(x, rois), atol=1e-12, rtol=1e-12)
@@ -148,7 +137,7 @@ def test_roi_align_float64(exporter, rng):
 def test_roi_align_opset11_aligned_false(rng):
     x = _feature((2, 3, 10, 10))
     rois = torch.from_numpy(make_rois(rng, 6, 2, 10, 8))
-    model = _Fn(lambda x, r: visionops.roi_align(x, r, 2, 1.0, 2, False))
+    model = FnModule(lambda x, r: visionops.roi_align(x, r, 2, 1.0, 2, False))
     got, = _run(_session(_export(model, (x, rois), "torchscript", ["x", "rois"], opset=11)),
                 x, rois)
     _close(got, model(x, rois))
@@ -157,7 +146,7 @@ def test_roi_align_opset11_aligned_false(rng):
 def test_roi_align_aligned_needs_opset16(rng):
     x = _feature((1, 3, 10, 10))
     rois = torch.from_numpy(make_rois(rng, 3, 1, 10, 8))
-    model = _Fn(lambda x, r: visionops.roi_align(x, r, 2, 1.0, 2, True))
+    model = FnModule(lambda x, r: visionops.roi_align(x, r, 2, 1.0, 2, True))
     with pytest.raises(Exception, match="roi_align: aligned=True needs ONNX opset 16"):
         _export(model, (x, rois), "torchscript", ["x", "rois"], opset=11)
 
@@ -171,7 +160,7 @@ def test_roi_align_aligned_needs_opset16(rng):
 def test_roi_pool(exporter, dtype, rng):
     x = _feature((2, 3, 16, 12), dtype=dtype)
     rois = torch.from_numpy(make_rois(rng, 8, 2, 32, 20)).to(dtype)
-    model = _Fn(lambda x, r: visionops.roi_pool(x, r, (3, 2), 0.5))
+    model = FnModule(lambda x, r: visionops.roi_pool(x, r, (3, 2), 0.5))
     got, = _run(_session(_export(model, (x, rois), exporter, ["x", "rois"])), x, rois)
     assert got.dtype == dtype
     # Maxima of the input's values: exact (float64 goes through float32,
@@ -196,7 +185,7 @@ def _boxes(rng, n):
 @pytest.mark.parametrize("iou_threshold", [0.0, 0.3, 0.7, 1.0, 1.5])
 def test_nms(exporter, iou_threshold, rng):
     boxes, scores = _boxes(rng, 60)
-    model = _Fn(lambda b, s: visionops.nms(b, s, iou_threshold))
+    model = FnModule(lambda b, s: visionops.nms(b, s, iou_threshold))
     session = _session(_export(model, (boxes, scores), exporter, ["boxes", "scores"]))
     for b, s in ((boxes, scores), _boxes(rng, 60)):
         got, = _run(session, b, s)
@@ -210,7 +199,7 @@ def test_nms(exporter, iou_threshold, rng):
 def test_nms_float64(exporter, rng):
     boxes, scores = _boxes(rng, 40)
     boxes, scores = boxes.double(), scores.double()
-    model = _Fn(lambda b, s: visionops.nms(b, s, 0.5))
+    model = FnModule(lambda b, s: visionops.nms(b, s, 0.5))
     got, = _run(_session(_export(model, (boxes, scores), exporter, ["boxes", "scores"])),
                 boxes, scores)
     assert got.tolist() == model(boxes, scores).tolist()
@@ -219,7 +208,7 @@ def test_nms_float64(exporter, rng):
 @pytest.mark.parametrize("exporter", EXPORTERS)
 def test_nms_negative_threshold_is_an_export_error(exporter, rng):
     boxes, scores = _boxes(rng, 10)
-    model = _Fn(lambda b, s: visionops.nms(b, s, -0.1))
+    model = FnModule(lambda b, s: visionops.nms(b, s, -0.1))
     with pytest.raises(Exception) as info:
         _export(model, (boxes, scores), exporter, ["boxes", "scores"])
     text = "".join(str(e) for e in _chain(info.value))
@@ -238,7 +227,7 @@ def _chain(e):
 def test_batched_nms(exporter, classes, rng):
     boxes, scores = _boxes(rng, 80)
     idxs = torch.tensor(classes)[torch.from_numpy(rng.integers(0, len(classes), 80))]
-    model = _Fn(lambda b, s, i: visionops.batched_nms(b, s, i, 0.5))
+    model = FnModule(lambda b, s, i: visionops.batched_nms(b, s, i, 0.5))
     session = _session(_export(model, (boxes, scores, idxs), exporter,
                                ["boxes", "scores", "idxs"]))
     got, = _run(session, boxes, scores, idxs)
@@ -260,10 +249,10 @@ def test_fixed_size_nms(exporter, batched, rng):
     boxes, scores = _boxes(rng, 50)
     idxs = torch.from_numpy(rng.integers(0, 3, 50))
     if batched:
-        model = _Fn(lambda b, s, i: torch.ops.visionops.batched_nms(b, s, i, 0.5))
+        model = FnModule(lambda b, s, i: torch.ops.visionops.batched_nms(b, s, i, 0.5))
         args, names = (boxes, scores, idxs), ["boxes", "scores", "idxs"]
     else:
-        model = _Fn(lambda b, s: torch.ops.visionops.nms(b, s, 0.5))
+        model = FnModule(lambda b, s: torch.ops.visionops.nms(b, s, 0.5))
         args, names = (boxes, scores), ["boxes", "scores"]
     keep, num_kept = _run(_session(_export(model, args, exporter, names)), *args)
     want_keep, want_num = model(*args)
@@ -278,7 +267,7 @@ def _dynamic(exporter, names, dims):
     if exporter == "torchscript":
         return {n: {0: "n"} for n in dims}
     count = torch.export.Dim("n", min=0)
-    return {"args": tuple({0: count} if n in dims else None for n in names)}  # _Fn(*args)
+    return {"args": tuple({0: count} if n in dims else None for n in names)}  # FnModule(*args)
 
 
 def _dynamic_or_skip(model_bytes, exporter, name):
@@ -299,7 +288,7 @@ def test_dynamic_number_of_rois(exporter, op, rng):
         "multi_scale_roi_align": lambda x, c, r: visionops.multi_scale_roi_align(
             [x, c], r, [1.0, 0.5], 2, -1, canonical_scale=6, canonical_level=1),
     }
-    model = _Fn(fns[op])
+    model = FnModule(fns[op])
     names = ["x", "coarse", "rois"]
     model_bytes = _export(model, (x, coarse, torch.from_numpy(make_rois(rng, 7, 2, 12, 9))),
                           exporter, names, dynamic=_dynamic(exporter, names, ["rois"]))
@@ -318,8 +307,8 @@ def test_dynamic_number_of_boxes_nms(exporter, rng):
     boxes, scores = _boxes(rng, 30)
     idxs = torch.from_numpy(rng.integers(0, 4, 30))
     names = ["boxes", "scores", "idxs"]
-    plain = _Fn(lambda b, s, i: visionops.nms(b, s, 0.5) + 0 * i.sum())
-    batched = _Fn(lambda b, s, i: visionops.batched_nms(b, s, i, 0.5))
+    plain = FnModule(lambda b, s, i: visionops.nms(b, s, 0.5) + 0 * i.sum())
+    batched = FnModule(lambda b, s, i: visionops.batched_nms(b, s, i, 0.5))
     for model in (plain, batched):
         model_bytes = _export(model, (boxes, scores, idxs), exporter, names,
                               dynamic=_dynamic(exporter, names, names))
@@ -340,8 +329,9 @@ def test_empty_nms_static_dynamo(rng):
     _needs_exporter("dynamo")
     boxes, scores = torch.zeros(0, 4), torch.zeros(0)
     idxs = torch.zeros(0, dtype=torch.int64)
-    for model, args in ((_Fn(lambda b, s: visionops.nms(b, s, 0.5)), (boxes, scores)),
-                        (_Fn(lambda b, s, i: torch.ops.visionops.batched_nms_kept(b, s, i, 0.5)),
+    for model, args in ((FnModule(lambda b, s: visionops.nms(b, s, 0.5)), (boxes, scores)),
+                        (FnModule(lambda b, s, i:
+                                  torch.ops.visionops.batched_nms_kept(b, s, i, 0.5)),
                          (boxes, scores, idxs))):
         got, = _run(_session(_export(model, args, "dynamo", None)), *args)
         assert got.dtype == torch.int64 and got.shape == (0,)
@@ -376,7 +366,7 @@ def test_multi_scale_roi_align(exporter, sampling_ratio, aligned, rng):
         return visionops.multi_scale_roi_align([f0, f1, f2, f3], r, scales, (3, 2),
                                                sampling_ratio, aligned=aligned)
 
-    model = _Fn(fn)
+    model = FnModule(fn)
     session = _session(_export(model, (*features, rois), exporter,
                                ["f0", "f1", "f2", "f3", "rois"]))
     got, = _run(session, *features, rois)
@@ -402,7 +392,7 @@ def test_multi_scale_roi_align_module_as_torchvision(exporter, rng):
     def fn(f0, f1, f2, b0, b1):
         return pool(dict(zip(names, (f0, f1, f2))), [b0, b1], image_shapes)
 
-    model = _Fn(fn)
+    model = FnModule(fn)
     session = _session(_export(model, (*features, *per_image), exporter,
                                ["f0", "f1", "f2", "b0", "b1"]))
     got, = _run(session, *features, *per_image)
@@ -435,7 +425,7 @@ def test_deform_conv2d(exporter, with_mask, with_bias):
         return visionops.deform_conv2d(x, offset, weight, b, stride=(2, 1), padding=(1, 1),
                                        dilation=(1, 1), mask=m)
 
-    model = _Fn(fn)
+    model = FnModule(fn)
     names = ["x", "offset", "weight", "mask", "bias"][:3] + \
         (["mask"] if with_mask else []) + (["bias"] if with_bias else [])
     got, = _run(_session(_export(model, tuple(inputs), exporter, names, opset=19)), *inputs)
@@ -449,7 +439,7 @@ def test_deform_conv2d(exporter, with_mask, with_bias):
 
 def test_deform_conv2d_needs_opset19():
     x, offset, weight = torch.rand(1, 2, 5, 5), torch.zeros(1, 18, 3, 3), torch.rand(3, 2, 3, 3)
-    model = _Fn(lambda x, o, w: visionops.deform_conv2d(x, o, w))
+    model = FnModule(lambda x, o, w: visionops.deform_conv2d(x, o, w))
     with pytest.raises(Exception, match="deform_conv2d: ONNX export needs opset 19"):
         _export(model, (x, offset, weight), "torchscript", ["x", "offset", "weight"], opset=17)
 
@@ -475,7 +465,7 @@ def _iou_boxes(rng, n, dtype=torch.float32):
 def test_box_ious(exporter, kind, dtype, rng):
     a, b = _iou_boxes(rng, 20, dtype), _iou_boxes(rng, 13, dtype)
     fn = getattr(visionops, kind)
-    model = _Fn(lambda x, y: fn(x, y))
+    model = FnModule(lambda x, y: fn(x, y))
     session = _session(_export(model, (a, b), exporter, ["a", "b"]))
     other = (_iou_boxes(np.random.default_rng(9), 20, dtype),
              _iou_boxes(np.random.default_rng(10), 13, dtype))
@@ -502,9 +492,10 @@ def _custom_cases():
     rois = torch.tensor([[0, 1.0, 1, 8, 9]])
     boxes = torch.tensor([[0, 0, 4, 4.0], [1, 1, 5, 6]])
     return [
-        ("ps_roi_align", _Fn(lambda x, r: visionops.ps_roi_align(x, r, 2, 0.5, 2)), (x, rois)),
-        ("ps_roi_pool", _Fn(lambda x, r: visionops.ps_roi_pool(x, r, 2, 0.5)), (x, rois)),
-        ("box_iou_backward", _Fn(lambda g, a, b: torch.ops.visionops.box_iou_backward(g, a, b)),
+        ("ps_roi_align", FnModule(lambda x, r: visionops.ps_roi_align(x, r, 2, 0.5, 2)), (x, rois)),
+        ("ps_roi_pool", FnModule(lambda x, r: visionops.ps_roi_pool(x, r, 2, 0.5)), (x, rois)),
+        ("box_iou_backward",
+         FnModule(lambda g, a, b: torch.ops.visionops.box_iou_backward(g, a, b)),
          (torch.ones(2, 2), boxes, boxes)),
     ]
 
@@ -571,14 +562,16 @@ def test_torchscript_graphs_use_standard_operators(rng):
     boxes, scores = _boxes(rng, 20)
     idxs = torch.from_numpy(rng.integers(0, 3, 20))
     cases = [
-        (_Fn(lambda x, r: visionops.roi_align(x, r, 2, 1.0, -1, True)), (x, rois), ["RoiAlign"]),
-        (_Fn(lambda x, r: visionops.roi_pool(x, r, 2, 1.0)), (x, rois), ["MaxRoiPool"]),
-        (_Fn(lambda b, s: visionops.nms(b, s, 0.5)), (boxes, scores), ["NonMaxSuppression"]),
-        (_Fn(lambda b, s, i: visionops.batched_nms(b, s, i, 0.5)), (boxes, scores, idxs),
+        (FnModule(lambda x, r: visionops.roi_align(x, r, 2, 1.0, -1, True)), (x, rois),
+         ["RoiAlign"]),
+        (FnModule(lambda x, r: visionops.roi_pool(x, r, 2, 1.0)), (x, rois), ["MaxRoiPool"]),
+        (FnModule(lambda b, s: visionops.nms(b, s, 0.5)), (boxes, scores), ["NonMaxSuppression"]),
+        (FnModule(lambda b, s, i: visionops.batched_nms(b, s, i, 0.5)), (boxes, scores, idxs),
          ["NonMaxSuppression", "TopK"]),
-        (_Fn(lambda f0, f1, r: visionops.multi_scale_roi_align([f0, f1], r, [0.5, 0.25], 2, 2)),
+        (FnModule(lambda f0, f1, r:
+                  visionops.multi_scale_roi_align([f0, f1], r, [0.5, 0.25], 2, 2)),
          (_feature((2, 3, 24, 24)), x, rois), ["RoiAlign", "ScatterND", "NonZero"]),
-        (_Fn(lambda a, b: visionops.complete_box_iou(a, b)), (boxes, boxes), ["Atan", "Relu"]),
+        (FnModule(lambda a, b: visionops.complete_box_iou(a, b)), (boxes, boxes), ["Atan", "Relu"]),
     ]
     for model, args, operators in cases:
         text = _graph_text(model, args)
