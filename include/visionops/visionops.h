@@ -62,9 +62,10 @@ VO_API const char *vo_version(void);
 
 /* --------------------------------------------------------------- context */
 
-/* Where temporary memory comes from. `alloc` returns NULL on failure. For
- * CUDA devices `stream` is the stream the op runs on (the context's
- * cudaStream_t, or cudaStreamPerThread when it has none), `device` is current
+/* Where temporary memory comes from. `alloc` returns NULL on failure.
+ * `stream` is the queue the op runs on (vo_context_set_queue; NULL on the
+ * CPU). For CUDA devices it is the context's cudaStream_t, or
+ * cudaStreamPerThread when it has none, `device` is current
  * during both calls, and `free` may come while work that uses the block is
  * still queued on `stream`: it must be stream-ordered (cudaFreeAsync on
  * `stream`, or reuse only after that work). */
@@ -93,7 +94,12 @@ VO_API void vo_context_destroy(vo_context *ctx);
 /* 0 means "all cores" (OpenMP's default); otherwise 1..4096. */
 VO_API vo_status vo_context_set_num_threads(vo_context *ctx, int num_threads);
 VO_API int vo_context_num_threads(const vo_context *ctx);
-/* A cudaStream_t, passed as void* so this header needs no CUDA. */
+/* The queue ops on devices of `device_type` run on, as void* so this header
+ * needs no device headers: a cudaStream_t for kDLCUDA. NULL restores the
+ * backend's default (CUDA: the calling thread's per-thread default stream).
+ * A backend without queues (the CPU) takes only NULL. */
+VO_API vo_status vo_context_set_queue(vo_context *ctx, DLDeviceType device_type, void *queue);
+/* vo_context_set_queue(ctx, kDLCUDA, stream), kept for existing callers. */
 VO_API vo_status vo_context_set_cuda_stream(vo_context *ctx, void *stream);
 /* NULL restores the default allocator. The struct is copied. */
 VO_API vo_status vo_context_set_allocator(vo_context *ctx, const vo_allocator *allocator);

@@ -1,5 +1,5 @@
 /*
- * The call context (threads, CUDA stream, allocator, determinism, ISA,
+ * The call context (threads, a queue per backend, allocator, determinism, ISA,
  * workspace limit), CPU feature detection and workspace allocation.
  */
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 
 static const vo_context vo_defaults = {
     .num_threads = 0,
-    .cuda_stream = NULL,
+    .queues = {NULL},
     .has_allocator = 0,
     .deterministic = 0,
     .isa = VO_ISA_AUTO,
@@ -58,10 +58,29 @@ int vo_context_num_threads(const vo_context *ctx) {
 #endif
 }
 
+vo_status vo_context_set_queue(vo_context *ctx, DLDeviceType device_type, void *queue) {
+  VO_REQUIRE_CTX("vo_context_set_queue");
+  const vo_backend *b = vo_backend_for_device(device_type);
+  if (!b)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "vo_context_set_queue: visionops has no backend for device type %d",
+                   (int)device_type);
+  if (!b->not_built_reason && !b->has_queues && queue)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "vo_context_set_queue: the %s backend has no queues (pass NULL)", b->name);
+  ctx->queues[vo_backend_index(b)] = queue;
+  return VO_OK;
+}
+
+void *vo_context_queue(const vo_context *ctx, DLDevice device) {
+  const vo_backend *b = vo_backend_for_device(device.device_type);
+  if (!b) return NULL;
+  return ctx->queues[vo_backend_index(b)];
+}
+
 vo_status vo_context_set_cuda_stream(vo_context *ctx, void *stream) {
   VO_REQUIRE_CTX("vo_context_set_cuda_stream");
-  ctx->cuda_stream = stream;
-  return VO_OK;
+  return vo_context_set_queue(ctx, kDLCUDA, stream);
 }
 
 vo_status vo_context_set_allocator(vo_context *ctx, const vo_allocator *allocator) {
@@ -139,28 +158,15 @@ const char *vo_cpu_isa(const vo_context *ctx) { return vo_isa_name(vo_cpu_effect
 
 /* ---------------------------------------------------------- workspace */
 
-static const vo_backend *vo_backend_for(DLDevice device) {
-  if (device.device_type == kDLCPU) return &vo_cpu_backend;
-#ifdef VISIONOPS_HAVE_CUDA
-  if (device.device_type == kDLCUDA) return &vo_cuda_backend;
-#endif
-  return NULL;
-}
-
-static void *vo_stream_of(const vo_context *ctx, DLDevice device) {
-  if (device.device_type != kDLCUDA) return NULL;
-  return ctx->cuda_stream ? ctx->cuda_stream : VO_CUDA_STREAM_PER_THREAD;
-}
-
 void *vo_workspace_alloc(const vo_context *ctx, DLDevice device, size_t size, const char *op) {
   if (size == 0) size = 1;
-  void *stream = vo_stream_of(ctx, device);
+  void *queue = vo_context_queue(ctx, device);
   void *p = NULL;
   if (ctx->has_allocator) {
-    p = ctx->allocator.alloc(ctx->allocator.user, device, size, stream);
+    p = ctx->allocator.alloc(ctx->allocator.user, device, size, queue);
   } else {
-    const vo_backend *b = vo_backend_for(device);
-    if (b) p = b->default_alloc(device, size, stream);
+    const vo_backend *b = vo_backend_for_device(device.device_type);
+    if (b && b->alloc) p = b->alloc(device, size, queue);
   }
   if (!p)
     vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: could not allocate %zu bytes of workspace", op, size);
@@ -169,11 +175,11 @@ void *vo_workspace_alloc(const vo_context *ctx, DLDevice device, size_t size, co
 
 void vo_workspace_free(const vo_context *ctx, DLDevice device, void *ptr) {
   if (!ptr) return;
-  void *stream = vo_stream_of(ctx, device);
+  void *queue = vo_context_queue(ctx, device);
   if (ctx->has_allocator) {
-    ctx->allocator.free(ctx->allocator.user, device, ptr, stream);
+    ctx->allocator.free(ctx->allocator.user, device, ptr, queue);
     return;
   }
-  const vo_backend *b = vo_backend_for(device);
-  if (b) b->default_free(device, ptr, stream);
+  const vo_backend *b = vo_backend_for_device(device.device_type);
+  if (b && b->free) b->free(device, ptr, queue);
 }

@@ -116,8 +116,8 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
    * on the CPU and a fault on GPUs. On devices whose data is a handle rather
    * than an address (OpenCL), only the offset is checked. */
   const uint64_t es = vo_dtype_size(dt);
-  const int addressable = t->device.device_type == kDLCPU || t->device.device_type == kDLCUDA ||
-                          t->device.device_type == kDLCUDAHost ||
+  const vo_backend *b = vo_backend_for_device(t->device.device_type);
+  const int addressable = !b || b->addressable || t->device.device_type == kDLCUDAHost ||
                           t->device.device_type == kDLCUDAManaged;
   const uint64_t address = (addressable ? (uint64_t)(uintptr_t)t->data : 0) + t->byte_offset;
   if (numel > 0 && t->data && address % es != 0)
@@ -125,7 +125,8 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
                    "%s: %s's first element (data + byte_offset %llu) is not aligned to its %u-byte "
                    "elements",
                    op, what, (unsigned long long)t->byte_offset, (unsigned)es);
-  v->data = t->data ? (char *)t->data + t->byte_offset : NULL;
+  v->data = t->data;
+  v->byte_offset = t->data ? t->byte_offset : 0;
   return VO_OK;
 }
 
@@ -140,8 +141,14 @@ int vo_view_is_contiguous(const vo_view *v) {
   return 1;
 }
 
-/* Byte range [lo, hi) a view can touch (empty when it has no elements). */
-static void vo_view_extent(const vo_view *v, uintptr_t *lo, uintptr_t *hi) {
+/* Byte range [lo, hi) a view can touch (empty when it has no elements),
+ * relative to its handle: on addressable backends the handle is an address
+ * and the range absolute (handle 0); elsewhere two views can only overlap
+ * within one handle (one cl_mem). */
+static void vo_view_extent(const vo_view *v, uintptr_t *handle, uintptr_t *lo, uintptr_t *hi) {
+  const vo_backend *b = vo_backend_for_device(v->device.device_type);
+  const int addressable = !b || b->addressable;
+  *handle = addressable ? 0 : (uintptr_t)v->data;
   if (v->numel == 0) {
     *lo = *hi = 0;
     return;
@@ -157,7 +164,8 @@ static void vo_view_extent(const vo_view *v, uintptr_t *lo, uintptr_t *hi) {
   /* Unsigned address arithmetic: offsets are bounded (vo_make_view) but the
    * range may lie below data (negative strides), where pointer arithmetic
    * outside the caller's object would be undefined. */
-  const uintptr_t base = (uintptr_t)v->data, elem = vo_dtype_size(v->dtype);
+  const uintptr_t base = (addressable ? (uintptr_t)v->data : 0) + (uintptr_t)v->byte_offset;
+  const uintptr_t elem = vo_dtype_size(v->dtype);
   *lo = base - (uintptr_t)(-min_off) * elem;
   *hi = base + (uintptr_t)(max_off + 1) * elem;
 }
@@ -165,10 +173,10 @@ static void vo_view_extent(const vo_view *v, uintptr_t *lo, uintptr_t *hi) {
 static int vo_views_overlap(const vo_view *a, const vo_view *b) {
   if (a->device.device_type != b->device.device_type || a->device.device_id != b->device.device_id)
     return 0;
-  uintptr_t alo, ahi, blo, bhi;
-  vo_view_extent(a, &alo, &ahi);
-  vo_view_extent(b, &blo, &bhi);
-  return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+  uintptr_t ah, alo, ahi, bh, blo, bhi;
+  vo_view_extent(a, &ah, &alo, &ahi);
+  vo_view_extent(b, &bh, &blo, &bhi);
+  return ah == bh && alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
 
 static int vo_same_device(DLDevice a, DLDevice b) {
@@ -372,20 +380,25 @@ vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *a
   st = vo_check_outputs(&ex, outputs, num_outputs);
   if (st != VO_OK) return st;
 
-  const vo_backend *b = vo_registry_backend(ex.device.device_type);
+  const vo_backend *b = vo_backend_for_device(ex.device.device_type);
   char dev[48];
   vo_device_str(ex.device, dev, sizeof dev);
-  if (!b) {
+  if (!b)
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, dev,
-                   vo_registry_missing_backend(ex.device.device_type));
-  }
+                   "visionops has no backend for this device type");
+  if (b->not_built_reason)
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, dev,
+                   b->not_built_reason);
   const char *detail = NULL;
-  if (!vo_registry_backend_available(b, &detail))
+  if (!vo_backend_available(b, &detail))
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: the %s backend is unavailable for %s: %s",
                    ex.op_name, b->name, dev, detail);
   vo_kernel_fn kernel = b->kernels[ex.op];
   if (!kernel)
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: not implemented on the %s backend",
                    ex.op_name, b->name);
+  ex.backend = b;
+  ex.queue = vo_context_queue(ex.ctx, ex.device);
+  if (b->check_data && (st = b->check_data(&ex)) != VO_OK) return st;
   return kernel(&ex);
 }

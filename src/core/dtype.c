@@ -5,6 +5,15 @@
 #include <stdio.h>
 
 #include "core/internal.h"
+#include "kernels/compat.h"
+
+/* The portable kernels name dtypes by code (kernels/compat.h). */
+_Static_assert(VO_F32 == VO_DT_F32 && VO_F64 == VO_DT_F64 && VO_F16 == VO_DT_F16 &&
+                   VO_BF16 == VO_DT_BF16 && VO_I64 == VO_DT_I64 && VO_I32 == VO_DT_I32 &&
+                   VO_U8 == VO_DT_U8 && VO_BOOL == VO_DT_BOOL && VO_I16 == VO_DT_I16 &&
+                   VO_I8 == VO_DT_I8,
+               "kernels/compat.h dtype codes match vo_dtype");
+
 
 /* kDLBool arrived in DLPack 0.8; Debian 12's header (0.6) lacks it. */
 #define VO_DL_BOOL_CODE 6u

@@ -60,10 +60,15 @@ static inline int vo_dtype_is_int(vo_dtype d) {
 
 /* ------------------------------------------------------------- views */
 
-/* A validated, normalised DLTensor: byte_offset folded into `data`, strides
- * always present and counted in elements. Kernels see only views. */
+/* A validated, normalised DLTensor: strides always present and counted in
+ * elements. `data` and `byte_offset` are DLPack's, kept apart: on backends
+ * whose handles are addresses (vo_backend.addressable: the CPU, CUDA) a
+ * kernel takes the first element's address from vo_view_addr; on others
+ * (OpenCL: `data` is a cl_mem) the backend passes handle and offset to its
+ * kernels. Kernels see only views. */
 typedef struct vo_view {
-  void *data;
+  void *data; /* DLTensor.data: an address or a device handle */
+  uint64_t byte_offset;
   int ndim;
   int64_t shape[VO_MAX_DIMS];
   int64_t stride[VO_MAX_DIMS];
@@ -72,24 +77,33 @@ typedef struct vo_view {
   DLDevice device;
 } vo_view;
 
+/* The first element's address, for backends whose handles are addresses. */
+static inline void *vo_view_addr(const vo_view *v) {
+  return v->data ? (void *)((char *)v->data + v->byte_offset) : (void *)0;
+}
+
 /* 1 if the view is dense row-major (size-1 dimensions' strides ignored). */
 int vo_view_is_contiguous(const vo_view *v);
 
 /* ------------------------------------------------------------- context */
 
+/* The backends, in src/backends.def's order: VO_BACKEND_cpu, ... */
+typedef enum vo_backend_id {
+#define VO_BACKEND(name, device_type, option) VO_BACKEND_##name,
+#include "backends.def"
+#undef VO_BACKEND
+  VO_NUM_BACKENDS
+} vo_backend_id;
+
 struct vo_context {
-  int num_threads;   /* 0: all */
-  void *cuda_stream; /* NULL: per-thread default stream */
+  int num_threads;               /* 0: all */
+  void *queues[VO_NUM_BACKENDS]; /* per backend; NULL: the backend's default queue */
   vo_allocator allocator;
   int has_allocator;
   int deterministic;
   vo_isa isa;
   size_t workspace_limit;
 };
-
-/* cudaStreamPerThread's handle value, so C code can name it without CUDA
- * headers: a context without a stream runs there, never on legacy stream 0. */
-#define VO_CUDA_STREAM_PER_THREAD ((void *)0x2)
 
 /* The defaults used when a caller passes a NULL context. */
 const vo_context *vo_default_context(void);
@@ -111,7 +125,7 @@ void vo_workspace_free(const vo_context *ctx, DLDevice device, void *ptr);
 /* ------------------------------------------------------------- ops */
 
 typedef enum vo_op_id {
-#define VO_OP(name, schema, backward, shape_rule) VO_OP_##name,
+#define VO_OP(name, kernel, schema, backward, shape_rule) VO_OP_##name,
 #include "ops/ops.def"
 #undef VO_OP
   VO_NUM_OPS
@@ -240,6 +254,8 @@ typedef struct vo_deform_conv2d_params {
  * function, read by the kernel. */
 typedef struct vo_exec {
   const vo_context *ctx; /* never NULL */
+  const struct vo_backend *backend; /* of the call's device (set by vo_call) */
+  void *queue;                      /* ctx's queue on that backend (vo_context_queue) */
   vo_op_id op;
   const char *op_name;
   int num_args;
@@ -270,7 +286,7 @@ typedef struct vo_exec {
  * ex->outputs, which the dispatcher fills afterwards). No data is touched. */
 typedef vo_status (*vo_check_fn)(vo_exec *ex);
 
-#define VO_OP(name, schema, backward, shape_rule) vo_status vo_check_##name(vo_exec *ex);
+#define VO_OP(name, kernel, schema, backward, shape_rule) vo_status vo_check_##name(vo_exec *ex);
 #include "ops/ops.def"
 #undef VO_OP
 
@@ -308,30 +324,61 @@ typedef struct vo_op_entry {
 /* NULL before a successful init or for an out-of-range id. Initialises the
  * registry (once, thread-safe) on first use. */
 const vo_op_entry *vo_registry_op(int index);
-/* Backend serving `device_type`, or NULL when none is compiled in. */
-const struct vo_backend *vo_registry_backend(DLDeviceType device_type);
-/* Why no backend serves `device_type` (not built in, or unknown). */
-const char *vo_registry_missing_backend(DLDeviceType device_type);
-/* Availability of a compiled-in backend, probed once. */
-int vo_registry_backend_available(const struct vo_backend *backend, const char **detail);
 
 /* ------------------------------------------------------------- backends */
 
+/* One backend: a const table of what the dispatcher, the context and the
+ * tests need of it. src/backends.def lists them; each is defined in its own
+ * folder (src/<name>/backend.*), or generated as a placeholder with only
+ * name, device_type and not_built_reason when the build leaves it out. */
 typedef struct vo_backend {
-  const char *name;
-  DLDeviceType device_type;
+  const char *name;         /* "cpu", "cuda": also its folder under src/ */
+  DLDeviceType device_type; /* the DLPack device type it serves */
+  const char *not_built_reason; /* non-NULL only in a placeholder */
+  /* Whether DLTensor.data is an address (kernels then use vo_view_addr) or
+   * a handle such as a cl_mem (kernels pass handle and byte_offset). */
+  int addressable;
   const vo_kernel_fn *kernels; /* [VO_NUM_OPS]; NULL entries: op not implemented here */
   /* Once-only availability probe: returns nonzero when usable and writes
    * the reason / device description to detail. */
   int (*probe)(char *detail, size_t detail_size);
-  void *(*default_alloc)(DLDevice device, size_t size, void *stream);
-  void (*default_free)(DLDevice device, void *ptr, void *stream);
+  /* Whether calls run on a queue (CUDA stream, OpenCL command queue) that
+   * the context may set (vo_context_set_queue). A NULL queue means the
+   * backend's default one (CUDA: the per-thread default stream). */
+  int has_queues;
+  /* Device memory, ordered on `queue`: allocation for workspaces (and the
+   * tests' tensors), and blocking copies between host memory and device
+   * memory at handle + byte offset. */
+  void *(*alloc)(DLDevice device, size_t size, void *queue);
+  void (*free)(DLDevice device, void *ptr, void *queue);
+  vo_status (*copy_to_device)(DLDevice device, void *dst, uint64_t dst_offset, const void *src,
+                              size_t size, void *queue);
+  vo_status (*copy_to_host)(DLDevice device, void *dst, const void *src, uint64_t src_offset,
+                            size_t size, void *queue);
+  /* Device-side argument checks (values the op layer cannot read on the
+   * host: RoI batch indices, argmax, channel_mapping), run by the dispatcher
+   * after the op's check and before the kernel, so no output is written for
+   * bad values. NULL where the op layer reads the data itself (the CPU). */
+  vo_status (*check_data)(const struct vo_exec *ex);
 } vo_backend;
 
-extern const vo_backend vo_cpu_backend;
-#ifdef VISIONOPS_HAVE_CUDA
-extern const vo_backend vo_cuda_backend;
-#endif
+#define VO_BACKEND(name, device_type, option) extern const vo_backend vo_##name##_backend;
+#include "backends.def"
+#undef VO_BACKEND
+
+/* Backend `id` (a vo_backend_id), built or a placeholder. */
+const vo_backend *vo_backend_get(int id);
+/* The backend serving `device_type` (built or a placeholder), or NULL when
+ * visionops has none for it. */
+const vo_backend *vo_backend_for_device(DLDeviceType device_type);
+/* Its index in the list (vo_backend_id). */
+int vo_backend_index(const vo_backend *backend);
+/* Availability of a backend, probed once; a placeholder is unavailable with
+ * its not-built reason. */
+int vo_backend_available(const vo_backend *backend, const char **detail);
+/* The queue ctx gives the backend serving `device`: NULL for the backend's
+ * default (and on backends without queues). */
+void *vo_context_queue(const vo_context *ctx, DLDevice device);
 
 /* ------------------------------------------------------------- errors */
 

@@ -19,7 +19,7 @@ typedef struct vo_op_source {
 } vo_op_source;
 
 static const vo_op_source vo_op_sources[VO_NUM_OPS] = {
-#define VO_OP(name, schema, backward, shape_rule) \
+#define VO_OP(name, kernel, schema, backward, shape_rule) \
   {#name, schema, backward, shape_rule, vo_check_##name},
 #include "ops/ops.def"
 #undef VO_OP
@@ -189,92 +189,72 @@ const char *vo_version(void) { return VISIONOPS_VERSION_STRING; }
 
 /* ------------------------------------------------------------- backends */
 
-/* Every backend the library knows, built or not, so `info` and errors can
- * say what is missing and why. */
-typedef struct vo_backend_slot {
-  const char *name;
-  DLDeviceType device_type;
-  const vo_backend *backend; /* NULL: not compiled in */
-  const char *not_built_reason;
-} vo_backend_slot;
-
-#define VO_NUM_BACKEND_SLOTS 2
-static const vo_backend_slot vo_backend_slots[VO_NUM_BACKEND_SLOTS] = {
-    {"cpu", kDLCPU, &vo_cpu_backend, NULL},
-#ifdef VISIONOPS_HAVE_CUDA
-    {"cuda", kDLCUDA, &vo_cuda_backend, NULL},
-#else
-    {"cuda", kDLCUDA, NULL,
-     "visionops was built without the CUDA backend (configure with -DVISIONOPS_CUDA=ON)"},
-#endif
+/* Every backend the library knows (src/backends.def), built or a
+ * placeholder, so `info` and errors can say what is missing and why. */
+static const vo_backend *const vo_backends[VO_NUM_BACKENDS] = {
+#define VO_BACKEND(name, device_type, option) &vo_##name##_backend,
+#include "backends.def"
+#undef VO_BACKEND
 };
 
+/* Each backend is probed once, on first need (a probe may load a driver). */
 typedef struct vo_probe_result {
-  pthread_once_t once;
+  int done;
   int available;
   char detail[256];
 } vo_probe_result;
 
-static vo_probe_result vo_probes[VO_NUM_BACKEND_SLOTS] = {
-    {PTHREAD_ONCE_INIT, 0, ""},
-    {PTHREAD_ONCE_INIT, 0, ""},
-};
+static vo_probe_result vo_probes[VO_NUM_BACKENDS];
+static pthread_mutex_t vo_probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* pthread_once takes no argument, so each slot gets its own trampoline. */
-static void vo_probe_slot(int i) {
-  const vo_backend *b = vo_backend_slots[i].backend;
-  vo_probes[i].available = b->probe(vo_probes[i].detail, sizeof vo_probes[i].detail);
+const vo_backend *vo_backend_get(int id) {
+  return id >= 0 && id < VO_NUM_BACKENDS ? vo_backends[id] : NULL;
 }
-static void vo_probe_slot0(void) { vo_probe_slot(0); }
-static void vo_probe_slot1(void) { vo_probe_slot(1); }
-static void (*const vo_probe_fns[VO_NUM_BACKEND_SLOTS])(void) = {vo_probe_slot0, vo_probe_slot1};
 
-static int vo_slot_of(const vo_backend *backend) {
-  for (int i = 0; i < VO_NUM_BACKEND_SLOTS; i++)
-    if (vo_backend_slots[i].backend == backend) return i;
+int vo_backend_index(const vo_backend *backend) {
+  for (int i = 0; i < VO_NUM_BACKENDS; i++)
+    if (vo_backends[i] == backend) return i;
   return -1;
 }
 
-int vo_registry_backend_available(const vo_backend *backend, const char **detail) {
-  int i = vo_slot_of(backend);
+const vo_backend *vo_backend_for_device(DLDeviceType device_type) {
+  for (int i = 0; i < VO_NUM_BACKENDS; i++)
+    if (vo_backends[i]->device_type == device_type) return vo_backends[i];
+  return NULL;
+}
+
+int vo_backend_available(const vo_backend *backend, const char **detail) {
+  const int i = vo_backend_index(backend);
   if (i < 0) {
     *detail = "unknown backend";
     return 0;
   }
-  pthread_once(&vo_probes[i].once, vo_probe_fns[i]);
-  *detail = vo_probes[i].detail;
-  return vo_probes[i].available;
+  if (backend->not_built_reason) {
+    *detail = backend->not_built_reason;
+    return 0;
+  }
+  vo_probe_result *r = &vo_probes[i];
+  pthread_mutex_lock(&vo_probe_lock);
+  if (!r->done) {
+    r->available = backend->probe(r->detail, sizeof r->detail);
+    r->done = 1;
+  }
+  pthread_mutex_unlock(&vo_probe_lock);
+  *detail = r->detail;
+  return r->available;
 }
 
-const vo_backend *vo_registry_backend(DLDeviceType device_type) {
-  for (int i = 0; i < VO_NUM_BACKEND_SLOTS; i++)
-    if (vo_backend_slots[i].device_type == device_type) return vo_backend_slots[i].backend;
-  return NULL;
-}
-
-/* Why no backend serves a device type (for error messages). */
-const char *vo_registry_missing_backend(DLDeviceType device_type) {
-  for (int i = 0; i < VO_NUM_BACKEND_SLOTS; i++)
-    if (vo_backend_slots[i].device_type == device_type) return vo_backend_slots[i].not_built_reason;
-  return "visionops has no backend for this device type";
-}
-
-int vo_backend_count(void) { return VO_NUM_BACKEND_SLOTS; }
+int vo_backend_count(void) { return VO_NUM_BACKENDS; }
 
 vo_status vo_backend_status(int index, vo_backend_info *out) {
   if (!out) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "vo_backend_status: out is NULL");
-  if (index < 0 || index >= VO_NUM_BACKEND_SLOTS)
+  const vo_backend *b = vo_backend_get(index);
+  if (!b)
     return vo_fail(VO_ERROR_NOT_FOUND, "vo_backend_status: no backend with index %d (there are %d)",
-                   index, VO_NUM_BACKEND_SLOTS);
-  const vo_backend_slot *s = &vo_backend_slots[index];
-  out->name = s->name;
-  out->device_type = s->device_type;
-  out->built = s->backend != NULL;
-  if (s->backend) {
-    out->available = vo_registry_backend_available(s->backend, &out->detail);
-  } else {
-    out->available = 0;
-    out->detail = s->not_built_reason;
-  }
+                   index, VO_NUM_BACKENDS);
+  out->name = b->name;
+  out->device_type = b->device_type;
+  out->built = b->not_built_reason == NULL;
+  out->available = vo_backend_available(b, &out->detail);
   return VO_OK;
 }

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/common.h"
 #include "cpu/gemm.h"
@@ -12,43 +13,16 @@
 #include <omp.h>
 #endif
 
-vo_status vo_cpu_nms(const vo_exec *ex);
-vo_status vo_cpu_pairwise_iou(const vo_exec *ex);
-vo_status vo_cpu_pairwise_iou_backward(const vo_exec *ex);
-vo_status vo_cpu_multi_scale_roi_align(const vo_exec *ex);
-vo_status vo_cpu_multi_scale_roi_align_backward(const vo_exec *ex);
-vo_status vo_cpu_ps_roi_align(const vo_exec *ex);
-vo_status vo_cpu_ps_roi_align_backward(const vo_exec *ex);
-vo_status vo_cpu_ps_roi_pool(const vo_exec *ex);
-vo_status vo_cpu_ps_roi_pool_backward(const vo_exec *ex);
-vo_status vo_cpu_roi_pool(const vo_exec *ex);
-vo_status vo_cpu_roi_pool_backward(const vo_exec *ex);
-vo_status vo_cpu_deform_conv2d(const vo_exec *ex);
-vo_status vo_cpu_deform_conv2d_backward(const vo_exec *ex);
+/* The kernel table, from src/ops/ops.def's kernel column: vo_cpu_KERNEL for
+ * each op (the kernels are defined in src/cpu/<op>.c). */
+#define VO_OP(name, kernel, schema, backward, shape_rule) vo_status vo_cpu_##kernel(const vo_exec *ex);
+#include "ops/ops.def"
+#undef VO_OP
 
 static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
-    [VO_OP_nms] = vo_cpu_nms,
-    [VO_OP_batched_nms] = vo_cpu_nms,
-    [VO_OP_box_iou] = vo_cpu_pairwise_iou,
-    [VO_OP_generalized_box_iou] = vo_cpu_pairwise_iou,
-    [VO_OP_distance_box_iou] = vo_cpu_pairwise_iou,
-    [VO_OP_complete_box_iou] = vo_cpu_pairwise_iou,
-    [VO_OP_roi_align] = vo_cpu_roi_align,
-    [VO_OP_roi_align_backward] = vo_cpu_roi_align_backward,
-    [VO_OP_multi_scale_roi_align] = vo_cpu_multi_scale_roi_align,
-    [VO_OP_multi_scale_roi_align_backward] = vo_cpu_multi_scale_roi_align_backward,
-    [VO_OP_ps_roi_align] = vo_cpu_ps_roi_align,
-    [VO_OP_ps_roi_align_backward] = vo_cpu_ps_roi_align_backward,
-    [VO_OP_ps_roi_pool] = vo_cpu_ps_roi_pool,
-    [VO_OP_ps_roi_pool_backward] = vo_cpu_ps_roi_pool_backward,
-    [VO_OP_roi_pool] = vo_cpu_roi_pool,
-    [VO_OP_roi_pool_backward] = vo_cpu_roi_pool_backward,
-    [VO_OP_deform_conv2d] = vo_cpu_deform_conv2d,
-    [VO_OP_deform_conv2d_backward] = vo_cpu_deform_conv2d_backward,
-    [VO_OP_box_iou_backward] = vo_cpu_pairwise_iou_backward,
-    [VO_OP_generalized_box_iou_backward] = vo_cpu_pairwise_iou_backward,
-    [VO_OP_distance_box_iou_backward] = vo_cpu_pairwise_iou_backward,
-    [VO_OP_complete_box_iou_backward] = vo_cpu_pairwise_iou_backward,
+#define VO_OP(name, kernel, schema, backward, shape_rule) [VO_OP_##name] = vo_cpu_##kernel,
+#include "ops/ops.def"
+#undef VO_OP
 };
 
 static int vo_cpu_probe(char *detail, size_t size) {
@@ -77,13 +51,32 @@ static void vo_cpu_free(DLDevice device, void *ptr, void *stream) {
   free(ptr);
 }
 
+static vo_status vo_cpu_copy_in(DLDevice device, void *dst, uint64_t dst_offset, const void *src,
+                                size_t size, void *queue) {
+  (void)device;
+  (void)queue;
+  if (size) memcpy((char *)dst + dst_offset, src, size);
+  return VO_OK;
+}
+
+static vo_status vo_cpu_copy_out(DLDevice device, void *dst, const void *src, uint64_t src_offset,
+                                 size_t size, void *queue) {
+  (void)device;
+  (void)queue;
+  if (size) memcpy(dst, (const char *)src + src_offset, size);
+  return VO_OK;
+}
+
 const vo_backend vo_cpu_backend = {
     .name = "cpu",
     .device_type = kDLCPU,
+    .addressable = 1,
     .kernels = vo_cpu_kernels,
     .probe = vo_cpu_probe,
-    .default_alloc = vo_cpu_alloc,
-    .default_free = vo_cpu_free,
+    .alloc = vo_cpu_alloc,
+    .free = vo_cpu_free,
+    .copy_to_device = vo_cpu_copy_in,
+    .copy_to_host = vo_cpu_copy_out,
 };
 
 #define VO_DEFINE_GATHER(T, SUFFIX)                                                        \

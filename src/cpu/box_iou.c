@@ -141,7 +141,7 @@ typedef struct vo_iou_rows {
 static void vo_iou_rows_f64_task(void *arg, int slot) {
   vo_iou_rows *r = arg;
   const int64_t m = r->m;
-  void *out = r->p->out->data;
+  void *out = vo_view_addr(r->p->out);
   const int narrow = r->scratch != NULL;
   int64_t i0, i1;
   while (vo_cpu_claim(&r->rows, &i0, &i1)) {
@@ -160,7 +160,7 @@ static void vo_iou_rows_f64_task(void *arg, int slot) {
 static void vo_iou_rows_f32_task(void *arg, int slot) {
   (void)slot;
   vo_iou_rows *r = arg;
-  float *out = r->p->out->data;
+  float *out = vo_view_addr(r->p->out);
   const float eps = (float)r->p->eps;
   int64_t i0, i1;
   while (vo_cpu_claim(&r->rows, &i0, &i1))
@@ -329,10 +329,10 @@ static void vo_iou_grad_store(const vo_view *out, int64_t i, const double acc[4]
   for (int k = 0; k < 4; k++) {
     const int64_t e = i * 4 + k;
     switch (out->dtype) {
-      case VO_F64: ((double *)out->data)[e] = acc[k]; break;
-      case VO_F16: ((uint16_t *)out->data)[e] = vo_f32_to_f16((float)acc[k]); break;
-      case VO_BF16: ((uint16_t *)out->data)[e] = vo_f32_to_bf16((float)acc[k]); break;
-      default: ((float *)out->data)[e] = (float)acc[k]; break;
+      case VO_F64: ((double *)vo_view_addr(out))[e] = acc[k]; break;
+      case VO_F16: ((uint16_t *)vo_view_addr(out))[e] = vo_f32_to_f16((float)acc[k]); break;
+      case VO_BF16: ((uint16_t *)vo_view_addr(out))[e] = vo_f32_to_bf16((float)acc[k]); break;
+      default: ((float *)vo_view_addr(out))[e] = (float)acc[k]; break;
     }
   }
 }
@@ -345,8 +345,8 @@ vo_status vo_cpu_pairwise_iou_backward(const vo_exec *ex) {
   const int64_t n = p->a->shape[0], m = p->b->shape[0];
   if (n == 0 || m == 0) {
     /* No pairs: the other side's gradient is all zeros. */
-    if (n) memset(p->grad_a->data, 0, (size_t)n * 4 * vo_dtype_size(p->grad_a->dtype));
-    if (m) memset(p->grad_b->data, 0, (size_t)m * 4 * vo_dtype_size(p->grad_b->dtype));
+    if (n) memset(vo_view_addr(p->grad_a), 0, (size_t)n * 4 * vo_dtype_size(p->grad_a->dtype));
+    if (m) memset(vo_view_addr(p->grad_b), 0, (size_t)m * 4 * vo_dtype_size(p->grad_b->dtype));
     return VO_OK;
   }
   const int use_f64 = ex->dtype == VO_F64;

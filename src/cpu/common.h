@@ -12,14 +12,14 @@
 
 /* Element loads and output stores per storage dtype, for kernels whose
  * input view is `in` and whose params are `p`. */
-#define VO_LOAD_F32(i) (((const float *)in->data)[i])
-#define VO_LOAD_F64(i) (((const double *)in->data)[i])
-#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)in->data)[i])
-#define VO_STORE_F32(i, v) (((float *)p->out->data)[i] = (v))
-#define VO_STORE_F64(i, v) (((double *)p->out->data)[i] = (v))
-#define VO_STORE_F16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_f16(v))
-#define VO_STORE_BF16(i, v) (((uint16_t *)p->out->data)[i] = vo_f32_to_bf16(v))
+#define VO_LOAD_F32(i) (((const float *)vo_view_addr(in))[i])
+#define VO_LOAD_F64(i) (((const double *)vo_view_addr(in))[i])
+#define VO_LOAD_F16(i) vo_f16_to_f32(((const uint16_t *)vo_view_addr(in))[i])
+#define VO_LOAD_BF16(i) vo_bf16_to_f32(((const uint16_t *)vo_view_addr(in))[i])
+#define VO_STORE_F32(i, v) (((float *)vo_view_addr(p->out))[i] = (v))
+#define VO_STORE_F64(i, v) (((double *)vo_view_addr(p->out))[i] = (v))
+#define VO_STORE_F16(i, v) (((uint16_t *)vo_view_addr(p->out))[i] = vo_f32_to_f16(v))
+#define VO_STORE_BF16(i, v) (((uint16_t *)vo_view_addr(p->out))[i] = vo_f32_to_bf16(v))
 
 /* Boxes [N,4] in structure-of-arrays form, in the compute type (float for
  * float32/16/bfloat16, double for float64). */

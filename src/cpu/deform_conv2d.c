@@ -33,10 +33,10 @@
 /* Stores a compute-type value into element `i` of a contiguous output. */
 static inline void vo_dcn_store(const vo_view *v, int64_t i, double x) {
   switch (v->dtype) {
-    case VO_F32: ((float *)v->data)[i] = (float)x; break;
-    case VO_F64: ((double *)v->data)[i] = x; break;
-    case VO_F16: ((uint16_t *)v->data)[i] = vo_f32_to_f16((float)x); break;
-    case VO_BF16: ((uint16_t *)v->data)[i] = vo_f32_to_bf16((float)x); break;
+    case VO_F32: ((float *)vo_view_addr(v))[i] = (float)x; break;
+    case VO_F64: ((double *)vo_view_addr(v))[i] = x; break;
+    case VO_F16: ((uint16_t *)vo_view_addr(v))[i] = vo_f32_to_f16((float)x); break;
+    case VO_BF16: ((uint16_t *)vo_view_addr(v))[i] = vo_f32_to_bf16((float)x); break;
     default: break;
   }
 }
@@ -203,7 +203,7 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
       const vo_dcn_plan_##SUF *row = plan + (c / per_og * taps + t) * len;                         \
       T *dst = cols + r * len;                                                                     \
       if (native) {                                                                                \
-        const T *src = (const T *)p->input->data + base;                                           \
+        const T *src = (const T *)vo_view_addr(p->input) + base;                                           \
         for (int64_t l = 0; l < len; l++) {                                                        \
           const vo_dcn_plan_##SUF *pl = &row[l];                                                   \
           const T v1 = (pl->valid & 1) ? src[pl->idx[0]] : 0;                                      \
@@ -329,10 +329,10 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
     vo_dcn_load_weight_##SUF(p, wt);                                                               \
     memset(gw, 0, sizeof(T) * (size_t)(p->out_channels * cgk + p->out_channels));                  \
     if (direct)                                                                                    \
-      memset(p->grad_input->data, 0,                                                               \
+      memset(vo_view_addr(p->grad_input), 0,                                                               \
              (size_t)p->grad_input->numel *vo_dtype_size(p->grad_input->dtype));                   \
     if (!p->mask)                                                                                  \
-      memset(p->grad_mask->data, 0,                                                                \
+      memset(vo_view_addr(p->grad_mask), 0,                                                                \
              (size_t)p->grad_mask->numel *vo_dtype_size(p->grad_mask->dtype));                     \
     /* costs (ns) as in the forward; ~3 per input-gradient add, ~10 per                            \
      * (offset row, pixel, channel) of the offset gradient */                                      \
@@ -345,7 +345,7 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
         vo_cpu_threads_for(ex->ctx, p->offset_groups * taps, 10.0 * rows_c * (double)tile);        \
     vo_dcn_blas_serial();                                                                          \
     for (int64_t n = 0; n < p->batch; n++) {                                                       \
-      T *gin = direct ? (T *)p->grad_input->data + n * in_plane : acc;                             \
+      T *gin = direct ? (T *)vo_view_addr(p->grad_input) + n * in_plane : acc;                             \
       if (!direct) memset(acc, 0, sizeof(T) * (size_t)in_plane);                                   \
       for (int64_t p0 = 0; p0 < plane; p0 += tile) {                                               \
         const int64_t len = plane - p0 < tile ? plane - p0 : tile;                                 \

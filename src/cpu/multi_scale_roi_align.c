@@ -77,7 +77,7 @@ static void vo_gather_rows(const vo_view *src, const int64_t *rows, int64_t coun
         rem /= src->shape[d];
       }
       /* off < 0 with negative strides: signed arithmetic, never a size_t wrap */
-      memcpy(dst + (size_t)(j * inner + e) * es, (const char *)src->data + off * (int64_t)es, es);
+      memcpy(dst + (size_t)(j * inner + e) * es, (const char *)vo_view_addr(src) + off * (int64_t)es, es);
     }
   }
 }
@@ -161,7 +161,7 @@ vo_status vo_cpu_multi_scale_roi_align(const vo_exec *ex) {
   const size_t es = vo_dtype_size(ex->dtype);
   const int64_t c = p->features[0].shape[1];
   const size_t row_bytes = (size_t)(c * p->pooled_height * p->pooled_width) * es;
-  char *out = p->out->data;
+  char *out = vo_view_addr(p->out);
   for (int64_t i = 0; i < k; i++)
     if (s.levels[i] < 0) memset(out + (size_t)i * row_bytes, 0, row_bytes);
   for (int l = 0; l < p->num_levels && st == VO_OK; l++) {
@@ -193,7 +193,7 @@ vo_status vo_cpu_multi_scale_roi_align_backward(const vo_exec *ex) {
     const int64_t *rows = s.order + s.start[l];
     const int64_t count = s.start[l + 1] - s.start[l];
     if (count == 0) {
-      memset(grad_level->data, 0, (size_t)grad_level->numel * vo_dtype_size(ex->dtype));
+      memset(vo_view_addr(grad_level), 0, (size_t)grad_level->numel * vo_dtype_size(ex->dtype));
       continue;
     }
     vo_gather_rows(p->rois, rows, count, s.rois);

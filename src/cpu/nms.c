@@ -356,8 +356,8 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
   const vo_nms_params *p = &ex->p.nms;
   const vo_context *ctx = ex->ctx;
   const int64_t n = p->boxes->shape[0];
-  int64_t *keep = p->keep->data;
-  int64_t *num_kept = p->num_kept->data;
+  int64_t *keep = vo_view_addr(p->keep);
+  int64_t *num_kept = vo_view_addr(p->num_kept);
   if (n == 0) {
     *num_kept = 0;
     return VO_OK;
@@ -390,10 +390,10 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
   const vo_view *scores = p->scores;
   const int64_t ss = scores->stride[0];
   if (scores->dtype == VO_F32) {
-    const float *sv = scores->data;
+    const float *sv = vo_view_addr(scores);
     for (int64_t i = 0; i < n; i++) sort_a[i] = (vo_sort_item){vo_score_key_f32(sv[i * ss]), i};
   } else if (scores->dtype == VO_F64) {
-    const double *sv = scores->data;
+    const double *sv = vo_view_addr(scores);
     for (int64_t i = 0; i < n; i++) sort_a[i] = (vo_sort_item){vo_score_key_f64(sv[i * ss]), i};
   } else {
     /* half types convert to float exactly */
@@ -414,7 +414,7 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
      * order). Slots are contiguous per category and each category is an
      * independent greedy run; slots[s].index is slot s's rank. */
     vo_sort_item *cs = ranks == sort_a ? sort_b : sort_a;
-    const int64_t *iv = p->idxs->data, is = p->idxs->stride[0];
+    const int64_t *iv = vo_view_addr(p->idxs), is = p->idxs->stride[0];
     for (int64_t r = 0; r < n; r++)
       cs[r] = (vo_sort_item){(uint64_t)iv[ranks[r].index * is] ^ (UINT64_C(1) << 63), r};
     const vo_sort_item *slots = vo_radix_sort(cs, sort_c, n);

@@ -117,7 +117,7 @@ VO_DEFINE_PSA_ROWS(double, f64)
     const int64_t ph = b / p->pooled_width, pw = b % p->pooled_width;                           \
     const int64_t cs = bins * in->stride[1], sh = in->stride[2], sw = in->stride[3];            \
     const int64_t nblocks = (cout + VO_PSA_CB - 1) / VO_PSA_CB, channels = cout * bins;         \
-    const ST *x = (const ST *)in->data + img * in->stride[0] + b * in->stride[1];               \
+    const ST *x = (const ST *)vo_view_addr(in) + img * in->stride[0] + b * in->stride[1];               \
     const int64_t cs_bytes = cs * (int64_t)sizeof(ST);                                          \
     const int64_t row_bytes = p->width * (int64_t)sizeof(ST);                                   \
     int64_t front = 0; /* rows above this one have been prefetched */                           \
@@ -225,7 +225,7 @@ static int vo_psa_key_cmp(const void *a, const void *b) {
     /* channel_mapping[k, c, ph, pw] = c*PH*PW + ph*PW + pw: the flat index mod C */         \
     const vo_psa_items_##SUF arg = {q, geo, ex->dtype};                                      \
     vo_ps_forward_items(ex, n, ph_count, p->pooled_width, num_rois, first, orders,           \
-                        (int32_t *)q->channel_mapping->data, q->channels_out *bins,          \
+                        (int32_t *)vo_view_addr(q->channel_mapping), q->channels_out *bins,          \
                         vo_psa_item_##SUF, &arg);                                            \
     vo_workspace_free(ex->ctx, ex->device, mem);                                             \
     return VO_OK;                                                                            \

@@ -175,7 +175,7 @@ static inline void vo_psp_prefetch_row(const char *row, int64_t cout, int64_t cs
     const int64_t ph = b / p->pooled_width, pw = b % p->pooled_width;                             \
     const int64_t cs = bins * in->stride[1], sh = in->stride[2], sw = in->stride[3];              \
     const int64_t nblocks = (cout + VO_PSP_CB - 1) / VO_PSP_CB;                                   \
-    const ST *x = (const ST *)in->data + img * in->stride[0] + b * in->stride[1];                 \
+    const ST *x = (const ST *)vo_view_addr(in) + img * in->stride[0] + b * in->stride[1];                 \
     const int64_t cs_bytes = cs * (int64_t)sizeof(ST);                                            \
     const int64_t row_bytes = p->width * (int64_t)sizeof(ST);                                     \
     int64_t front = 0; /* rows above this one have been prefetched */                             \
@@ -299,7 +299,7 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
       /* channel_mapping[k, c, ph, pw] = c*PH*PW + ph*PW + pw, flat index mod C */             \
       const vo_psp_items_##SUF arg = {p, geo, dt};                                             \
       vo_ps_forward_items(ex, n, p->pooled_height, p->pooled_width, num_rois, first, orders,   \
-                          (int32_t *)p->channel_mapping->data, p->channels, vo_psp_item_##SUF, \
+                          (int32_t *)vo_view_addr(p->channel_mapping), p->channels, vo_psp_item_##SUF, \
                           &arg);                                                               \
     } else {                                                                                   \
       const int64_t planes = n * p->channels, hw = p->height * p->width;                       \
@@ -329,7 +329,7 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
 /* half types: the finished float32 plane goes to grad_input */
 #define VO_PSP_STORE_PLANE_f32(plane, pl, hw)                                     \
   do {                                                                            \
-    uint16_t *o_ = (uint16_t *)p->out->data + (pl) * (hw);                        \
+    uint16_t *o_ = (uint16_t *)vo_view_addr(p->out) + (pl) * (hw);                        \
     if (dt == VO_F16)                                                             \
       for (int64_t i_ = 0; i_ < (hw); i_++) o_[i_] = vo_f32_to_f16((plane)[i_]);  \
     else if (dt == VO_BF16)                                                       \
@@ -352,8 +352,8 @@ vo_status vo_cpu_ps_roi_pool_backward(const vo_exec *ex) {
   const vo_view *out = ex->p.ps_roi_pool.out;
   const int64_t numel = out->numel;
   if (numel == 0) return VO_OK;
-  if (ex->dtype == VO_F64) return vo_psp_run_f64(ex, 1, (double *)out->data);
-  if (ex->dtype == VO_F32) return vo_psp_run_f32(ex, 1, (float *)out->data);
+  if (ex->dtype == VO_F64) return vo_psp_run_f64(ex, 1, (double *)vo_view_addr(out));
+  if (ex->dtype == VO_F32) return vo_psp_run_f32(ex, 1, (float *)vo_view_addr(out));
   if ((uint64_t)numel > SIZE_MAX / sizeof(float))
     return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: grad_input too large for a float32 workspace",
                    ex->op_name);

@@ -269,7 +269,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
     const int64_t pooled_w = p->pooled_width, bins = p->pooled_height * pooled_w;                  \
     const int64_t gh = g->grid_h, gw = g->grid_w;                                                  \
     T acc[CBF];                                                                                    \
-    void *out = p->out->data;                                                                      \
+    void *out = vo_view_addr(p->out);                                                                      \
     vo_raf_axes_##SUF(p, g, sh, sw, ya, xa);                                                       \
     for (int64_t ph = 0; ph < p->pooled_height; ph++) {                                            \
       for (int64_t pw = 0; pw < pooled_w; pw++) {                                                  \
@@ -313,7 +313,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
         vo_raf_scratch_##SUF(plan, VO_RAF_THREAD(), &ya, &xa, 0);                                  \
         const int64_t k = plan->order[it / blocks], c0 = it % blocks * cb;                         \
         const int64_t nc = C - c0 < cb ? C - c0 : cb;                                              \
-        const T *x = (const T *)in->data + geo[k].batch * in->stride[0] + c0;                      \
+        const T *x = (const T *)vo_view_addr(in) + geo[k].batch * in->stride[0] + c0;                      \
         vo_raf_forward_roi_##SUF(ex, fwd[nc == (CBF)], &geo[k], k, c0, nc, x, in->stride[2],       \
                                  in->stride[3], ya, xa);                                           \
       }                                                                                            \
@@ -435,8 +435,8 @@ vo_status vo_cpu_roi_align_backward(const vo_exec *ex) {
   if (ex->dtype == VO_F64) {
     vo_ra_roi_f64 *geo;
     if (vo_raf_plan_f64(ex, 1, &plan, &geo)) {
-      vo_raf_zero_unused(ex, &plan, out->data, sizeof(double));
-      st = vo_raf_backward_f64(ex, &plan, geo, out->data);
+      vo_raf_zero_unused(ex, &plan, vo_view_addr(out), sizeof(double));
+      st = vo_raf_backward_f64(ex, &plan, geo, vo_view_addr(out));
       vo_raf_plan_free(ex, &plan);
       return st;
     }
@@ -444,7 +444,7 @@ vo_status vo_cpu_roi_align_backward(const vo_exec *ex) {
     vo_ra_roi_f32 *geo;
     if (vo_raf_plan_f32(ex, 1, &plan, &geo)) {
       /* half types accumulate in a float32 grad_input, stored at the end */
-      float *acc = out->data;
+      float *acc = vo_view_addr(out);
       if (ex->dtype != VO_F32) {
         if ((uint64_t)out->numel > SIZE_MAX / sizeof(float)) {
           vo_raf_plan_free(ex, &plan);
@@ -460,8 +460,8 @@ vo_status vo_cpu_roi_align_backward(const vo_exec *ex) {
       }
       vo_raf_zero_unused(ex, &plan, acc, sizeof(float));
       st = vo_raf_backward_f32(ex, &plan, geo, acc);
-      if (acc != out->data) {
-        uint16_t *o = out->data;
+      if (acc != vo_view_addr(out)) {
+        uint16_t *o = vo_view_addr(out);
         if (st == VO_OK && ex->dtype == VO_F16)
           for (int64_t i = 0; i < out->numel; i++) o[i] = vo_f32_to_f16(acc[i]);
         else if (st == VO_OK)

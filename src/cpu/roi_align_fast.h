@@ -228,7 +228,7 @@ VO_RAF_AVX2_ATTR static int64_t vo_raf_rows_from_nhwc_avx2(const float *src, int
 /* The AVX2 row transposes exist for float32 only; the double instantiation
  * gets stand-ins that transpose nothing (the portable loop does it all). */
 #define VO_RAF_FAST_TO_f32(in, off, s1, nc, W, dst) \
-  vo_raf_rows_to_nhwc_fast((const float *)(in)->data + (off), s1, nc, W, dst)
+  vo_raf_rows_to_nhwc_fast((const float *)vo_view_addr(in) + (off), s1, nc, W, dst)
 #define VO_RAF_FAST_FROM_f32(src, nc, W, dst, s1) vo_raf_rows_from_nhwc_fast(src, nc, W, dst, s1)
 #define VO_RAF_FAST_TO_f64(in, off, s1, nc, W, dst) ((void)(in), (void)(dst), (int64_t)0)
 #define VO_RAF_FAST_FROM_f64(src, nc, W, dst, s1) ((void)(src), (void)(dst), (int64_t)0)
@@ -262,19 +262,19 @@ static inline int vo_raf_pow2(double count) {
           switch (dt) {                                                                            \
             case VO_F32:                                                                           \
               for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)((const float *)in->data)[src + w * s3];                      \
+                dst[w * nc + c] = (T)((const float *)vo_view_addr(in))[src + w * s3];                      \
               break;                                                                               \
             case VO_F64:                                                                           \
               for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)((const double *)in->data)[src + w * s3];                     \
+                dst[w * nc + c] = (T)((const double *)vo_view_addr(in))[src + w * s3];                     \
               break;                                                                               \
             case VO_F16:                                                                           \
               for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)vo_f16_to_f32(((const uint16_t *)in->data)[src + w * s3]);    \
+                dst[w * nc + c] = (T)vo_f16_to_f32(((const uint16_t *)vo_view_addr(in))[src + w * s3]);    \
               break;                                                                               \
             default:                                                                               \
               for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)vo_bf16_to_f32(((const uint16_t *)in->data)[src + w * s3]);   \
+                dst[w * nc + c] = (T)vo_bf16_to_f32(((const uint16_t *)vo_view_addr(in))[src + w * s3]);   \
               break;                                                                               \
           }                                                                                        \
         }                                                                                          \

@@ -379,7 +379,7 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
   const int64_t numel = out->numel;
   if (numel == 0) return VO_OK;
   if (ex->dtype != VO_F16 && ex->dtype != VO_BF16)
-    return ex->dtype == VO_F64 ? f64(ex, (double *)out->data) : f32(ex, (float *)out->data);
+    return ex->dtype == VO_F64 ? f64(ex, (double *)vo_view_addr(out)) : f32(ex, (float *)vo_view_addr(out));
   if ((uint64_t)numel > SIZE_MAX / sizeof(float))
     return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: grad_input too large for a float32 workspace",
                    ex->op_name);
@@ -387,7 +387,7 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
   if (!acc) return VO_ERROR_OUT_OF_MEMORY;
   vo_status st = f32(ex, acc);
   if (st == VO_OK) {
-    uint16_t *o = out->data;
+    uint16_t *o = vo_view_addr(out);
     const int t = vo_cpu_threads_for(ex->ctx, numel / 4096, 0.5 * (double)numel);
     if (ex->dtype == VO_F16) {
       VO_OMP_FOR(t)

@@ -76,7 +76,7 @@ VO_DEFINE_GEOMETRY(double, f64, round, floor, ceil)
     const int64_t sh = in->stride[2], sw = in->stride[3];                                    \
     const int64_t base = g->batch * in->stride[0] + c * in->stride[1];                       \
     const int64_t out0 = (k * p->channels + c) * p->pooled_height * p->pooled_width;         \
-    int32_t *am = p->argmax_out->data;                                                       \
+    int32_t *am = vo_view_addr(p->argmax_out);                                                       \
     for (int64_t ph = 0; ph < p->pooled_height; ph++) {                                      \
       int64_t h0, h1;                                                                        \
       vo_rp_bin_##SUF(g->bin_h, ph, g->start_h, p->height, &h0, &h1);                        \
@@ -223,7 +223,7 @@ __attribute__((target("avx2,fma"))) static void vo_rp_cl_bin_f32_avx2(
   static void vo_rp_cl_store_##NAME(const vo_roi_pool_params *p, int64_t o, int64_t cb, \
                                     const T *best, const int32_t *idx) {                \
     const int64_t step = p->pooled_height * p->pooled_width;                            \
-    int32_t *am = p->argmax_out->data;                                                  \
+    int32_t *am = vo_view_addr(p->argmax_out);                                                  \
     for (int64_t c = 0; c < cb; c++, o += step) {                                       \
       STORE(o, best[c]);                                                                \
       am[o] = idx[c];                                                                   \
@@ -300,7 +300,7 @@ VO_DEFINE_CL_TRANSPOSE(float, bf16, VO_LOAD_BF16)
         const T *src;                                                                        \
         int64_t sh, sw;                                                                      \
         if (direct) {                                                                        \
-          src = (const T *)in->data + g.batch * in->stride[0] + c0 * in->stride[1];          \
+          src = (const T *)vo_view_addr(in) + g.batch * in->stride[0] + c0 * in->stride[1];          \
           sh = in->stride[2];                                                                \
           sw = in->stride[3];                                                                \
         } else {                                                                             \
@@ -393,7 +393,7 @@ vo_status vo_cpu_roi_pool(const vo_exec *ex) {
   static void vo_rp_backward_plane_##NAME(const vo_roi_pool_params *p, const int64_t *first, \
                                           const int64_t *order, int64_t pl, T *plane) {      \
     const vo_view *gr = p->grad, *am = p->argmax;                                            \
-    const int32_t *amd = am->data;                                                           \
+    const int32_t *amd = vo_view_addr(am);                                                           \
     const int64_t b = pl / p->channels, c = pl % p->channels;                                \
     const int64_t gs2 = gr->stride[2], gs3 = gr->stride[3];                                  \
     const int64_t as2 = am->stride[2], as3 = am->stride[3];                                  \
@@ -413,10 +413,10 @@ vo_status vo_cpu_roi_pool(const vo_exec *ex) {
   }
 
 /* grad loads typed per dtype: vo_load_host switches on the dtype per element */
-#define VO_LOADG_F32(i) (((const float *)gr->data)[i])
-#define VO_LOADG_F64(i) (((const double *)gr->data)[i])
-#define VO_LOADG_F16(i) vo_f16_to_f32(((const uint16_t *)gr->data)[i])
-#define VO_LOADG_BF16(i) vo_bf16_to_f32(((const uint16_t *)gr->data)[i])
+#define VO_LOADG_F32(i) (((const float *)vo_view_addr(gr))[i])
+#define VO_LOADG_F64(i) (((const double *)vo_view_addr(gr))[i])
+#define VO_LOADG_F16(i) vo_f16_to_f32(((const uint16_t *)vo_view_addr(gr))[i])
+#define VO_LOADG_BF16(i) vo_bf16_to_f32(((const uint16_t *)vo_view_addr(gr))[i])
 VO_DEFINE_BACKWARD_PLANE(float, f32, VO_LOADG_F32)
 VO_DEFINE_BACKWARD_PLANE(double, f64, VO_LOADG_F64)
 VO_DEFINE_BACKWARD_PLANE(float, f16, VO_LOADG_F16)
@@ -471,16 +471,16 @@ vo_status vo_cpu_roi_pool_backward(const vo_exec *ex) {
   for (int64_t pl = 0; pl < planes; pl++) {
     if (!acc) {
       if (dt == VO_F64)
-        vo_rp_backward_plane_f64(p, first, order, pl, (double *)p->out->data + pl * hw);
+        vo_rp_backward_plane_f64(p, first, order, pl, (double *)vo_view_addr(p->out) + pl * hw);
       else
-        vo_rp_backward_plane_f32(p, first, order, pl, (float *)p->out->data + pl * hw);
+        vo_rp_backward_plane_f32(p, first, order, pl, (float *)vo_view_addr(p->out) + pl * hw);
     } else {
       float *plane = acc + pl * hw;
       if (dt == VO_F16)
         vo_rp_backward_plane_f16(p, first, order, pl, plane);
       else
         vo_rp_backward_plane_bf16(p, first, order, pl, plane);
-      uint16_t *o = (uint16_t *)p->out->data + pl * hw;
+      uint16_t *o = (uint16_t *)vo_view_addr(p->out) + pl * hw;
       if (dt == VO_F16)
         for (int64_t i = 0; i < hw; i++) o[i] = vo_f32_to_f16(plane[i]);
       else

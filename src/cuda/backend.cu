@@ -7,82 +7,17 @@
 
 namespace {
 
-// Which kernel serves op `op`; nullptr where this backend has none. A function
-// of the op id rather than a positional list, so the table below cannot drift
-// out of order when ops.def grows.
-constexpr vo_kernel_fn cuda_kernel_for(int op) {
-  return op == VO_OP_nms                              ? vo_cuda_nms
-         : op == VO_OP_batched_nms                    ? vo_cuda_nms
-         : op == VO_OP_box_iou                        ? vo_cuda_pairwise_iou
-         : op == VO_OP_generalized_box_iou            ? vo_cuda_pairwise_iou
-         : op == VO_OP_distance_box_iou               ? vo_cuda_pairwise_iou
-         : op == VO_OP_complete_box_iou               ? vo_cuda_pairwise_iou
-         : op == VO_OP_roi_align                      ? vo_cuda_roi_align
-         : op == VO_OP_roi_align_backward             ? vo_cuda_roi_align_backward
-         : op == VO_OP_roi_pool                       ? vo_cuda_roi_pool
-         : op == VO_OP_roi_pool_backward              ? vo_cuda_roi_pool_backward
-         : op == VO_OP_multi_scale_roi_align          ? vo_cuda_multi_scale_roi_align
-         : op == VO_OP_multi_scale_roi_align_backward ? vo_cuda_multi_scale_roi_align_backward
-         : op == VO_OP_ps_roi_align                   ? vo_cuda_ps_roi_align
-         : op == VO_OP_ps_roi_align_backward          ? vo_cuda_ps_roi_align_backward
-         : op == VO_OP_ps_roi_pool                    ? vo_cuda_ps_roi_pool
-         : op == VO_OP_ps_roi_pool_backward           ? vo_cuda_ps_roi_pool_backward
-         : op == VO_OP_deform_conv2d                  ? vo_cuda_deform_conv2d
-         : op == VO_OP_deform_conv2d_backward         ? vo_cuda_deform_conv2d_backward
-         : op == VO_OP_box_iou_backward               ? vo_cuda_pairwise_iou_backward
-         : op == VO_OP_generalized_box_iou_backward   ? vo_cuda_pairwise_iou_backward
-         : op == VO_OP_distance_box_iou_backward      ? vo_cuda_pairwise_iou_backward
-         : op == VO_OP_complete_box_iou_backward      ? vo_cuda_pairwise_iou_backward
-                                                      : nullptr;
-}
-
+// The kernel table, from src/ops/ops.def's kernel column: vo_cuda_KERNEL for
+// each op (declared in cuda/common.cuh, defined in src/cuda/<op>.cu).
 // Constant-initialised (no dynamic initialiser): registration must survive
 // static linking, see DESIGN.md.
 constexpr vo_kernel_fn vo_cuda_kernels[VO_NUM_OPS] = {
-#define VO_OP(name, schema, backward, shape_rule) cuda_kernel_for(VO_OP_##name),
+#define VO_OP(name, kernel, schema, backward, shape_rule) vo_cuda_##kernel,
 #include "ops/ops.def"
 #undef VO_OP
 };
-
 static_assert(sizeof(vo_cuda_kernels) / sizeof(vo_cuda_kernels[0]) == VO_NUM_OPS,
               "one kernel slot per op");
-static_assert(vo_cuda_kernels[VO_OP_nms] == vo_cuda_nms, "nms slot");
-static_assert(vo_cuda_kernels[VO_OP_batched_nms] == vo_cuda_nms, "batched_nms slot");
-static_assert(vo_cuda_kernels[VO_OP_box_iou] == vo_cuda_pairwise_iou, "box_iou slot");
-static_assert(vo_cuda_kernels[VO_OP_generalized_box_iou] == vo_cuda_pairwise_iou,
-              "generalized_box_iou slot");
-static_assert(vo_cuda_kernels[VO_OP_distance_box_iou] == vo_cuda_pairwise_iou,
-              "distance_box_iou slot");
-static_assert(vo_cuda_kernels[VO_OP_complete_box_iou] == vo_cuda_pairwise_iou,
-              "complete_box_iou slot");
-static_assert(vo_cuda_kernels[VO_OP_roi_align] == vo_cuda_roi_align, "roi_align slot");
-static_assert(vo_cuda_kernels[VO_OP_roi_align_backward] == vo_cuda_roi_align_backward,
-              "roi_align_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_roi_pool] == vo_cuda_roi_pool, "roi_pool slot");
-static_assert(vo_cuda_kernels[VO_OP_roi_pool_backward] == vo_cuda_roi_pool_backward,
-              "roi_pool_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_multi_scale_roi_align] == vo_cuda_multi_scale_roi_align,
-              "multi_scale_roi_align slot");
-static_assert(vo_cuda_kernels[VO_OP_multi_scale_roi_align_backward] ==
-                  vo_cuda_multi_scale_roi_align_backward,
-              "multi_scale_roi_align_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_ps_roi_align] == vo_cuda_ps_roi_align, "ps_roi_align slot");
-static_assert(vo_cuda_kernels[VO_OP_ps_roi_align_backward] == vo_cuda_ps_roi_align_backward,
-              "ps_roi_align_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_ps_roi_pool] == vo_cuda_ps_roi_pool, "ps_roi_pool slot");
-static_assert(vo_cuda_kernels[VO_OP_ps_roi_pool_backward] == vo_cuda_ps_roi_pool_backward,
-              "ps_roi_pool_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_deform_conv2d] == vo_cuda_deform_conv2d, "deform_conv2d slot");
-static_assert(vo_cuda_kernels[VO_OP_deform_conv2d_backward] == vo_cuda_deform_conv2d_backward,
-              "deform_conv2d_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_box_iou_backward] == vo_cuda_pairwise_iou_backward,
-              "box_iou_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_generalized_box_iou_backward] == vo_cuda_pairwise_iou_backward,
-              "generalized_box_iou_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_distance_box_iou_backward] == vo_cuda_pairwise_iou_backward,
-              "distance_box_iou_backward slot");
-static_assert(vo_cuda_kernels[VO_OP_complete_box_iou_backward] == vo_cuda_pairwise_iou_backward,
-              "complete_box_iou_backward slot");
 
 // Appends printf-style text at *used, never past n (vsnprintf truncates and
 // NUL-terminates; *used saturates at n - 1).
@@ -159,7 +94,46 @@ void default_free(DLDevice device, void *ptr, void *stream) {
   if (cudaFreeAsync(ptr, s) != cudaSuccess) (void)cudaGetLastError();
 }
 
+// Blocking copies between host memory and device memory at ptr + offset,
+// ordered after the work queued on `stream`.
+vo_status copy(DLDevice device, void *dst, const void *src, size_t size, cudaMemcpyKind kind,
+               void *stream) {
+  vo_cuda_device_guard guard(device.device_id);
+  cudaError_t e = guard.error();
+  const cudaStream_t s = stream ? (cudaStream_t)stream : cudaStreamPerThread;
+  if (e == cudaSuccess && size) e = cudaMemcpyAsync(dst, src, size, kind, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  if (e == cudaSuccess) return VO_OK;
+  (void)cudaGetLastError();
+  return vo_fail(VO_ERROR_BACKEND_FAILURE, "cuda: copy of %zu bytes failed: %s", size,
+                 cudaGetErrorString(e));
+}
+
+vo_status copy_to_device(DLDevice device, void *dst, uint64_t dst_offset, const void *src,
+                         size_t size, void *stream) {
+  return copy(device, (char *)dst + dst_offset, src, size, cudaMemcpyHostToDevice, stream);
+}
+
+vo_status copy_to_host(DLDevice device, void *dst, const void *src, uint64_t src_offset,
+                       size_t size, void *stream) {
+  return copy(device, dst, (const char *)src + src_offset, size, cudaMemcpyDeviceToHost, stream);
+}
+
 }  // namespace
 
-extern "C" const vo_backend vo_cuda_backend = {"cuda", kDLCUDA,       vo_cuda_kernels,
-                                               probe,  default_alloc, default_free};
+// Constant-initialised, in vo_backend's field order (no designated
+// initialisers before C++20): registration must survive static linking.
+extern "C" const vo_backend vo_cuda_backend = {
+    "cuda",          // name
+    kDLCUDA,         // device_type
+    nullptr,         // not_built_reason
+    1,               // addressable
+    vo_cuda_kernels, // kernels
+    probe,           // probe
+    1,               // has_queues
+    default_alloc,   // alloc
+    default_free,    // free
+    copy_to_device,  // copy_to_device
+    copy_to_host,    // copy_to_host
+    nullptr,         // check_data
+};

@@ -98,7 +98,7 @@ vo_status pairwise_run(const vo_exec *ex, cudaStream_t stream) {
   if (n == 0 || m == 0) return VO_OK;
   pairwise_iou_kernel<S, O><<<vo_cuda_blocks(n * m, kThreads), kThreads, 0, stream>>>(
       vo_cuda_view_of(p.a), vo_cuda_view_of(p.b), n, m, p.kind, (T)p.eps,
-      static_cast<O *>(p.out->data));
+      static_cast<O *>(vo_view_addr(p.out)));
   return vo_cuda_check_launch(ex);
 }
 

@@ -12,30 +12,13 @@
 
 #include "core/internal.h"
 
-// Kernel entry points (vo_kernel_fn), referenced from backend.cu's table.
+// Kernel entry points (vo_kernel_fn), one per kernel named in ops.def's
+// kernel column, referenced from backend.cu's table and defined in
+// src/cuda/<op>.cu.
 extern "C" {
-// nms and batched_nms: ex->p.nms.idxs is NULL for plain nms.
-vo_status vo_cuda_nms(const vo_exec *ex);
-// box_iou and its variants: ex->p.iou.kind picks the formula.
-vo_status vo_cuda_pairwise_iou(const vo_exec *ex);
-// Their backward ops (box_iou.cu): ex->p.iou_backward.kind picks the formula.
-vo_status vo_cuda_pairwise_iou_backward(const vo_exec *ex);
-// roi_align, roi_pool, multi_scale_roi_align and their backwards
-// (roi_align.cu, roi_pool.cu, multi_scale_roi_align.cu).
-vo_status vo_cuda_roi_align(const vo_exec *ex);
-vo_status vo_cuda_roi_align_backward(const vo_exec *ex);
-vo_status vo_cuda_roi_pool(const vo_exec *ex);
-vo_status vo_cuda_roi_pool_backward(const vo_exec *ex);
-vo_status vo_cuda_multi_scale_roi_align(const vo_exec *ex);
-vo_status vo_cuda_multi_scale_roi_align_backward(const vo_exec *ex);
-// ps_roi_align / ps_roi_pool and their backwards (ps_roi_align.cu, ps_roi_pool.cu).
-vo_status vo_cuda_ps_roi_align(const vo_exec *ex);
-vo_status vo_cuda_ps_roi_align_backward(const vo_exec *ex);
-vo_status vo_cuda_ps_roi_pool(const vo_exec *ex);
-vo_status vo_cuda_ps_roi_pool_backward(const vo_exec *ex);
-// deform_conv2d and its backward (deform_conv2d.cu; cuBLAS loaded at first use).
-vo_status vo_cuda_deform_conv2d(const vo_exec *ex);
-vo_status vo_cuda_deform_conv2d_backward(const vo_exec *ex);
+#define VO_OP(name, kernel, schema, backward, shape_rule) vo_status vo_cuda_##kernel(const vo_exec *ex);
+#include "ops/ops.def"
+#undef VO_OP
 }
 
 // ------------------------------------------------------------ host helpers
@@ -56,7 +39,7 @@ inline vo_status vo_cuda_check_launch(const vo_exec *ex) {
 
 // Never the legacy stream 0: it would serialise with every other stream.
 inline cudaStream_t vo_cuda_stream(const vo_exec *ex) {
-  return ex->ctx->cuda_stream ? (cudaStream_t)ex->ctx->cuda_stream : cudaStreamPerThread;
+  return ex->queue ? (cudaStream_t)ex->queue : cudaStreamPerThread;
 }
 
 // Grid size for a grid-stride loop over `n` items; the cap keeps gridDim.x in
@@ -143,7 +126,7 @@ struct vo_cuda_view {
 
 inline vo_cuda_view vo_cuda_view_of(const vo_view *v) {
   vo_cuda_view c;
-  c.data = v ? v->data : nullptr;
+  c.data = v ? vo_view_addr(v) : nullptr;
   c.dtype = v ? v->dtype : VO_DTYPE_INVALID;
   for (int d = 0; d < VO_MAX_DIMS; ++d) c.stride[d] = (v && d < v->ndim) ? v->stride[d] : 0;
   return c;

@@ -304,7 +304,7 @@ vo_status forward(const vo_exec *ex, cudaStream_t stream) {
         if (st != VO_OK) return st;
       }
       VO_DCN_LAUNCH(epilogue_kernel<S>, p.out_channels * len, a, obuf, bias, p.out_channels * len,
-                    static_cast<S *>(p.out->data));
+                    static_cast<S *>(vo_view_addr(p.out)));
     }
   }
   return VO_OK;
@@ -393,7 +393,7 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
   }
 
   vo_status st;
-  S *grad_input = static_cast<S *>(p.grad_input->data);
+  S *grad_input = static_cast<S *>(vo_view_addr(p.grad_input));
   if (direct && p.grad_input->numel > 0) {
     st = vo_cuda_check(
         ex, cudaMemsetAsync(grad_input, 0, (size_t)p.grad_input->numel * sizeof(S), stream));
@@ -401,7 +401,7 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
   }
   if (!p.mask && p.grad_mask->numel > 0) {
     st = vo_cuda_check(
-        ex, cudaMemsetAsync(p.grad_mask->data, 0, (size_t)p.grad_mask->numel * sizeof(S), stream));
+        ex, cudaMemsetAsync(vo_view_addr(p.grad_mask), 0, (size_t)p.grad_mask->numel * sizeof(S), stream));
     if (st != VO_OK) return st;
   }
   const vo_view *w = p.weight;
@@ -417,8 +417,8 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
   if (product && p.batch > 0 && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK)
     return st;
   const vo_cuda_view grad = vo_cuda_view_of(p.grad);
-  S *grad_offset = static_cast<S *>(p.grad_offset->data);
-  S *grad_mask = static_cast<S *>(p.grad_mask->data);
+  S *grad_offset = static_cast<S *>(vo_view_addr(p.grad_offset));
+  S *grad_mask = static_cast<S *>(vo_view_addr(p.grad_mask));
   for (int64_t n = 0; n < p.batch; n++) {
     T *acc =
         direct ? reinterpret_cast<T *>(grad_input) + n * in_plane : reinterpret_cast<T *>(acc_ws);
@@ -480,11 +480,11 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
   if (p.out_channels > 0) {
     const unsigned int blocks = (unsigned int)(p.out_channels < 65535 ? p.out_channels : 65535);
     bias_grad_kernel<S>
-        <<<blocks, kThreads, 0, stream>>>(a, grad, static_cast<S *>(p.grad_bias->data));
+        <<<blocks, kThreads, 0, stream>>>(a, grad, static_cast<S *>(vo_view_addr(p.grad_bias)));
     if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
   }
   VO_DCN_LAUNCH(store_kernel<S>, p.out_channels * cgk, gw, p.out_channels * cgk,
-                static_cast<S *>(p.grad_weight->data));
+                static_cast<S *>(vo_view_addr(p.grad_weight)));
   return VO_OK;
 }
 

@@ -46,7 +46,7 @@ vo_status forward_run(const vo_exec *ex, cudaStream_t stream) {
   const int64_t n = p.out->numel;
   if (n == 0) return VO_OK;
   msra_forward_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
-      vo_cmsra_levels_of(&p), vo_cuda_view_of(p.rois), n, static_cast<S *>(p.out->data));
+      vo_cmsra_levels_of(&p), vo_cuda_view_of(p.rois), n, static_cast<S *>(vo_view_addr(p.out)));
   return vo_cuda_check_launch(ex);
 }
 

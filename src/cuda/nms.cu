@@ -156,8 +156,8 @@ template <typename T, typename K>
 vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
   const vo_nms_params &p = ex->p.nms;
   const int64_t n = p.boxes->shape[0];
-  int64_t *keep = static_cast<int64_t *>(p.keep->data);
-  int64_t *num_kept = static_cast<int64_t *>(p.num_kept->data);
+  int64_t *keep = static_cast<int64_t *>(vo_view_addr(p.keep));
+  int64_t *num_kept = static_cast<int64_t *>(vo_view_addr(p.num_kept));
   vo_status st;
 
   if (n == 0) return vo_cuda_check(ex, cudaMemsetAsync(num_kept, 0, sizeof(int64_t), stream));

@@ -76,7 +76,7 @@ inline vo_status vo_ps_check_mapping(const vo_exec *ex, vo_ps_args a, const vo_v
   const int64_t c = (o / (a.pooled_w * a.pooled_h)) % a.channels_out;
   const int64_t k = o / (a.pooled_w * a.pooled_h * a.channels_out);
   int32_t v = 0;
-  const int32_t *at = static_cast<const int32_t *>(m->data) + vo_cuda_offset(a.src, k, c, y, x);
+  const int32_t *at = static_cast<const int32_t *>(vo_view_addr(m)) + vo_cuda_offset(a.src, k, c, y, x);
   st = vo_cuda_check(ex, cudaMemcpyAsync(&v, at, sizeof v, cudaMemcpyDeviceToHost, stream));
   if (st == VO_OK) st = vo_cuda_check(ex, cudaStreamSynchronize(stream));
   if (st != VO_OK) return st;
@@ -92,7 +92,7 @@ vo_status vo_ps_forward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_v
                               const vo_view *mapping, cudaStream_t stream) {
   const int64_t n = out->numel;
   vo_ps_forward_kernel<Op, S><<<vo_cuda_blocks(n, kVoPsThreads), kVoPsThreads, 0, stream>>>(
-      a, n, static_cast<S *>(out->data), static_cast<int32_t *>(mapping->data));
+      a, n, static_cast<S *>(vo_view_addr(out)), static_cast<int32_t *>(vo_view_addr(mapping)));
   return vo_cuda_check_launch(ex);
 }
 
@@ -133,11 +133,11 @@ vo_status vo_ps_backward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_
   vo_status st;
   if (gather) {
     vo_ps_gather_kernel<Op, S><<<vo_cuda_blocks(n, kVoPsThreads), kVoPsThreads, 0, stream>>>(
-        a, n, static_cast<S *>(out->data));
+        a, n, static_cast<S *>(vo_view_addr(out)));
     return vo_cuda_check_launch(ex);
   }
   vo_cuda_workspace ws(ex);
-  T *acc = static_cast<T *>(out->data);
+  T *acc = static_cast<T *>(vo_view_addr(out));
   if (half) {
     acc = static_cast<T *>(ws.alloc((size_t)n * sizeof(float)));
     if (!acc) return VO_ERROR_OUT_OF_MEMORY;
@@ -151,7 +151,7 @@ vo_status vo_ps_backward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_
   }
   if (half) {
     vo_ps_convert_kernel<S><<<vo_cuda_blocks(n, kVoPsThreads), kVoPsThreads, 0, stream>>>(
-        reinterpret_cast<const float *>(acc), n, static_cast<S *>(out->data));
+        reinterpret_cast<const float *>(acc), n, static_cast<S *>(vo_view_addr(out)));
     if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
   }
   return VO_OK;

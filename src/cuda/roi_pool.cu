@@ -49,7 +49,7 @@ vo_status forward_run(const vo_exec *ex, cudaStream_t stream) {
   const int64_t n = p.out->numel;
   roi_pool_forward_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
       vo_crp_args_of(&p), vo_cuda_view_of(p.input), vo_cuda_view_of(p.rois), n,
-      static_cast<S *>(p.out->data), static_cast<int32_t *>(p.argmax_out->data));
+      static_cast<S *>(vo_view_addr(p.out)), static_cast<int32_t *>(vo_view_addr(p.argmax_out)));
   return vo_cuda_check_launch(ex);
 }
 
@@ -58,7 +58,7 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
   typedef typename vo_cuda_compute<S>::type T;
   const vo_roi_pool_params &p = ex->p.roi_pool;
   const int64_t n = p.out->numel, num_rois = p.rois->shape[0], ng = p.grad->numel;
-  S *out = static_cast<S *>(p.out->data);
+  S *out = static_cast<S *>(vo_view_addr(p.out));
   const vo_crp_args a = vo_crp_args_of(&p);
   const vo_cuda_view grad = vo_cuda_view_of(p.grad), rois = vo_cuda_view_of(p.rois);
   const vo_cuda_view argmax = vo_cuda_view_of(p.argmax);

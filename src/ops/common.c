@@ -231,7 +231,7 @@ vo_status vo_check_channel_mapping(const vo_exec *ex, int arg, int64_t ph, int64
   const vo_view *m = &ex->inputs[arg];
   if (m->device.device_type != kDLCPU && m->device.device_type != kDLCUDAHost) return VO_OK;
   if (!m->data) return VO_OK; /* shape inference without data (vo_infer) */
-  const int32_t *d = (const int32_t *)m->data;
+  const int32_t *d = (const int32_t *)vo_view_addr(m);
   for (int64_t k = 0; k < m->shape[0]; k++)
     for (int64_t c = 0; c < m->shape[1]; c++)
       for (int64_t y = 0; y < ph; y++)

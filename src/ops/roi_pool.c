@@ -76,7 +76,7 @@ static vo_status vo_check_argmax_data(const vo_exec *ex, int64_t hw) {
   const vo_view *a = &ex->inputs[ARG_B_ARGMAX];
   if (a->device.device_type != kDLCPU && a->device.device_type != kDLCUDAHost) return VO_OK;
   if (a->numel == 0 || !a->data) return VO_OK; /* no data: shape inference (vo_infer) */
-  const int32_t *d = a->data;
+  const int32_t *d = vo_view_addr(a);
   for (int64_t i0 = 0; i0 < a->shape[0]; i0++)
     for (int64_t i1 = 0; i1 < a->shape[1]; i1++)
       for (int64_t i2 = 0; i2 < a->shape[2]; i2++)

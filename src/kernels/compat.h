@@ -1,0 +1,74 @@
+/*
+ * The portable kernel dialect: what every header in src/kernels/ may use, so
+ * that one source compiles as C11 (the CPU's plain path and the host
+ * tests), as CUDA C++ (device code) and, through the next backend's compat
+ * header, as OpenCL C. Blender Cycles' kernel/device/<backend>/compat.h is
+ * the model. A portable header includes only this file and other portable
+ * headers; it never includes core/internal.h, uses no views, no vo_exec, no
+ * libc beyond <math.h>-style functions named below, no recursion, no
+ * function pointers, no variable-length arrays and no `static` data.
+ *
+ *   VO_KFN            qualifier of every portable function ("static inline";
+ *                     __host__ __device__ on CUDA)
+ *   VO_GLOBAL         address space of tensor memory in pointer types
+ *                     (empty in C and CUDA, __global in OpenCL)
+ *   int64_t, int32_t, uint32_t, uint16_t, uint8_t: index and storage types
+ *                     (OpenCL's long/int/... are typedef'd to these names)
+ *   VO_DT_F32 .. VO_DT_U8   dtype codes, the values of core/internal.h's vo_dtype
+ *   vo_k_f16_to_f32, vo_k_f32_to_f16, vo_k_bf16_to_f32, vo_k_f32_to_bf16:
+ *                     half-type bits <-> float, round to nearest even
+ *   vo_k_load_as_double(p, dtype, i): element i of a tensor of any floating
+ *                     or integer dtype (RoI coordinates, boxes) as double
+ *   vo_k_atomic_add_f32 / _f64: the fast backward's accumulation (atomic on
+ *                     devices; a plain += on the CPU, whose plain path
+ *                     gives each output element one owner)
+ *   vo_k_isfinite(double)
+ *
+ * Per-type code is written once and instantiated per dtype with
+ * kernels/dtype_begin.h / dtype_end.h (see there). Device kernels are
+ * written as "work item" functions of an index; each backend's glue runs
+ * them over its threads (a CUDA grid-stride loop, an OpenCL NDRange, the
+ * CPU's OpenMP loop).
+ */
+#ifndef VISIONOPS_KERNELS_COMPAT_H
+#define VISIONOPS_KERNELS_COMPAT_H
+
+#if defined(__OPENCL_VERSION__)
+#include "kernels/compat_opencl.h"
+#elif defined(__CUDACC__)
+#include "kernels/compat_cuda.h"
+#else
+#include "kernels/compat_c.h"
+#endif
+
+/* Dtype codes: the values of vo_dtype (core/internal.h checks they agree). */
+#define VO_DT_F32 1
+#define VO_DT_F64 2
+#define VO_DT_F16 3
+#define VO_DT_BF16 4
+#define VO_DT_I64 5
+#define VO_DT_I32 6
+#define VO_DT_U8 7
+#define VO_DT_BOOL 8
+#define VO_DT_I16 9
+#define VO_DT_I8 10
+
+VO_KFN int vo_k_isfinite(double v) { return v == v && v - v == 0; }
+
+/* Element i of a tensor of any float or integer dtype, as double (exact for
+ * every float dtype; integers below 2^53 in magnitude). */
+VO_KFN double vo_k_load_as_double(const VO_GLOBAL void *p, int dtype, int64_t i) {
+  switch (dtype) {
+    case VO_DT_F64: return ((const VO_GLOBAL double *)p)[i];
+    case VO_DT_F16: return (double)vo_k_f16_to_f32(((const VO_GLOBAL uint16_t *)p)[i]);
+    case VO_DT_BF16: return (double)vo_k_bf16_to_f32(((const VO_GLOBAL uint16_t *)p)[i]);
+    case VO_DT_I64: return (double)((const VO_GLOBAL int64_t *)p)[i];
+    case VO_DT_I32: return (double)((const VO_GLOBAL int32_t *)p)[i];
+    case VO_DT_I16: return (double)((const VO_GLOBAL int16_t *)p)[i];
+    case VO_DT_I8: return (double)((const VO_GLOBAL int8_t *)p)[i];
+    case VO_DT_U8: return (double)((const VO_GLOBAL uint8_t *)p)[i];
+    default: return (double)((const VO_GLOBAL float *)p)[i];
+  }
+}
+
+#endif /* VISIONOPS_KERNELS_COMPAT_H */

@@ -1,0 +1,25 @@
+/*
+ * The portable kernel dialect (kernels/compat.h) in C11: the CPU backend's
+ * plain path and host tests.
+ */
+#ifndef VISIONOPS_KERNELS_COMPAT_C_H
+#define VISIONOPS_KERNELS_COMPAT_C_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "core/half.h"
+
+#define VO_KFN static inline
+#define VO_GLOBAL
+
+VO_KFN float vo_k_f16_to_f32(uint16_t h) { return vo_f16_to_f32(h); }
+VO_KFN uint16_t vo_k_f32_to_f16(float f) { return vo_f32_to_f16(f); }
+VO_KFN float vo_k_bf16_to_f32(uint16_t h) { return vo_bf16_to_f32(h); }
+VO_KFN uint16_t vo_k_f32_to_bf16(float f) { return vo_f32_to_bf16(f); }
+
+/* The CPU's plain path gives every accumulated element one owning thread. */
+VO_KFN void vo_k_atomic_add_f32(float *p, float v) { *p += v; }
+VO_KFN void vo_k_atomic_add_f64(double *p, double v) { *p += v; }
+
+#endif /* VISIONOPS_KERNELS_COMPAT_C_H */

@@ -1,0 +1,22 @@
+/* Ends an instantiation begun by kernels/dtype_begin.h. */
+#undef VO_S
+#undef VO_T
+#undef VO_SN
+#undef VO_TN
+#undef VO_T_DEFINE
+#undef VO_LD
+#undef VO_ST
+#undef VO_T_CEIL
+#undef VO_T_FLOOR
+#undef VO_T_ROUND
+#undef VO_T_SQRT
+#undef VO_T_LOG2
+#undef VO_T_ATAN
+#undef VO_T_FABS
+#undef VO_T_EXP
+#undef VO_T_EPS
+#undef vo_t_atomic_add
+#undef VO_S_F32
+#undef VO_S_F64
+#undef VO_S_F16
+#undef VO_S_BF16
