@@ -619,6 +619,16 @@ static void context_errors(void) {
   CHECK(vo_context_set_deterministic(NULL, 1) == VO_ERROR_INVALID_ARGUMENT);
   CHECK(vo_context_set_workspace_limit(NULL, 1) == VO_ERROR_INVALID_ARGUMENT);
   CHECK(vo_context_set_cuda_stream(NULL, NULL) == VO_ERROR_INVALID_ARGUMENT);
+  /* One queue setter for every backend: a queue only where the backend has
+   * queues, a device type only where visionops has a backend. */
+  EXPECT_FAIL(vo_context_set_queue(ctx, kDLCPU, (void *)0x10), VO_ERROR_INVALID_ARGUMENT,
+              "the cpu backend has no queues", NULL);
+  CHECK_STATUS(vo_context_set_queue(ctx, kDLCPU, NULL), VO_OK);
+  EXPECT_FAIL(vo_context_set_queue(ctx, kDLVulkan, NULL), VO_ERROR_INVALID_ARGUMENT,
+              "no backend for device type 7", NULL);
+  EXPECT_FAIL(vo_context_set_queue(NULL, kDLCUDA, NULL), VO_ERROR_INVALID_ARGUMENT, "ctx", NULL);
+  CHECK_STATUS(vo_context_set_queue(ctx, kDLCUDA, (void *)0x10), VO_OK);
+  CHECK_STATUS(vo_context_set_cuda_stream(ctx, NULL), VO_OK);
   CHECK(vo_context_set_allocator(NULL, NULL) == VO_ERROR_INVALID_ARGUMENT);
   {
     vo_allocator half_alloc = {NULL, failing_free, NULL};

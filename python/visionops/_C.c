@@ -13,8 +13,9 @@
  *   shape_rules()               -> {name: shape rule}, where each output dimension comes
  *                                  from (syntax in src/ops/ops.def)
  *   backends()                  -> [(name, built, available, detail), ...]
+ *   device_types()              -> {backend name: DLPack device type}
  *   infer(op, args)             -> [(shape, dtype, (device_type, device_id)), ...]
- *   call(op, args, alloc, stream=0, num_threads=0, deterministic=False)
+ *   call(op, args, alloc, queue=0, num_threads=0, deterministic=False)
  *                               -> [output, ...], each made by alloc(shape, dtype, device)
  *
  * Errors: VisionOpsValueError (bad argument values or devices),
@@ -386,13 +387,13 @@ done:
  * GIL released. Returns the list of allocated outputs. */
 static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   (void)self;
-  static char *kwlist[] = {"op", "args", "alloc", "stream", "num_threads", "deterministic", NULL};
+  static char *kwlist[] = {"op", "args", "alloc", "queue", "num_threads", "deterministic", NULL};
   const char *name;
   PyObject *args, *alloc;
-  unsigned long long stream = 0;
+  unsigned long long queue = 0;
   int num_threads = 0, deterministic = 0;
   if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|Kip:call", kwlist, &name, &args, &alloc,
-                                   &stream, &num_threads, &deterministic))
+                                   &queue, &num_threads, &deterministic))
     return NULL;
   const vo_op_info *op = find_op(name);
   if (!op) return NULL;
@@ -431,7 +432,9 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   st = vo_context_create(&ctx);
   if (st == VO_OK) st = vo_context_set_num_threads(ctx, num_threads);
   if (st == VO_OK) st = vo_context_set_deterministic(ctx, deterministic);
-  if (st == VO_OK && stream) st = vo_context_set_cuda_stream(ctx, (void *)(uintptr_t)stream);
+  /* The queue (a CUDA stream, ...) of the outputs' device: the op's device. */
+  if (st == VO_OK && queue)
+    st = vo_context_set_queue(ctx, outs[0]->device.device_type, (void *)(uintptr_t)queue);
   if (st == VO_OK) {
     Py_BEGIN_ALLOW_THREADS st = vo_call(ctx, op, s->values, s->num_values, outs, n);
     Py_END_ALLOW_THREADS
@@ -500,16 +503,37 @@ static PyObject *py_backends(PyObject *self, PyObject *unused) {
   return list;
 }
 
+/* {backend name: DLPack device type}, for every backend the library knows. */
+static PyObject *py_device_types(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  PyObject *dict = PyDict_New();
+  for (int i = 0; dict && i < vo_backend_count(); i++) {
+    vo_backend_info b;
+    vo_status st = vo_backend_status(i, &b);
+    if (st != VO_OK) {
+      Py_DECREF(dict);
+      return raise_status(st);
+    }
+    PyObject *t = PyLong_FromLong((long)b.device_type);
+    if (!t || PyDict_SetItemString(dict, b.name, t) != 0) Py_CLEAR(dict);
+    Py_XDECREF(t);
+  }
+  return dict;
+}
+
 static PyMethodDef methods[] = {
     {"ops", py_ops, METH_NOARGS, "ops() -> [(name, schema, backward or None), ...]"},
     {"shape_rules", py_shape_rules, METH_NOARGS,
      "shape_rules() -> {name: rule}: where each output dimension of each op comes from"},
     {"backends", py_backends, METH_NOARGS, "backends() -> [(name, built, available, detail), ...]"},
+    {"device_types", py_device_types, METH_NOARGS,
+     "device_types() -> {backend name: DLPack device type}"},
     {"infer", py_infer, METH_VARARGS,
      "infer(op, args) -> [(shape, dtype, (device_type, device_id)), ...]: the outputs op "
      "would produce; tensors may be spec dicts without data"},
     {"call", (PyCFunction)(void (*)(void))py_call, METH_VARARGS | METH_KEYWORDS,
-     "call(op, args, alloc, stream=0, num_threads=0, deterministic=False) -> outputs: "
+     "call(op, args, alloc, queue=0, num_threads=0, deterministic=False) -> outputs: "
      "alloc(shape, dtype, device) creates each output in the caller's framework"},
     {NULL, NULL, 0, NULL},
 };

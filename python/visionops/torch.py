@@ -1,7 +1,8 @@
 """PyTorch integration: every op of the C library registered with
 torch.library in the "visionops" namespace, generated from the library's own
-schema list. Each op gets CPU and CUDA kernels (tensors through DLPack,
-outputs from torch.empty, CUDA work on the current stream), a Meta kernel
+schema list. Each op gets a kernel for every backend of the library that
+torch has tensors for (CPU, CUDA: tensors through DLPack, outputs from
+torch.empty, device work on the current stream), a Meta kernel
 (the library's checks without data, output shapes from the library's shape
 rules, so symbolic sizes under torch.export / torch.compile(dynamic=True)
 stay symbolic), and, where the registry names a backward op, an autograd
@@ -27,8 +28,25 @@ _DTYPES = {
     "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
 }
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
-_KDL_CPU, _KDL_CUDA = 1, 2
 _CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy: torch's default stream is the legacy one
+
+# What torch calls the library's backends: for each backend torch has
+# tensors for, its dispatch key, and the queue torch's current work on a
+# device of that type runs on (0 where the backend has no queues). The
+# backends themselves come from the library's list (_C.device_types()); one
+# torch does not know (OpenCL) is simply not registered here.
+_TORCH_BACKENDS = {
+    "cpu": ("CPU", lambda device: 0),
+    "cuda": ("CUDA",
+             lambda device: torch.cuda.current_stream(device).cuda_stream or _CUDA_STREAM_LEGACY),
+}
+_BACKEND_OF_DEVICE_TYPE = {t: name for name, t in _C.device_types().items()}
+_KDL_CPU = _C.device_types()["cpu"]
+
+
+def _dispatch_keys():
+    """The torch dispatch keys of the library's backends torch knows."""
+    return [_TORCH_BACKENDS[name][0] for name in _C.device_types() if name in _TORCH_BACKENDS]
 
 _lib = torch.library.Library("visionops", "DEF")
 
@@ -69,13 +87,11 @@ def _first_tensor(args):
 
 
 def _alloc(shape, dtype, device):
-    if device[0] == _KDL_CUDA:
-        dev = torch.device("cuda", device[1])
-    elif device[0] == _KDL_CPU:
-        dev = torch.device("cpu")
-    else:
+    name = _BACKEND_OF_DEVICE_TYPE.get(device[0])
+    if name not in _TORCH_BACKENDS:
         raise VisionOpsError("visionops: outputs on DLPack device type %d are not supported"
                              % device[0])
+    dev = torch.device("cpu") if name == "cpu" else torch.device(name, device[1])
     return torch.empty(shape, dtype=_DTYPES[dtype], device=dev)
 
 
@@ -118,8 +134,8 @@ def _make_kernel(schema):
         args = [_borrow(name, a.name, v) for a, v in zip(schema.args, args)]
         if first is not None and first.is_cuda:
             with torch.cuda.device(first.device):
-                stream = torch.cuda.current_stream(first.device).cuda_stream or _CUDA_STREAM_LEGACY
-                outs = _C.call(name, args, _alloc, stream, 0, _deterministic())
+                queue = _TORCH_BACKENDS["cuda"][1](first.device)
+                outs = _C.call(name, args, _alloc, queue, 0, _deterministic())
         else:
             outs = _C.call(name, args, _alloc, 0, _core.get_num_threads(), _deterministic())
         return _pack(schema, outs)
@@ -676,8 +692,8 @@ def _register_kept():
     for name, (text, fixed_name) in NMS_KEPT.items():
         _lib.define(text)
         kernel = _make_kept_kernel(fixed_name)
-        _lib.impl(name, kernel, "CPU")
-        _lib.impl(name, kernel, "CUDA")
+        for key in _dispatch_keys():
+            _lib.impl(name, kernel, key)
         if _register_fake is not None:
             _register_fake("visionops::" + name, _make_kept_fake(fixed_name), lib=_lib)
         else:  # torch 1.13: Meta tensors cannot carry a data-dependent size
@@ -722,7 +738,8 @@ def _register_batching_rules():
 #   MultiScaleRoIAlign returns.
 # torch 1.13 knows AutocastCPU (bfloat16 only) and AutocastCUDA too.
 
-_AUTOCAST_KEYS = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
+_AUTOCAST_KEYS = {name: "Autocast" + _TORCH_BACKENDS[name][0] for name in _C.device_types()
+                  if name in _TORCH_BACKENDS}
 
 
 def _autocast_dtype(device_type):
@@ -778,8 +795,8 @@ def _register():
     for name, schema in _core.SCHEMAS.items():
         _lib.define(schema.text)
         kernel = _make_kernel(schema)
-        _lib.impl(name, kernel, "CPU")
-        _lib.impl(name, kernel, "CUDA")
+        for key in _dispatch_keys():
+            _lib.impl(name, kernel, key)
         _lib.impl(name, _make_meta(schema), "Meta")
     backward_ops = _forward_ops()
     for name, schema in _core.SCHEMAS.items():
