@@ -33,7 +33,7 @@
 #ifndef VISIONOPS_KERNELS_COMPAT_H
 #define VISIONOPS_KERNELS_COMPAT_H
 
-#if defined(__OPENCL_VERSION__)
+#if defined(__OPENCL_C_VERSION__)
 #include "kernels/compat_opencl.h"
 #elif defined(__CUDACC__)
 #include "kernels/compat_cuda.h"

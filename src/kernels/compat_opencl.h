@@ -1,0 +1,68 @@
+/*
+ * The portable kernel dialect (kernels/compat.h) in OpenCL C 1.2: the
+ * OpenCL backend (issue 14) compiles src/kernels/ with it at run time;
+ * the test kernels_opencl_c compiles every portable header with it today
+ * (clang -x cl), so the dialect stays OpenCL C. Needs cl_khr_fp64 for the
+ * float64 instantiations and vo_k_load_as_double, and
+ * cl_khr_int64_base_atomics for vo_k_atomic_add_f64.
+ */
+#ifndef VISIONOPS_KERNELS_COMPAT_OPENCL_H
+#define VISIONOPS_KERNELS_COMPAT_OPENCL_H
+
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+
+typedef long int64_t;
+typedef int int32_t;
+typedef short int16_t;
+typedef char int8_t;
+typedef ulong uint64_t;
+typedef uint uint32_t;
+typedef ushort uint16_t;
+typedef uchar uint8_t;
+
+#define VO_KFN static inline
+#define VO_GLOBAL __global
+
+/* C's float-suffixed math names; OpenCL's built-ins are overloaded. */
+#define ceilf ceil
+#define floorf floor
+#define roundf round
+#define sqrtf sqrt
+#define log2f log2
+#define atanf atan
+#define fabsf fabs
+#define expf exp
+
+/* Half-type conversions on bits (no cl_khr_fp16 needed), round to nearest
+ * even, NaN kept quiet: the same results as core/half.h. */
+VO_KFN float vo_k_bf16_to_f32(uint16_t h) { return as_float((uint32_t)h << 16); }
+
+VO_KFN uint16_t vo_k_f32_to_bf16(float f) {
+  uint32_t u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+VO_KFN float vo_k_f16_to_f32(uint16_t h) { return vload_half(0, (const __private half *)&h); }
+
+VO_KFN uint16_t vo_k_f32_to_f16(float f) {
+  uint16_t h;
+  vstore_half_rte(f, 0, (__private half *)&h);
+  return h;
+}
+
+VO_KFN void vo_k_atomic_add_f32(volatile __global float *p, float v) {
+  volatile __global uint *q = (volatile __global uint *)p;
+  uint old = *q, seen;
+  while ((seen = atomic_cmpxchg(q, old, as_uint(as_float(old) + v))) != old) old = seen;
+}
+
+VO_KFN void vo_k_atomic_add_f64(volatile __global double *p, double v) {
+  volatile __global ulong *q = (volatile __global ulong *)p;
+  ulong old = *q, seen;
+  while ((seen = atom_cmpxchg(q, old, as_ulong(as_double(old) + v))) != old) old = seen;
+}
+
+#endif /* VISIONOPS_KERNELS_COMPAT_OPENCL_H */
