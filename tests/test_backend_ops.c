@@ -424,7 +424,7 @@ static void mixed_devices(const vs_sample *s, const vo_tensor_desc *descs) {
 static const struct {
   vs_variant variant;
   uint64_t seed;
-} runs[] = {{VS_RANDOM, 0}, {VS_RANDOM, 1}, {VS_RANDOM, 2}, {VS_EDGE, 0}, {VS_EDGE, 1}};
+} runs[] = {{VS_RANDOM, 0}, {VS_RANDOM, 1}, {VS_RANDOM, 2}, {VS_RANDOM, 3}, {VS_EDGE, 0}, {VS_EDGE, 1}};
 #define NUM_RUNS ((int)(sizeof runs / sizeof runs[0]))
 
 typedef struct op_stats {

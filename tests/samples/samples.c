@@ -31,19 +31,23 @@ static int64_t shape_numel(int ndim, const int64_t *shape) {
 
 /* ------------------------------------------------------------ the sample */
 
-/* A host tensor owned by the sample (strided when the sample asks for it:
- * every other innermost element, one element of byte offset); its index. */
+/* A host tensor owned by the sample, laid out as the sample says; its index. */
 static int add_values(vs_sample *s, DLDataType dt, int ndim, const int64_t *shape,
                       const double *values) {
   if (s->num_tensors == VS_MAX_TENSORS) die("too many tensors in one sample", s->label);
   vt_tensor *t;
-  if (s->strided && ndim > 0) {
+  if (s->layout == VS_STRIDED && ndim > 0) {
     int64_t strides[VO_MAX_DIMS], step = 2;
     for (int d = ndim - 1; d >= 0; d--) {
       strides[d] = step;
       step *= shape[d] > 0 ? shape[d] : 1;
     }
     t = vt_tensor_strided(dt, ndim, shape, strides, vt_dtype_bytes(dt), values);
+  } else if (s->layout == VS_CHANNELS_LAST && ndim == 4) {
+    const int64_t c = shape[1] > 0 ? shape[1] : 1, w = shape[3] > 0 ? shape[3] : 1;
+    const int64_t h = shape[2] > 0 ? shape[2] : 1;
+    const int64_t strides[4] = {h * w * c, 1, w * c, c};
+    t = vt_tensor_strided(dt, ndim, shape, strides, 0, values);
   } else {
     t = vt_tensor_new(dt, ndim, shape, values);
   }
@@ -270,6 +274,7 @@ static roi_problem roi_problem_of(vs_variant variant, uint64_t seed, int64_t cha
       {2, 5, 13, 11, 17, 3, 2, 2, 0, 0.5, ROIS_MIXED},
       {1, 3, 7, 9, 1, 1, 1, 0, 1, 1.0, ROIS_MIXED},
       {3, 4, 17, 15, 40, 2, 3, -1, 1, 0.25, ROIS_MIXED},
+      {2, 16, 12, 10, 23, 2, 2, 2, 1, 0.5, ROIS_MIXED},
   };
   static const roi_problem edge_problems[VS_EDGE_SEEDS] = {
       {2, 3, 9, 8, 0, 2, 2, 2, 1, 0.5, ROIS_DEGENERATE},
@@ -325,10 +330,10 @@ static int forward_second_output(vs_sample *s, const char *op_name, const vo_val
   vo_tensor_desc d[2];
   if (!op || vo_infer(NULL, op, args, nargs, d, 2) != VO_OK) die(op_name, vo_last_error());
   vt_tensor *out = vt_tensor_new(d[0].dtype, d[0].ndim, d[0].shape, NULL);
-  const int saved = s->strided;
-  s->strided = 0; /* the forward writes contiguous outputs */
+  const vs_layout saved = s->layout;
+  s->layout = VS_CONTIGUOUS; /* the forward writes contiguous outputs */
   const int t = add_values(s, d[1].dtype, d[1].ndim, d[1].shape, NULL);
-  s->strided = saved;
+  s->layout = saved;
   DLTensor *outs[2] = {&out->dl, &s->tensors[t]->dl};
   if (vo_call(NULL, op, args, nargs, outs, 2) != VO_OK) die(op_name, vo_last_error());
   vt_tensor_free(out);
@@ -349,8 +354,8 @@ typedef struct vs_params {
  * scores; edge: none, or degenerate boxes with equal scores; model: 6000
  * detections with distinct scores (log-spaced, distinct in float16 too). */
 static void build_nms_common(vs_sample *s, const vs_params *q, int batched) {
-  static const int64_t random_counts[VS_RANDOM_SEEDS] = {97, 0, 1031};
-  static const double thresholds[VS_RANDOM_SEEDS] = {0.5, 0.3, 0.7};
+  static const int64_t random_counts[VS_RANDOM_SEEDS] = {97, 0, 1031, 300};
+  static const double thresholds[VS_RANDOM_SEEDS] = {0.5, 0.3, 0.7, 0.45};
   int64_t n = 6;
   double threshold = 0.5;
   box_kind kind = BOXES_SMALL;
@@ -400,7 +405,8 @@ static void sample_batched_nms(vs_sample *s, const vs_params *q) { build_nms_com
 
 /* The IoU ops (and, with `grad`, their backward: grad [N, M] first). */
 static void build_iou_common(vs_sample *s, const vs_params *q, int eps, int grad) {
-  static const int64_t random_n[VS_RANDOM_SEEDS] = {37, 0, 129}, random_m[VS_RANDOM_SEEDS] = {53, 9, 1};
+  static const int64_t random_n[VS_RANDOM_SEEDS] = {37, 0, 129, 64},
+                       random_m[VS_RANDOM_SEEDS] = {53, 9, 1, 40};
   int64_t n = 4, m = 5;
   box_kind kind = BOXES_SMALL;
   if (q->variant == VS_RANDOM) {
@@ -448,7 +454,9 @@ static void sample_complete_box_iou_backward(vs_sample *s, const vs_params *q) {
   build_iou_common(s, q, 1, 1);
 }
 
-static int map_ties(const vs_params *q) { return q->variant == VS_RANDOM && q->seed % 3 == 1; }
+static int map_ties(const vs_params *q) {
+  return q->variant == VS_RANDOM && q->seed % VS_RANDOM_SEEDS == 1;
+}
 
 static void sample_roi_align(vs_sample *s, const vs_params *q) {
   const roi_problem p = roi_problem_of(q->variant, q->seed, 0);
@@ -564,7 +572,7 @@ static void sample_ps_roi_pool_backward(vs_sample *s, const vs_params *q) {
  * edge: no RoIs, or degenerate ones; small: two levels 8x8 and 4x4;
  * model: P2..P5 of an 800x1216 image, 256 channels, 512 RoIs. */
 static void build_msra_common(vs_sample *s, const vs_params *q, int backward) {
-  static const int random_levels[VS_RANDOM_SEEDS] = {4, 1, 3};
+  static const int random_levels[VS_RANDOM_SEEDS] = {4, 1, 3, 2};
   roi_problem p = roi_problem_of(q->variant, q->seed, 0);
   int nl = 3;
   int64_t img_h = 98, img_w = 130, first_stride = 4;
@@ -637,6 +645,7 @@ static dcn_problem dcn_problem_of(vs_variant variant, uint64_t seed) {
       {2, 4, 9, 7, 6, 3, 2, 2, 1, 1, 0, 2, 1, 2, 2, 1, 1, 3, 0},
       {1, 3, 5, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 3, 0},
       {3, 6, 11, 10, 6, 3, 3, 1, 2, 2, 1, 1, 2, 3, 3, 1, 0, 3, 0},
+      {2, 8, 8, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 3, 0},
   };
   static const dcn_problem edge_problems[VS_EDGE_SEEDS] = {
       {2, 4, 6, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 3, 1},  /* on the grid */
@@ -730,7 +739,8 @@ void vs_build(vs_sample *s, int op_index, vs_variant variant, DLDataType dtype, 
   s->shape_tensor = -1;
   s->num_outputs = op->num_outputs;
   for (int i = 0; i < VS_MAX_ARGS; i++) s->tensor_of[i] = -1;
-  s->strided = variant == VS_RANDOM && seed % VS_RANDOM_SEEDS == 2;
+  if (variant == VS_RANDOM && seed % VS_RANDOM_SEEDS == 2) s->layout = VS_STRIDED;
+  if (variant == VS_RANDOM && seed % VS_RANDOM_SEEDS == 3) s->layout = VS_CHANNELS_LAST;
   vt_rng rng;
   vt_rng_seed(&rng, 7919u * (uint64_t)(op_index + 1) + 101u * (uint64_t)variant +
                         1000003u * (uint64_t)dtype.bits + 13u * (uint64_t)dtype.code + seed);

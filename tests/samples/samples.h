@@ -21,7 +21,8 @@
 
 typedef enum vs_variant {
   /* Realistic random inputs of odd sizes; seed % VS_RANDOM_SEEDS picks the
-   * problem (seed 2: strided tensors with a byte offset). */
+   * problem (seed 2: strided tensors with a byte offset; seed 3: channels-last
+   * maps of enough channels for the CPU's vectorised paths). */
   VS_RANDOM,
   /* Edge cases: seed % VS_EDGE_SEEDS is 0 for empty inputs (no boxes, no
    * RoIs), 1 for degenerate ones (zero-area and reversed boxes and RoIs,
@@ -36,8 +37,14 @@ typedef enum vs_variant {
   VS_NUM_VARIANTS
 } vs_variant;
 
-#define VS_RANDOM_SEEDS 3
+#define VS_RANDOM_SEEDS 4
 #define VS_EDGE_SEEDS 2
+
+typedef enum vs_layout {
+  VS_CONTIGUOUS,
+  VS_STRIDED,      /* every other innermost element, one element of byte offset */
+  VS_CHANNELS_LAST /* 4-d tensors [N,C,H,W] with NHWC strides */
+} vs_layout;
 
 /* One call of an op: its arguments, whose tensors (host) the sample owns,
  * so a runner can place them on any device. */
@@ -57,7 +64,7 @@ typedef struct vs_sample {
   int num_outputs;  /* the schema's count, or the list output's length */
   int rois_tensor;  /* tensor index of the RoIs, or -1 */
   int shape_tensor; /* a tensor whose wrong shape is an argument error, or -1 */
-  int strided;      /* tensors are laid out with strides and a byte offset */
+  vs_layout layout; /* of the tensors the sample makes */
   const char *note; /* what the variant is about, for tables */
 } vs_sample;
 
