@@ -43,7 +43,7 @@ static int ends_with(const char *s, const char *suffix) {
 typedef struct target {
   char name[32];             /* "cpu-avx2", "cuda" */
   const vo_backend *backend; /* its memory functions place tensors */
-  int exact; /* results must be bit-identical to the reference's */
+  int exact;                 /* results must be bit-identical to the reference's */
   DLDevice device;
   vo_context *ctx;           /* default settings */
   vo_context *deterministic; /* vo_context_set_deterministic(1) */
@@ -56,7 +56,8 @@ static vo_context *plain_ctx; /* the reference: the CPU's plain path */
 
 static vo_context *new_context(int deterministic, vo_isa isa) {
   vo_context *ctx = NULL;
-  if (vo_context_create(&ctx) != VO_OK || vo_context_set_deterministic(ctx, deterministic) != VO_OK ||
+  if (vo_context_create(&ctx) != VO_OK ||
+      vo_context_set_deterministic(ctx, deterministic) != VO_OK ||
       vo_context_set_isa(ctx, isa) != VO_OK) {
     fprintf(stderr, "test_backend_ops: cannot set up a context: %s\n", vo_last_error());
     exit(2);
@@ -216,9 +217,8 @@ static void run_sample(const vs_sample *s, const vo_tensor_desc *descs, const vo
   snprintf(r->error, sizeof r->error, "%s", r->status == VO_OK ? "" : vo_last_error());
   r->num_outputs = s->num_outputs;
   for (int k = 0; k < s->num_outputs; k++) {
-    if (out_t &&
-        out_t->backend->copy_to_host(out_t->device, host_out[k]->mem, out[k]->mem, 0,
-                                     host_out[k]->mem_bytes, NULL) != VO_OK)
+    if (out_t && out_t->backend->copy_to_host(out_t->device, host_out[k]->mem, out[k]->mem, 0,
+                                              host_out[k]->mem_bytes, NULL) != VO_OK)
       die_backend(out_t, "copy_to_host (a kernel fault shows here)");
     r->out[k] = host_out[k];
     unplace(out[k]);
@@ -240,8 +240,7 @@ static int is_float(DLDataType dt) { return dt.code == kDLFloat || dt.code == kD
 static double compare_output(const vs_sample *s, const char *what, int exact, int k,
                              const vt_tensor *want, const vt_tensor *got) {
   const DLDataType dt = want->dl.dtype;
-  const vs_tolerance tol =
-      exact ? (vs_tolerance){0, 0} : vs_tolerance_of(s->op->index, k, dt);
+  const vs_tolerance tol = exact ? (vs_tolerance){0, 0} : vs_tolerance_of(s->op->index, k, dt);
   const int64_t n = vt_numel(&want->dl);
   double worst = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -424,7 +423,8 @@ static void mixed_devices(const vs_sample *s, const vo_tensor_desc *descs) {
 static const struct {
   vs_variant variant;
   uint64_t seed;
-} runs[] = {{VS_RANDOM, 0}, {VS_RANDOM, 1}, {VS_RANDOM, 2}, {VS_RANDOM, 3}, {VS_EDGE, 0}, {VS_EDGE, 1}};
+} runs[] = {{VS_RANDOM, 0}, {VS_RANDOM, 1}, {VS_RANDOM, 2},
+            {VS_RANDOM, 3}, {VS_EDGE, 0},   {VS_EDGE, 1}};
 #define NUM_RUNS ((int)(sizeof runs / sizeof runs[0]))
 
 typedef struct op_stats {
@@ -498,11 +498,11 @@ static void test_op(const vo_op_info *op) {
     }
     for (int t = 0; supported && t < num_targets; t++)
       if (targets[t].exact)
-      printf("  %-32s %-9s %-9s %d samples, bit-identical checked\n", op->name,
-             vt_dtype_name(dt), targets[t].name, stats[t].samples);
-    else
-      printf("  %-32s %-9s %-9s %d samples, worst relative error %.3g\n", op->name,
-             vt_dtype_name(dt), targets[t].name, stats[t].samples, stats[t].worst);
+        printf("  %-32s %-9s %-9s %d samples, bit-identical checked\n", op->name, vt_dtype_name(dt),
+               targets[t].name, stats[t].samples);
+      else
+        printf("  %-32s %-9s %-9s %d samples, worst relative error %.3g\n", op->name,
+               vt_dtype_name(dt), targets[t].name, stats[t].samples, stats[t].worst);
   }
 }
 
@@ -599,8 +599,8 @@ static void large_output(const target *t) {
       DLTensor hr = dl_at(h_rois + (big_k - LAST) * 5, 0, host_dev, vt_f16, 2, lrs);
       DLTensor ho = dl_at(cpu_out, 0, host_dev, vt_f16, 4, los);
       CHECK_STATUS(vo_roi_align(plain_ctx, &hin, &hr, 1.0, BIG_P, BIG_P, 1, 1, &ho), VO_OK);
-      if (be->copy_to_host(dev, dev_out, d_big, (uint64_t)((big_k - LAST) * row) * es,
-                           last_n * es, NULL) != VO_OK)
+      if (be->copy_to_host(dev, dev_out, d_big, (uint64_t)((big_k - LAST) * row) * es, last_n * es,
+                           NULL) != VO_OK)
         die_backend(t, "copy_to_host");
       int64_t mismatch = -1, nonzero = 0;
       for (size_t i = 0; i < last_n && mismatch < 0; i++) {

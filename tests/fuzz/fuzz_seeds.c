@@ -34,8 +34,8 @@ static void put_u8(enc *e, uint8_t b) { put(e, &b, 1); }
 static uint8_t dtype_code(const enc *e, DLDataType t) {
   static const struct {
     uint8_t code, bits, fuzz;
-  } table[] = {{kDLFloat, 32, FUZZ_F32}, {kDLFloat, 64, FUZZ_F64}, {kDLFloat, 16, FUZZ_F16},
-               {kDLBfloat, 16, FUZZ_BF16}, {kDLInt, 64, FUZZ_I64}, {kDLInt, 32, FUZZ_I32},
+  } table[] = {{kDLFloat, 32, FUZZ_F32},   {kDLFloat, 64, FUZZ_F64}, {kDLFloat, 16, FUZZ_F16},
+               {kDLBfloat, 16, FUZZ_BF16}, {kDLInt, 64, FUZZ_I64},   {kDLInt, 32, FUZZ_I32},
                {kDLInt, 16, FUZZ_I16},     {kDLUInt, 8, FUZZ_U8}};
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (t.code == table[i].code && t.bits == table[i].bits && t.lanes == 1) return table[i].fuzz;

@@ -70,9 +70,7 @@ static void push_arg(vs_sample *s, vo_value v, int tensor) {
   s->tensor_of[s->num_args] = tensor;
   s->args[s->num_args++] = v;
 }
-static void arg_tensor(vs_sample *s, int t) {
-  push_arg(s, vo_tensor_value(&s->tensors[t]->dl), t);
-}
+static void arg_tensor(vs_sample *s, int t) { push_arg(s, vo_tensor_value(&s->tensors[t]->dl), t); }
 static void arg_none(vs_sample *s) { push_arg(s, vo_tensor_value(NULL), -1); }
 static void arg_float(vs_sample *s, double f) { push_arg(s, vo_float_value(f), -1); }
 static void arg_int(vs_sample *s, int64_t i) { push_arg(s, vo_int_value(i), -1); }
@@ -128,9 +126,9 @@ static void gen_boxes_degenerate(vt_rng *rng, int64_t n, double *b) {
     const double w = (double)(1 + vt_rng_int(rng, 20)), h = (double)(1 + vt_rng_int(rng, 20));
     r[0] = x, r[1] = y, r[2] = x + w, r[3] = y + h;
     switch (i % 8) {
-      case 0: r[2] = r[0]; break;               /* zero width */
-      case 1: r[3] = r[1]; break;               /* zero height */
-      case 2: r[2] = r[0], r[3] = r[1]; break;  /* a point */
+      case 0: r[2] = r[0]; break;                /* zero width */
+      case 1: r[3] = r[1]; break;                /* zero height */
+      case 2: r[2] = r[0], r[3] = r[1]; break;   /* a point */
       case 3: r[2] = x - w, r[3] = y - h; break; /* reversed */
       case 4:
         if (i > 0) memcpy(r, b + 4 * (i - 1), sizeof(double) * 4); /* duplicate */
@@ -164,7 +162,8 @@ static void gen_boxes_detections(vt_rng *rng, int64_t n, double *b) {
   double *centre = xmalloc(sizeof(double) * (size_t)(4 * m));
   for (int64_t j = 0; j < m; j++) {
     centre[4 * j] = vt_rng_uniform(rng, 0, 800), centre[4 * j + 1] = vt_rng_uniform(rng, 0, 800);
-    centre[4 * j + 2] = vt_rng_uniform(rng, 10, 200), centre[4 * j + 3] = vt_rng_uniform(rng, 10, 200);
+    centre[4 * j + 2] = vt_rng_uniform(rng, 10, 200),
+                   centre[4 * j + 3] = vt_rng_uniform(rng, 10, 200);
   }
   for (int64_t i = 0; i < n; i++) {
     const double *c = centre + 4 * vt_rng_int(rng, m);
@@ -188,10 +187,10 @@ static void gen_boxes(box_kind kind, vt_rng *rng, int64_t n, double *b) {
 }
 
 typedef enum roi_kind {
-  ROIS_MIXED,      /* inside, partly outside, wholly outside, tiny, huge, reversed */
-  ROIS_DEGENERATE, /* zero-size, points, reversed, on the border, outside */
-  ROIS_SMALL,      /* inside the map */
-  ROIS_MODEL,      /* log-uniform sizes 8..400 pixels, some past the image's border */
+  ROIS_MIXED,       /* inside, partly outside, wholly outside, tiny, huge, reversed */
+  ROIS_DEGENERATE,  /* zero-size, points, reversed, on the border, outside */
+  ROIS_SMALL,       /* inside the map */
+  ROIS_MODEL,       /* log-uniform sizes 8..400 pixels, some past the image's border */
   ROIS_MODEL_INSIDE /* the same inside 70% of the image (clear of the last row/col) */
 } roi_kind;
 
@@ -230,13 +229,13 @@ static void gen_rois(const roi_problem *p, vt_rng *rng, double *r) {
       const double x = floor(vt_rng_uniform(rng, 0, mw)), y = floor(vt_rng_uniform(rng, 0, mh));
       q[1] = x, q[2] = y, q[3] = x + 2 / p->scale, q[4] = y + 2 / p->scale;
       switch (i % 7) {
-        case 0: q[3] = q[1]; break;                       /* zero width */
-        case 1: q[1] = q[3] = x, q[2] = q[4] = y; break;  /* a point */
-        case 2: q[3] = x - 3, q[4] = y - 3; break;        /* reversed */
+        case 0: q[3] = q[1]; break;                                        /* zero width */
+        case 1: q[1] = q[3] = x, q[2] = q[4] = y; break;                   /* a point */
+        case 2: q[3] = x - 3, q[4] = y - 3; break;                         /* reversed */
         case 3: q[1] = mw - 1, q[3] = mw, q[2] = mh - 1, q[4] = mh; break; /* last pixel */
-        case 4: q[1] = -mw, q[3] = -1, q[2] = -mh, q[4] = -1; break; /* wholly outside */
-        case 5: q[1] = 0, q[2] = 0, q[3] = mw, q[4] = mh; break;     /* the whole map */
-        default: break;                                               /* 2x2 pixels */
+        case 4: q[1] = -mw, q[3] = -1, q[2] = -mh, q[4] = -1; break;       /* wholly outside */
+        case 5: q[1] = 0, q[2] = 0, q[3] = mw, q[4] = mh; break;           /* the whole map */
+        default: break;                                                    /* 2x2 pixels */
       }
     } else if (p->rois == ROIS_SMALL) {
       const double x = vt_rng_uniform(rng, 0, mw / 2), y = vt_rng_uniform(rng, 0, mh / 2);
@@ -282,8 +281,8 @@ static roi_problem roi_problem_of(vs_variant variant, uint64_t seed, int64_t cha
   };
   static const roi_problem small = {2, 4, 8, 8, 3, 2, 2, 2, 1, 1.0, ROIS_SMALL};
   static const roi_problem model = {2, 256, 50, 68, 512, 7, 7, 2, 1, 1.0 / 16, ROIS_MODEL};
-  roi_problem p = variant == VS_RANDOM ? random_problems[seed % VS_RANDOM_SEEDS]
-                  : variant == VS_EDGE ? edge_problems[seed % VS_EDGE_SEEDS]
+  roi_problem p = variant == VS_RANDOM  ? random_problems[seed % VS_RANDOM_SEEDS]
+                  : variant == VS_EDGE  ? edge_problems[seed % VS_EDGE_SEEDS]
                   : variant == VS_SMALL ? small
                                         : model;
   if (channel_groups > 0) {
@@ -378,7 +377,9 @@ static void build_nms_common(vs_sample *s, const vs_params *q, int batched) {
     sc[i] = q->variant == VS_EDGE     ? 0.5
             : q->variant == VS_RANDOM ? floor(vt_rng_uniform(q->rng, 0, 8)) / 8
                                       : vt_rng_uniform(q->rng, 0, 1);
-    ids[i] = (double)vt_rng_int(q->rng, q->variant == VS_MODEL ? 80 : q->variant == VS_SMALL ? 3 : 5);
+    ids[i] = (double)vt_rng_int(q->rng, q->variant == VS_MODEL   ? 80
+                                        : q->variant == VS_SMALL ? 3
+                                                                 : 5);
   }
   if (q->variant == VS_MODEL) { /* a permutation of log-spaced scores */
     for (int64_t i = 0; i < n; i++) sc[i] = exp2((double)i * (15.0 / (double)n) - 5);
@@ -653,8 +654,8 @@ static dcn_problem dcn_problem_of(vs_variant variant, uint64_t seed) {
   };
   static const dcn_problem small = {1, 2, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
   static const dcn_problem model = {4, 64, 33, 33, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0};
-  return variant == VS_RANDOM ? random_problems[seed % VS_RANDOM_SEEDS]
-         : variant == VS_EDGE ? edge_problems[seed % VS_EDGE_SEEDS]
+  return variant == VS_RANDOM  ? random_problems[seed % VS_RANDOM_SEEDS]
+         : variant == VS_EDGE  ? edge_problems[seed % VS_EDGE_SEEDS]
          : variant == VS_SMALL ? small
                                : model;
 }

@@ -120,9 +120,10 @@ int main(int argc, char **argv) {
     for (int d = 0; d < num_dtypes; d++) {
       vs_sample s;
       vs_build(&s, i, variant, *dtypes[d], 0);
-      fprintf(f, "%s  {\"op\": \"%s\", \"dtype\": \"%s\", \"variant\": \"%s\", \"num_outputs\": %d, ",
-              count++ ? ",\n" : "", s.op->name, vt_dtype_name(*dtypes[d]),
-              vs_variant_name(variant), s.num_outputs);
+      fprintf(f,
+              "%s  {\"op\": \"%s\", \"dtype\": \"%s\", \"variant\": \"%s\", \"num_outputs\": %d, ",
+              count++ ? ",\n" : "", s.op->name, vt_dtype_name(*dtypes[d]), vs_variant_name(variant),
+              s.num_outputs);
       fprintf(f, "\"note\": \"%s\", \"args\": [", s.note ? s.note : "");
       for (int a = 0; a < s.num_args; a++) {
         if (a) fputs(", ", f);
