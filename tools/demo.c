@@ -534,7 +534,6 @@ static void case_bind(op_case *c) {
 
 /* Everything a builder may draw on. */
 typedef struct demo_inputs {
-  const vo_context *ctx;
   const scene *s;
   const roi_inputs *roi;
 } demo_inputs;
@@ -1173,7 +1172,7 @@ int demo_run(const demo_options *opt) {
     if ((int)strlen(DEMO_OPS[i].name) > tb.op_width) tb.op_width = (int)strlen(DEMO_OPS[i].name);
   printf("\n");
   print_row(&tb, "op", "backend", "inputs", "ms", "result");
-  demo_inputs in = {ctx, &s, &roi};
+  demo_inputs in = {&s, &roi};
 
   for (size_t i = 0; i < NUM_DEMO_OPS; ++i) {
     const known_op *k = &DEMO_OPS[i];
