@@ -27,8 +27,8 @@ static void fail(const char *what) {
 /* A JSON number Python reads back as a float (never as an int). */
 static void put_float(FILE *f, double v) {
   char buf[40];
-  snprintf(buf, sizeof buf, "%.17g", v);
-  if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
+  const int n = snprintf(buf, sizeof buf, "%.17g", v);
+  if (!strpbrk(buf, ".eEn") && n > 0 && (size_t)n + 3 <= sizeof buf) memcpy(buf + n, ".0", 3);
   fputs(buf, f);
 }
 
