@@ -66,6 +66,10 @@ static vo_context *new_context(int deterministic, vo_isa isa) {
 }
 
 static void add_target(const char *name, const vo_backend *backend) {
+  if (num_targets == MAX_TARGETS) {
+    printf("SKIP backend %s: more than %d targets\n", name, MAX_TARGETS);
+    return;
+  }
   target *t = &targets[num_targets++];
   snprintf(t->name, sizeof t->name, "%s", name);
   t->backend = backend;
