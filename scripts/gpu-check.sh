@@ -19,8 +19,8 @@
 #                CUDA ops, with times (alone on the machine, for the times)
 #   pytest       the Python suite, in the background from here on
 #   ctest        the whole C suite (GPU and "large" tests included); fails
-#                if test_cuda_ops skips
-#   memcheck,    compute-sanitizer over test_cuda_ops (every op, both
+#                if test_backend_ops skips the cuda backend
+#   memcheck,    compute-sanitizer over test_backend_ops' cuda backend (every op, both
 #   racecheck    backward modes, without its >2^31-element case)
 # Exits non-zero if any step fails.
 #
@@ -438,28 +438,29 @@ fi
 # shellcheck disable=SC2086
 run_step ctest ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout 500 ${CTEST_ARGS:-}
 grep -E 'tests passed|Skipped|Not Run|\*\*\*Failed|Timeout' "$LOGS/ctest.log" | tail -n 25
-# Every test's full output (test_cuda_ops' per-op lines among them).
+# Every test's full output (test_backend_ops' per-op lines among them).
 cp "$BUILD/Testing/Temporary/LastTest.log" "$LOGS/ctest-output.log" 2>/dev/null
 # On a GPU machine the GPU tests must run, not skip.
-if grep -Eq 'test_cuda_ops .*(\*\*\*Skipped|Not Run)' "$LOGS/ctest.log"; then
-  say "test_cuda_ops skipped although a GPU is visible:"
-  grep -m1 'no CUDA device' "$LOGS/ctest-output.log"
-  results[${#results[@]} - 1]="FAIL (test_cuda_ops skipped on a GPU machine)"
+if grep -q 'SKIP backend cuda' "$LOGS/ctest-output.log"; then
+  say "test_backend_ops skipped the cuda backend although a GPU is visible:"
+  grep -m1 'SKIP backend cuda' "$LOGS/ctest-output.log"
+  results[${#results[@]} - 1]="FAIL (test_backend_ops skipped cuda on a GPU machine)"
   failed=1
 fi
 
-# compute-sanitizer over every op's CUDA kernels (test_cuda_ops, small cases).
+# compute-sanitizer over every op's CUDA kernels (test_backend_ops, small cases).
 for tool in $SANITIZE_TOOLS; do
   if [ -z "$sanitizer" ]; then
     skip_step "$tool" "compute-sanitizer not found"
-  elif [ ! -x "$BUILD/tests/test_cuda_ops" ]; then
-    skip_step "$tool" "no tests/test_cuda_ops in $BUILD"
+  elif [ ! -x "$BUILD/tests/test_backend_ops" ]; then
+    skip_step "$tool" "no tests/test_backend_ops in $BUILD"
   else
     run_step "$tool" --cap "$SANITIZER_LIMIT" \
-      env VO_TEST_CUDA_OPS_SKIP_LARGE=1 "$sanitizer" --tool "$tool" --error-exitcode 99 \
-      --print-limit 20 "$BUILD/tests/test_cuda_ops"
+      env VO_TEST_BACKEND_OPS_SKIP_LARGE=1 VO_TEST_BACKEND_OPS_ONLY=cuda \
+      "$sanitizer" --tool "$tool" --error-exitcode 99 \
+      --print-limit 20 "$BUILD/tests/test_backend_ops"
     rc=$?
-    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test_cuda_ops:' "$LOGS/$tool.log" | tail -n 3
+    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test_backend_ops:' "$LOGS/$tool.log" | tail -n 3
     # A device the tool refuses (seen under gVisor) is no finding about this code.
     if [ $rc -ne 0 ] && grep -qiE 'device not supported|not supported on this (platform|device)' "$LOGS/$tool.log"; then
       results[${#results[@]} - 1]="SKIP (compute-sanitizer: $(grep -m1 -ioE 'device not supported|not supported on this [a-z]+' "$LOGS/$tool.log"))"

@@ -1,5 +1,10 @@
-/* `visionops demo`: synthesises one detector's output for an image, runs every
- * registered op on it on each usable backend, times it and draws nms.svg. */
+/* `visionops demo`: synthesises one detector's output for an image and runs
+ * its post-processing on each usable backend: NMS over the detections, their
+ * overlap with the objects, and the RoI ops a second stage pools the kept
+ * detections with; prints a table (time, result, agreement with the CPU) and
+ * draws nms.svg. Every op in every dtype against the CPU is
+ * tests/test_backend_ops.c's; timing every op is bench/bench.c's (CPU) and
+ * tests/python/gpu_compare.py's (CUDA, beside torchvision). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "demo.h"
@@ -26,9 +31,8 @@
 #define BACKGROUND_FRACTION 0.15
 #define IOU_THRESHOLD 0.5
 #define SCORE_CUTOFF 0.05
-#define IOU_ROWS 1000 /* IoU ops compare this many detections with the objects */
+#define IOU_ROWS 1000 /* box_iou compares this many detections with the objects */
 #define MATCH_IOU 0.5
-#define COORD_EPS 1e-7
 #define TIMED_RUNS 7
 #define DEMO_PI 3.14159265358979323846
 
@@ -44,8 +48,8 @@
 #define FPN_FIRST_STRIDE 4.0 /* P2..P5: strides 4, 8, 16, 32 */
 #define FPN_CHANNELS 16
 
-#define MAX_INPUTS 8 /* multi_scale_roi_align_backward: grad, rois and 4 levels */
-#define MAX_ARGS 16  /* deform_conv2d_backward has 15 */
+#define MAX_INPUTS 8 /* multi_scale_roi_align: 4 levels and the RoIs */
+#define MAX_ARGS 16
 #define MAX_OUTPUTS VO_MAX_LIST
 
 /* ------------------------------------------------------------------ RNG */
@@ -289,18 +293,6 @@ static void roi_inputs_free(roi_inputs *in) {
   memset(in, 0, sizeof *in);
 }
 
-typedef struct scored {
-  float score;
-  int64_t index;
-} scored;
-
-/* Score descending, ties by index: the same RoIs on every platform. */
-static int cmp_scored(const void *pa, const void *pb) {
-  const scored *a = pa, *b = pb;
-  if (a->score != b->score) return a->score < b->score ? 1 : -1;
-  return (a->index > b->index) - (a->index < b->index);
-}
-
 /* What a backbone's activations look like to the RoI ops: a bump on every
  * object (so the pooled boxes see structure, not noise), weighted per
  * channel, plus a smooth per-channel texture so the channels differ. Both
@@ -355,26 +347,20 @@ static int make_feature_map(feature_map *m, const scene *s, int64_t channels, do
   return 0;
 }
 
-/* The RoIs are the scene's ROI_COUNT best-scoring detections, as a detector
- * hands its proposals to the second stage. */
-static int make_roi_inputs(const scene *s, uint64_t seed, roi_inputs *in) {
+/* The RoIs are the ROI_COUNT best-scoring detections batched_nms kept (its
+ * keep list is in score order), as a detector hands its proposals to the
+ * second stage. */
+static int make_roi_inputs(const scene *s, const int64_t *keep, int64_t kept, uint64_t seed,
+                           roi_inputs *in) {
   memset(in, 0, sizeof *in);
-  int64_t k = s->n < ROI_COUNT ? s->n : ROI_COUNT;
-  scored *order = malloc((size_t)s->n * sizeof *order);
-  in->rois = malloc((size_t)k * 5 * sizeof(float));
-  if (!order || !in->rois) {
-    free(order);
-    roi_inputs_free(in);
-    return -1;
-  }
-  for (int64_t i = 0; i < s->n; ++i) order[i].score = s->scores[i], order[i].index = i;
-  qsort(order, (size_t)s->n, sizeof *order, cmp_scored);
+  int64_t k = kept < ROI_COUNT ? kept : ROI_COUNT;
+  in->rois = malloc((size_t)(k > 0 ? k : 1) * 5 * sizeof(float));
+  if (!in->rois) return -1;
   in->num_rois = k;
   for (int64_t i = 0; i < k; ++i) {
     in->rois[5 * i] = 0.0f;
-    memcpy(in->rois + 5 * i + 1, s->boxes + 4 * order[i].index, 4 * sizeof(float));
+    memcpy(in->rois + 5 * i + 1, s->boxes + 4 * keep[i], 4 * sizeof(float));
   }
-  free(order);
 
   /* distinct seeds: each map is a different layer of the backbone */
   int rc = make_feature_map(&in->map, s, ROI_CHANNELS, ROI_STRIDE, seed ^ 0x10);
@@ -507,22 +493,7 @@ typedef struct op_case {
   int num_inputs;
   tensor inputs[MAX_INPUTS];
   const DLTensor *items[MAX_INPUTS]; /* &inputs[k].t, what Tensor[] arguments point into */
-  int num_list_outputs;              /* an op with a list output (num_outputs -1) makes this many */
-  int num_owned;
-  void *owned[MAX_INPUTS]; /* host data the builder made, freed with the case */
 } op_case;
-
-static void case_free(op_case *c) {
-  for (int k = 0; k < c->num_owned; ++k) free(c->owned[k]);
-  memset(c, 0, sizeof *c);
-}
-
-/* Keeps `p` for the case's lifetime; NULL (out of memory) is passed on. A
- * case owns at most one buffer per input, so there is always room. */
-static void *case_own(op_case *c, void *p) {
-  if (p) c->owned[c->num_owned++] = p;
-  return p;
-}
 
 static void case_tensor_nd(op_case *c, void *data, DLDataType dtype, int ndim,
                            const int64_t *shape) {
@@ -563,37 +534,27 @@ static void case_bind(op_case *c) {
 
 /* Everything a builder may draw on. */
 typedef struct demo_inputs {
-  const vo_context *ctx;
   const scene *s;
   const roi_inputs *roi;
 } demo_inputs;
 
-static int build_nms(op_case *c, const demo_inputs *in) {
+static void build_nms(op_case *c, const demo_inputs *in) {
   case_tensor(c, in->s->boxes, F32, 2, in->s->n, 4);
   case_tensor(c, in->s->scores, F32, 1, in->s->n, 0);
   case_scalar(c, vo_float_value(IOU_THRESHOLD));
-  return 0;
 }
 
-static int build_batched_nms(op_case *c, const demo_inputs *in) {
+static void build_batched_nms(op_case *c, const demo_inputs *in) {
   case_tensor(c, in->s->boxes, F32, 2, in->s->n, 4);
   case_tensor(c, in->s->scores, F32, 1, in->s->n, 0);
   case_tensor(c, in->s->classes, I64, 1, in->s->n, 0);
   case_scalar(c, vo_float_value(IOU_THRESHOLD));
-  return 0;
 }
 
-static int build_pairwise(op_case *c, const demo_inputs *in) {
+static void build_box_iou(op_case *c, const demo_inputs *in) {
   const scene *s = in->s;
   case_tensor(c, s->boxes, F32, 2, s->n < IOU_ROWS ? s->n : IOU_ROWS, 4);
   case_tensor(c, s->objects, F32, 2, s->num_objects, 4);
-  return 0;
-}
-
-static int build_pairwise_eps(op_case *c, const demo_inputs *in) {
-  build_pairwise(c, in);
-  case_scalar(c, vo_float_value(COORD_EPS));
-  return 0;
 }
 
 /* ---- RoI ops */
@@ -604,39 +565,6 @@ static void case_map(op_case *c, const feature_map *m) {
 
 static void case_rois(op_case *c, const roi_inputs *roi) {
   case_tensor(c, roi->rois, F32, 2, roi->num_rois, 5);
-}
-
-/* batch_size, channels, height, width: the input a backward op rebuilds */
-static void case_map_size(op_case *c, const feature_map *m) {
-  for (int d = 0; d < 4; ++d) case_scalar(c, vo_int_value(m->shape[d]));
-}
-
-/* A deterministic upstream gradient shaped like the forward's output,
- * positive so the summed gradient maps show where the RoIs pool from. */
-static float *case_gradient(op_case *c, int ndim, const int64_t *shape) {
-  int64_t n = numel(ndim, shape);
-  float *g = case_own(c, mem_alloc(CPU, (size_t)n * sizeof(float)));
-  if (!g) return NULL;
-  rng r = {0x6772616400ull}; /* "grad" */
-  for (int64_t i = 0; i < n; ++i) g[i] = (float)rng_uniform(&r);
-  case_tensor_nd(c, g, F32, ndim, shape);
-  return g;
-}
-
-/* The IoU ops' backward: (grad, boxes1, boxes2[, eps]) with a gradient
- * shaped like the forward's [N, M] matrix. */
-static int build_pairwise_backward(op_case *c, const demo_inputs *in) {
-  const scene *s = in->s;
-  const int64_t shape[2] = {s->n < IOU_ROWS ? s->n : IOU_ROWS, s->num_objects};
-  if (!case_gradient(c, 2, shape)) return -1;
-  return build_pairwise(c, in);
-}
-
-static int build_pairwise_eps_backward(op_case *c, const demo_inputs *in) {
-  const scene *s = in->s;
-  const int64_t shape[2] = {s->n < IOU_ROWS ? s->n : IOU_ROWS, s->num_objects};
-  if (!case_gradient(c, 2, shape)) return -1;
-  return build_pairwise_eps(c, in);
 }
 
 typedef struct result {
@@ -651,54 +579,7 @@ static void result_free(result *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* Runs the forward op `name` once on the host: the backward ops need what a
- * training step's forward saved (argmax, channel_mapping) and its shapes. */
-static int run_forward(const demo_inputs *in, const char *name,
-                       int (*build)(op_case *c, const demo_inputs *in), result *r) {
-  const vo_op_info *op = vo_op_find(name);
-  op_case c;
-  tensor out[MAX_OUTPUTS];
-  DLTensor *out_ptr[MAX_OUTPUTS];
-  memset(&c, 0, sizeof c);
-  memset(r, 0, sizeof *r);
-  if (!op || op->num_outputs < 1 || op->num_outputs > MAX_OUTPUTS) {
-    fprintf(stderr, "visionops demo: forward op %s is not in this library build\n", name);
-    return -1;
-  }
-  if (build(&c, in) != 0) {
-    case_free(&c);
-    return -1;
-  }
-  case_bind(&c);
-  r->num_outputs = op->num_outputs;
-  vo_status st = vo_infer(in->ctx, op, c.args, c.num_args, r->desc, op->num_outputs);
-  for (int k = 0; k < op->num_outputs && st == VO_OK; ++k) {
-    const vo_tensor_desc *d = &r->desc[k];
-    tensor_init(&out[k], NULL, d->dtype, d->device, d->ndim, d->shape);
-    size_t bytes = tensor_bytes(&out[k].t);
-    if (!(out[k].t.data = r->host[k] = malloc(bytes ? bytes : 1))) st = VO_ERROR_OUT_OF_MEMORY;
-    out_ptr[k] = &out[k].t;
-  }
-  if (st == VO_OK) st = vo_call(in->ctx, op, c.args, c.num_args, out_ptr, op->num_outputs);
-  case_free(&c);
-  if (st != VO_OK) {
-    fprintf(stderr, "visionops demo: forward %s on cpu failed: %s: %s\n", name,
-            vo_status_string(st), vo_last_error());
-    result_free(r);
-    return -1;
-  }
-  return 0;
-}
-
-/* Hands output k of a forward run to the case as an input of the same shape. */
-static void case_saved(op_case *c, result *fwd, int k) {
-  void *data = case_own(c, fwd->host[k]);
-  fwd->host[k] = NULL;
-  const vo_tensor_desc *d = &fwd->desc[k];
-  case_tensor_nd(c, data, d->dtype, d->ndim, d->shape);
-}
-
-static int build_roi_align(op_case *c, const demo_inputs *in) {
+static void build_roi_align(op_case *c, const demo_inputs *in) {
   case_map(c, &in->roi->map);
   case_rois(c, in->roi);
   case_scalar(c, vo_float_value(in->roi->map.scale));
@@ -706,192 +587,64 @@ static int build_roi_align(op_case *c, const demo_inputs *in) {
   case_scalar(c, vo_int_value(POOLED));
   case_scalar(c, vo_int_value(SAMPLING_RATIO));
   case_scalar(c, vo_bool_value(1)); /* pixel-centre aligned, as Detectron2's ROIAlignV2 */
-  return 0;
-}
-
-static int build_roi_align_backward(op_case *c, const demo_inputs *in) {
-  const feature_map *m = &in->roi->map;
-  int64_t shape[4] = {in->roi->num_rois, m->shape[1], POOLED, POOLED};
-  if (!case_gradient(c, 4, shape)) return -1;
-  case_rois(c, in->roi);
-  case_scalar(c, vo_float_value(m->scale));
-  case_scalar(c, vo_int_value(POOLED));
-  case_scalar(c, vo_int_value(POOLED));
-  case_map_size(c, m);
-  case_scalar(c, vo_int_value(SAMPLING_RATIO));
-  case_scalar(c, vo_bool_value(1));
-  return 0;
-}
-
-/* deform_conv2d: a small DCNv2 layer (3x3, padding 1, 16 -> 16 channels, 2
- * offset groups) on the first 16 channels of the RoI feature map's top-left
- * 48x48 corner, with offsets of up to two pixels and a mask in (0, 1). */
-enum { DCN_C = 16, DCN_HW = 48, DCN_OG = 2 };
-
-static float *case_random(op_case *c, int ndim, const int64_t *shape, double lo, double hi,
-                          uint64_t seed) {
-  int64_t n = numel(ndim, shape);
-  float *v = case_own(c, mem_alloc(CPU, (size_t)n * sizeof(float)));
-  if (!v) return NULL;
-  rng r = {seed};
-  for (int64_t i = 0; i < n; ++i) v[i] = (float)rng_range(&r, lo, hi);
-  case_tensor_nd(c, v, F32, ndim, shape);
-  return v;
-}
-
-static int build_deform(op_case *c, const demo_inputs *in, int backward) {
-  const feature_map *m = &in->roi->map;
-  const int64_t xs[4] = {1, DCN_C, DCN_HW, DCN_HW}, ws[4] = {DCN_C, DCN_C, 3, 3};
-  const int64_t os[4] = {1, 2 * DCN_OG * 9, DCN_HW, DCN_HW},
-                ms[4] = {1, DCN_OG * 9, DCN_HW, DCN_HW};
-  const int64_t bs[1] = {DCN_C};
-  if (m->shape[1] < DCN_C || m->shape[2] < DCN_HW || m->shape[3] < DCN_HW) return -1;
-  if (backward && !case_gradient(c, 4, xs)) return -1;
-  float *x = case_own(c, mem_alloc(CPU, (size_t)numel(4, xs) * sizeof(float)));
-  if (!x) return -1;
-  for (int64_t ch = 0; ch < DCN_C; ++ch)
-    for (int64_t y = 0; y < DCN_HW; ++y)
-      memcpy(x + (ch * DCN_HW + y) * DCN_HW, m->data + (ch * m->shape[2] + y) * m->shape[3],
-             DCN_HW * sizeof(float));
-  case_tensor_nd(c, x, F32, 4, xs);
-  if (!case_random(c, 4, ws, -1.0 / 12, 1.0 / 12, 0x77) || !case_random(c, 4, os, -2, 2, 0x0ff) ||
-      !case_random(c, 4, ms, 0, 1, 0x3a5) || !case_random(c, 1, bs, -0.1, 0.1, 0xb1))
-    return -1;
-  for (int k = 0; k < 6; ++k) case_scalar(c, vo_int_value(1)); /* stride, padding, dilation */
-  case_scalar(c, vo_int_value(1));                             /* groups */
-  case_scalar(c, vo_int_value(DCN_OG));
-  case_scalar(c, vo_bool_value(1));
-  return 0;
-}
-
-static int build_deform_conv2d(op_case *c, const demo_inputs *in) { return build_deform(c, in, 0); }
-
-static int build_deform_conv2d_backward(op_case *c, const demo_inputs *in) {
-  return build_deform(c, in, 1);
 }
 
 /* roi_pool, ps_roi_pool: (input, rois, spatial_scale, PH, PW) */
-static int build_pool(op_case *c, const feature_map *m, const roi_inputs *roi) {
+static void build_pool(op_case *c, const feature_map *m, const roi_inputs *roi) {
   case_map(c, m);
   case_rois(c, roi);
   case_scalar(c, vo_float_value(m->scale));
   case_scalar(c, vo_int_value(POOLED));
   case_scalar(c, vo_int_value(POOLED));
-  return 0;
 }
 
-static int build_roi_pool(op_case *c, const demo_inputs *in) {
-  return build_pool(c, &in->roi->map, in->roi);
+static void build_roi_pool(op_case *c, const demo_inputs *in) {
+  build_pool(c, &in->roi->map, in->roi);
 }
 
-static int build_ps_roi_pool(op_case *c, const demo_inputs *in) {
-  return build_pool(c, &in->roi->ps_map, in->roi);
+static void build_ps_roi_pool(op_case *c, const demo_inputs *in) {
+  build_pool(c, &in->roi->ps_map, in->roi);
 }
 
-static int build_ps_roi_align(op_case *c, const demo_inputs *in) {
+static void build_ps_roi_align(op_case *c, const demo_inputs *in) {
   build_pool(c, &in->roi->ps_map, in->roi);
   case_scalar(c, vo_int_value(SAMPLING_RATIO));
-  return 0;
-}
-
-/* (grad, rois, saved, spatial_scale, PH, PW, [sampling_ratio,] batch_size,
- * channels, height, width) with the forward's output 1 as `saved` */
-static int build_saved_backward(op_case *c, const demo_inputs *in, const feature_map *m,
-                                const char *forward,
-                                int (*build)(op_case *c, const demo_inputs *in),
-                                int with_sampling_ratio) {
-  result fwd;
-  if (run_forward(in, forward, build, &fwd) != 0) return -1;
-  int ok = fwd.num_outputs == 2 && case_gradient(c, fwd.desc[0].ndim, fwd.desc[0].shape);
-  if (ok) {
-    case_rois(c, in->roi);
-    case_saved(c, &fwd, 1);
-    case_scalar(c, vo_float_value(m->scale));
-    case_scalar(c, vo_int_value(POOLED));
-    case_scalar(c, vo_int_value(POOLED));
-    if (with_sampling_ratio) case_scalar(c, vo_int_value(SAMPLING_RATIO));
-    case_map_size(c, m);
-  }
-  result_free(&fwd);
-  return ok ? 0 : -1;
-}
-
-static int build_roi_pool_backward(op_case *c, const demo_inputs *in) {
-  return build_saved_backward(c, in, &in->roi->map, "roi_pool", build_roi_pool, 0);
-}
-
-static int build_ps_roi_align_backward(op_case *c, const demo_inputs *in) {
-  return build_saved_backward(c, in, &in->roi->ps_map, "ps_roi_align", build_ps_roi_align, 1);
-}
-
-static int build_ps_roi_pool_backward(op_case *c, const demo_inputs *in) {
-  return build_saved_backward(c, in, &in->roi->ps_map, "ps_roi_pool", build_ps_roi_pool, 0);
 }
 
 /* canonical_scale, canonical_level and aligned are left out: the schema's
  * defaults are torchvision's MultiScaleRoIAlign's, which is what to show */
-static int build_multi_scale_roi_align(op_case *c, const demo_inputs *in) {
+static void build_multi_scale_roi_align(op_case *c, const demo_inputs *in) {
   case_tensor_list(c, in->roi->fpn, FPN_LEVELS);
   case_rois(c, in->roi);
   case_scalar(c, vo_float_list_value(in->roi->fpn_scales, FPN_LEVELS));
   case_scalar(c, vo_int_value(POOLED));
   case_scalar(c, vo_int_value(POOLED));
   case_scalar(c, vo_int_value(SAMPLING_RATIO));
-  return 0;
-}
-
-static int build_multi_scale_roi_align_backward(op_case *c, const demo_inputs *in) {
-  int64_t shape[4] = {in->roi->num_rois, FPN_CHANNELS, POOLED, POOLED};
-  if (!case_gradient(c, 4, shape)) return -1;
-  case_rois(c, in->roi);
-  case_tensor_list(c, in->roi->fpn, FPN_LEVELS);
-  case_scalar(c, vo_float_list_value(in->roi->fpn_scales, FPN_LEVELS));
-  case_scalar(c, vo_int_value(POOLED));
-  case_scalar(c, vo_int_value(POOLED));
-  case_scalar(c, vo_int_value(SAMPLING_RATIO));
-  c->num_list_outputs = FPN_LEVELS; /* one gradient per level */
-  return 0;
 }
 
 typedef enum result_kind { RESULT_KEEP, RESULT_MATRIX, RESULT_VALUES } result_kind;
 
 typedef struct known_op {
   const char *name;
-  int (*build)(op_case *c, const demo_inputs *in);
+  void (*build)(op_case *c, const demo_inputs *in);
   result_kind kind;
   const char *empty_bins; /* RESULT_VALUES: int32 output whose -1 marks an empty bin */
 } known_op;
 
-static const known_op KNOWN_OPS[] = {
-    {"nms", build_nms, RESULT_KEEP, NULL},
+/* The demo's pipeline, in order: NMS as a detector's post-processing does
+ * it (per class, then class-agnostic), how the detections overlap the
+ * objects, and the RoI ops of second stages on the detections NMS kept. */
+static const known_op DEMO_OPS[] = {
     {"batched_nms", build_batched_nms, RESULT_KEEP, NULL},
-    {"box_iou", build_pairwise, RESULT_MATRIX, NULL},
-    {"generalized_box_iou", build_pairwise, RESULT_MATRIX, NULL},
-    {"distance_box_iou", build_pairwise_eps, RESULT_MATRIX, NULL},
-    {"complete_box_iou", build_pairwise_eps, RESULT_MATRIX, NULL},
+    {"nms", build_nms, RESULT_KEEP, NULL},
+    {"box_iou", build_box_iou, RESULT_MATRIX, NULL},
     {"roi_align", build_roi_align, RESULT_VALUES, NULL},
-    {"roi_align_backward", build_roi_align_backward, RESULT_VALUES, NULL},
     {"roi_pool", build_roi_pool, RESULT_VALUES, "argmax"},
-    {"roi_pool_backward", build_roi_pool_backward, RESULT_VALUES, NULL},
     {"ps_roi_align", build_ps_roi_align, RESULT_VALUES, NULL},
-    {"ps_roi_align_backward", build_ps_roi_align_backward, RESULT_VALUES, NULL},
     {"ps_roi_pool", build_ps_roi_pool, RESULT_VALUES, NULL},
-    {"ps_roi_pool_backward", build_ps_roi_pool_backward, RESULT_VALUES, NULL},
     {"multi_scale_roi_align", build_multi_scale_roi_align, RESULT_VALUES, NULL},
-    {"multi_scale_roi_align_backward", build_multi_scale_roi_align_backward, RESULT_VALUES, NULL},
-    {"deform_conv2d", build_deform_conv2d, RESULT_VALUES, NULL},
-    {"deform_conv2d_backward", build_deform_conv2d_backward, RESULT_VALUES, NULL},
-    {"box_iou_backward", build_pairwise_backward, RESULT_VALUES, NULL},
-    {"generalized_box_iou_backward", build_pairwise_backward, RESULT_VALUES, NULL},
-    {"distance_box_iou_backward", build_pairwise_eps_backward, RESULT_VALUES, NULL},
-    {"complete_box_iou_backward", build_pairwise_eps_backward, RESULT_VALUES, NULL},
 };
-
-static const known_op *find_known(const char *name) {
-  for (size_t k = 0; k < sizeof KNOWN_OPS / sizeof KNOWN_OPS[0]; ++k)
-    if (strcmp(KNOWN_OPS[k].name, name) == 0) return &KNOWN_OPS[k];
-  return NULL;
-}
+#define NUM_DEMO_OPS (sizeof DEMO_OPS / sizeof DEMO_OPS[0])
 
 /* ------------------------------------------------------------- running */
 
@@ -936,8 +689,7 @@ static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_c
   vo_status st;
   memset(r, 0, sizeof *r);
 
-  /* a list output's length is documented per op; the builder knows it */
-  int num_outputs = op->num_outputs >= 0 ? op->num_outputs : c.num_list_outputs;
+  int num_outputs = op->num_outputs;
   if (num_outputs < 1 || num_outputs > MAX_OUTPUTS) {
     snprintf(err, err_size, "error: %d outputs, demo handles 1..%d", num_outputs, MAX_OUTPUTS);
     return -1;
@@ -1082,14 +834,13 @@ static int summarise_matrix(const result *r, const result *ref, char *out, size_
   return 0;
 }
 
-/* Mean and max over every float32 output (all levels of a list output), and
+/* Mean and max over the float32 output, and
  * for roi_pool how many bins were empty; non-finite values, or a backend
  * disagreeing with the CPU, fail the demo. */
 static int summarise_values(const result *r, const result *ref, const known_op *k, char *out,
                             size_t size) {
   double sum = 0.0, mx = -INFINITY, ref_mag = 0.0, diff = 0.0;
   int64_t count = 0, nonfinite = 0, empty = 0, bins = 0, index_mismatch = 0;
-  int num_float = 0;
   for (int o = 0; o < r->num_outputs; ++o) {
     const vo_tensor_desc *d = &r->desc[o];
     int64_t n = numel(d->ndim, d->shape);
@@ -1107,7 +858,6 @@ static int summarise_values(const result *r, const result *ref, const known_op *
       continue;
     }
     const float *v = r->host[o], *vr = ref ? ref->host[o] : NULL;
-    ++num_float;
     for (int64_t i = 0; i < n; ++i) {
       double x = v[i];
       if (!isfinite(x)) {
@@ -1128,11 +878,6 @@ static int summarise_values(const result *r, const result *ref, const known_op *
     return -1;
   }
   size_t len = 0;
-  if (num_float > 1)
-    len += (size_t)snprintf(
-        out, size,
-        strncmp(k->name, "multi_scale_roi_align", 21) == 0 ? "%d levels: " : "%d gradients: ",
-        num_float);
   if (len < size)
     len += (size_t)snprintf(out + len, size - len, "mean %.4f  max %.4f",
                             count ? sum / (double)count : 0.0, mx);
@@ -1172,9 +917,8 @@ static void shapes_string(const op_case *c, char *out, size_t size) {
   }
 }
 
-/* The inputs column's width; longer shape lists (deform_conv2d's five
- * tensors) wrap at a space onto continuation lines under the column, so the
- * columns after it stay aligned. */
+/* The inputs column's width; longer shape lists wrap at a space onto
+ * continuation lines under the column, so the columns after it stay aligned. */
 enum { SHAPES_WIDTH = 38 };
 
 /* Length of the first line of `s` within SHAPES_WIDTH: up to its last space
@@ -1232,49 +976,50 @@ static int make_dirs(const char *dir) {
   return rc;
 }
 
-static int write_svg(const vo_context *ctx, const demo_options *opt, const scene *s) {
+/* batched_nms on the CPU through the typed wrappers, as a C program
+ * embedding the library would call them: the kept detections the RoI ops
+ * pool and nms.svg draws. Returns the keep list (malloc'ed) or NULL. */
+static int64_t *keep_detections(const vo_context *ctx, const scene *s, int64_t *kept) {
   tensor boxes, scores, idxs, keep, num_kept;
   int64_t bshape[2] = {s->n, 4}, nshape[1] = {s->n};
   tensor_init(&boxes, s->boxes, F32, CPU, 2, bshape);
   tensor_init(&scores, s->scores, F32, CPU, 1, nshape);
   tensor_init(&idxs, s->classes, I64, CPU, 1, nshape);
-
-  /* the typed wrappers, as a C program embedding the library would call them */
   vo_tensor_desc desc[2];
   vo_status st = vo_batched_nms_shape(ctx, &boxes.t, &scores.t, &idxs.t, IOU_THRESHOLD, desc);
   if (st != VO_OK) {
     fprintf(stderr, "visionops demo: vo_batched_nms_shape failed: %s: %s\n", vo_status_string(st),
             vo_last_error());
-    return -1;
+    return NULL;
   }
   if (!is_dtype(desc[0].dtype, I64) || !is_dtype(desc[1].dtype, I64) || desc[0].ndim != 1 ||
       desc[1].ndim != 0) {
     fprintf(stderr, "visionops demo: vo_batched_nms_shape: outputs are not int64[N], int64[]\n");
-    return -1;
+    return NULL;
   }
   int64_t *keep_data = malloc((size_t)(desc[0].shape[0] + 1) * sizeof(int64_t));
-  int64_t kept = 0;
   if (!keep_data) {
     fprintf(stderr, "visionops demo: out of memory\n");
-    return -1;
+    return NULL;
   }
   tensor_init(&keep, keep_data, desc[0].dtype, desc[0].device, desc[0].ndim, desc[0].shape);
-  tensor_init(&num_kept, &kept, desc[1].dtype, desc[1].device, desc[1].ndim, desc[1].shape);
+  tensor_init(&num_kept, kept, desc[1].dtype, desc[1].device, desc[1].ndim, desc[1].shape);
   st = vo_batched_nms(ctx, &boxes.t, &scores.t, &idxs.t, IOU_THRESHOLD, &keep.t, &num_kept.t);
   if (st != VO_OK) {
     fprintf(stderr, "visionops demo: vo_batched_nms failed: %s: %s\n", vo_status_string(st),
             vo_last_error());
     free(keep_data);
-    return -1;
+    return NULL;
   }
+  return keep_data;
+}
 
+static int write_svg(const demo_options *opt, const scene *s, const int64_t *keep_data,
+                     int64_t kept) {
   const char *dir = out_dir(opt);
   size_t len = strlen(dir);
   char *path = malloc(len + sizeof "/nms.svg");
-  if (!path) {
-    free(keep_data);
-    return -1;
-  }
+  if (!path) return -1;
   snprintf(path, len + sizeof "/nms.svg", "%s%snms.svg", dir,
            len && dir[len - 1] == '/' ? "" : "/");
   svg_nms_scene sc = {
@@ -1296,7 +1041,6 @@ static int write_svg(const vo_context *ctx, const demo_options *opt, const scene
   else
     printf("wrote %s\n", path);
   free(path);
-  free(keep_data);
   return rc;
 }
 
@@ -1377,8 +1121,15 @@ int demo_run(const demo_options *opt) {
     vo_context_destroy(ctx);
     return 1;
   }
-  if (make_roi_inputs(&s, opt->seed, &roi) != 0) {
+  int64_t kept = 0, *keep = keep_detections(ctx, &s, &kept);
+  if (!keep) {
+    scene_free(&s);
+    vo_context_destroy(ctx);
+    return 1;
+  }
+  if (make_roi_inputs(&s, keep, kept, opt->seed, &roi) != 0) {
     fprintf(stderr, "visionops demo: out of memory generating the feature maps\n");
+    free(keep);
     scene_free(&s);
     vo_context_destroy(ctx);
     return 1;
@@ -1390,13 +1141,14 @@ int demo_run(const demo_options *opt) {
       vo_version(), (long long)s.n, (long long)s.num_objects, s.num_classes, IMAGE_W, IMAGE_H,
       (unsigned long long)opt->seed);
   printf(
-      "float32; NMS IoU threshold %g; IoU ops: first %lld detections x %lld objects; "
+      "float32; NMS IoU threshold %g; box_iou: first %lld detections x %lld objects; "
       "time: median of %d runs\n",
       IOU_THRESHOLD, (long long)(s.n < IOU_ROWS ? s.n : IOU_ROWS), (long long)s.num_objects,
       TIMED_RUNS);
   const feature_map *fm = &roi.map, *pm = &roi.ps_map;
   printf(
-      "RoI ops: best %lld detection%s, %dx%d bins, sampling ratio %d, on a stride-%g "
+      "RoI ops: the best %lld detection%s batched_nms kept, %dx%d bins, sampling ratio %d, on a "
+      "stride-%g "
       "[1,%lld,%lld,%lld] map (ps ops: stride-%g [1,%lld,%lld,%lld]; multi-scale: %d levels of "
       "%d channels, strides %g..%g)\n",
       (long long)roi.num_rois, roi.num_rois == 1 ? "" : "s", POOLED, POOLED, SAMPLING_RATIO,
@@ -1408,6 +1160,7 @@ int demo_run(const demo_options *opt) {
   target targets[8];
   int num_targets = collect_targets(ctx, targets, 8);
   if (num_targets < 0) {
+    free(keep);
     roi_inputs_free(&roi);
     scene_free(&s);
     vo_context_destroy(ctx);
@@ -1415,34 +1168,23 @@ int demo_run(const demo_options *opt) {
   }
 
   table tb = {(int)strlen("op")};
-  for (int i = 0; i < vo_op_count(); ++i) {
-    const vo_op_info *op = vo_op_get(i);
-    if (op && (int)strlen(op->name) > tb.op_width) tb.op_width = (int)strlen(op->name);
-  }
+  for (size_t i = 0; i < NUM_DEMO_OPS; ++i)
+    if ((int)strlen(DEMO_OPS[i].name) > tb.op_width) tb.op_width = (int)strlen(DEMO_OPS[i].name);
   printf("\n");
   print_row(&tb, "op", "backend", "inputs", "ms", "result");
-  demo_inputs in = {ctx, &s, &roi};
+  demo_inputs in = {&s, &roi};
 
-  for (int i = 0; i < vo_op_count(); ++i) {
-    const vo_op_info *op = vo_op_get(i);
+  for (size_t i = 0; i < NUM_DEMO_OPS; ++i) {
+    const known_op *k = &DEMO_OPS[i];
+    const vo_op_info *op = vo_op_find(k->name);
     if (!op) {
-      fprintf(stderr, "visionops demo: vo_op_get(%d) returned NULL: %s\n", i, vo_last_error());
+      fprintf(stderr, "visionops demo: this library has no op %s\n", k->name);
       ++failures;
-      continue;
-    }
-    const known_op *k = find_known(op->name);
-    if (!k) {
-      print_row(&tb, op->name, "-", "-", "-", "not in demo yet");
       continue;
     }
     op_case c;
     memset(&c, 0, sizeof c);
-    if (k->build(&c, &in) != 0) {
-      print_row(&tb, op->name, "-", "-", "-", "error: building the inputs (see above)");
-      ++failures;
-      case_free(&c);
-      continue;
-    }
+    k->build(&c, &in);
     char shapes[96];
     shapes_string(&c, shapes, sizeof shapes);
 
@@ -1472,11 +1214,11 @@ int demo_run(const demo_options *opt) {
       }
     }
     if (have_ref) result_free(&cpu_ref);
-    case_free(&c);
   }
   printf("\n");
 
-  if (write_svg(ctx, opt, &s) != 0) ++failures;
+  if (write_svg(opt, &s, keep, kept) != 0) ++failures;
+  free(keep);
 
   roi_inputs_free(&roi);
   scene_free(&s);

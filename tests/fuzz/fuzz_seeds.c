@@ -1,27 +1,27 @@
 /*
  * Writes the fuzz corpus's seeds: one valid call of every registered op, in
- * the format of fuzz_format.h. fuzz_seeds DIR. An op of the registry without
- * a sample here is an error, so a new op cannot go unfuzzed (the seeds are
- * written and replayed with --expect-ok by ctest).
+ * the format of fuzz_format.h, encoded from the sample registry's small
+ * float32 sample (tests/samples), whose builder table ops.def generates: a
+ * new op cannot go unfuzzed. fuzz_seeds DIR (the seeds are written and
+ * replayed with --expect-ok by ctest).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <visionops/visionops.h>
-
 #include "fuzz_format.h"
+#include "samples/samples.h"
 
 typedef struct enc {
   uint8_t buf[1 << 16];
   size_t len;
-  uint64_t rng;
+  const char *op;
 } enc;
 
 static void put(enc *e, const void *p, size_t n) {
   if (e->len + n > sizeof e->buf) {
-    fprintf(stderr, "fuzz_seeds: sample too large\n");
+    fprintf(stderr, "fuzz_seeds: the sample of %s is too large for a seed\n", e->op);
     exit(1);
   }
   memcpy(e->buf + e->len, p, n);
@@ -30,263 +30,70 @@ static void put(enc *e, const void *p, size_t n) {
 
 static void put_u8(enc *e, uint8_t b) { put(e, &b, 1); }
 
-static double uniform(enc *e) { /* [0, 1) */
-  e->rng = e->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (double)(e->rng >> 11) / 9007199254740992.0;
+/* The fuzz harness's dtype code of a DLPack dtype. */
+static uint8_t dtype_code(const enc *e, DLDataType t) {
+  static const struct {
+    uint8_t code, bits, fuzz;
+  } table[] = {{kDLFloat, 32, FUZZ_F32},   {kDLFloat, 64, FUZZ_F64}, {kDLFloat, 16, FUZZ_F16},
+               {kDLBfloat, 16, FUZZ_BF16}, {kDLInt, 64, FUZZ_I64},   {kDLInt, 32, FUZZ_I32},
+               {kDLInt, 16, FUZZ_I16},     {kDLUInt, 8, FUZZ_U8}};
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (t.code == table[i].code && t.bits == table[i].bits && t.lanes == 1) return table[i].fuzz;
+  fprintf(stderr, "fuzz_seeds: the sample of %s has a dtype the fuzz format lacks\n", e->op);
+  exit(1);
 }
 
-static void put_f(enc *e, double d) {
-  put_u8(e, 0);
-  put(e, &d, sizeof d);
-}
-static void put_i(enc *e, int64_t i) {
-  put_u8(e, 0);
-  put(e, &i, sizeof i);
-}
-/* Consecutive int arguments. */
-#define INTS(...) \
-  (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
-static void put_ints(enc *e, int n, const int64_t *v) {
-  for (int k = 0; k < n; k++) put_i(e, v[k]);
-}
-static void put_b(enc *e, int b) {
-  put_u8(e, 0);
-  put_u8(e, (uint8_t)b);
-}
-
-/* The element values come from fill(e, index, ctx). */
-typedef double (*fill_fn)(enc *e, int64_t index, const int64_t *dims);
-
-static void tensor_item(enc *e, int dtype, int ndim, const int64_t *dims, fill_fn fill) {
-  put_u8(e, 0);
-  put_u8(e, (uint8_t)dtype);
-  put_u8(e, (uint8_t)ndim);
-  int64_t numel = 1;
-  for (int i = 0; i < ndim; i++) {
-    put_u8(e, (uint8_t)dims[i]);
-    numel *= dims[i];
+/* A tensor item (no kind byte): contiguous, its elements in logical order. */
+static void put_tensor_item(enc *e, const DLTensor *t) {
+  put_u8(e, 0); /* flags: on the CPU, default strides, no offset */
+  put_u8(e, dtype_code(e, t->dtype));
+  put_u8(e, (uint8_t)t->ndim);
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] >= FUZZ_SIZE_SPECIAL) {
+      fprintf(stderr, "fuzz_seeds: the sample of %s has a size the fuzz format lacks\n", e->op);
+      exit(1);
+    }
+    put_u8(e, (uint8_t)t->shape[d]);
   }
-  for (int64_t k = 0; k < numel; k++) {
-    const double v = fill(e, k, dims);
-    switch (dtype) {
-      case FUZZ_F32: {
-        float f = (float)v;
-        put(e, &f, 4);
-      } break;
-      case FUZZ_F64: put(e, &v, 8); break;
-      case FUZZ_I64: {
-        int64_t i = (int64_t)v;
-        put(e, &i, 8);
-      } break;
-      case FUZZ_I32: {
-        int32_t i = (int32_t)v;
-        put(e, &i, 4);
-      } break;
-      default: fprintf(stderr, "fuzz_seeds: dtype %d not written\n", dtype); exit(1);
+  const size_t es = vt_dtype_bytes(t->dtype);
+  const int64_t n = vt_numel(t);
+  int64_t idx[VO_MAX_DIMS] = {0};
+  for (int64_t k = 0; k < n; k++) {
+    int64_t off = 0, step = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      off += idx[d] * (t->strides ? t->strides[d] : step);
+      step *= t->shape[d];
+    }
+    put(e, (const char *)t->data + t->byte_offset + (size_t)off * es, es);
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < t->shape[d]) break;
+      idx[d] = 0;
     }
   }
 }
 
-static void tensor(enc *e, int dtype, int ndim, const int64_t *dims, fill_fn fill) {
+static void put_arg(enc *e, const vo_value *v) {
   put_u8(e, 0); /* the schema's kind */
-  tensor_item(e, dtype, ndim, dims, fill);
+  switch (v->kind) {
+    case VO_VALUE_NONE:
+      put_u8(e, FUZZ_T_NONE);
+      put_u8(e, 0);
+      put_u8(e, 0);
+      break;
+    case VO_VALUE_TENSOR: put_tensor_item(e, v->u.tensor); break;
+    case VO_VALUE_FLOAT: put(e, &v->u.f, sizeof v->u.f); break;
+    case VO_VALUE_INT: put(e, &v->u.i, sizeof v->u.i); break;
+    case VO_VALUE_BOOL: put_u8(e, (uint8_t)v->u.b); break;
+    case VO_VALUE_TENSOR_LIST:
+      put_u8(e, (uint8_t)v->u.tensors.count);
+      for (int64_t i = 0; i < v->u.tensors.count; i++) put_tensor_item(e, v->u.tensors.items[i]);
+      break;
+    case VO_VALUE_FLOAT_LIST:
+      put_u8(e, (uint8_t)v->u.floats.count);
+      put(e, v->u.floats.items, sizeof(double) * (size_t)v->u.floats.count);
+      break;
+  }
 }
-
-#define DIMS(...) \
-  (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
-
-static double fill_uniform(enc *e, int64_t k, const int64_t *d) {
-  (void)k, (void)d;
-  return uniform(e);
-}
-/* Boxes (x1, y1, x2, y2) with x2 > x1, y2 > y1, inside [0, 24). */
-static double fill_boxes(enc *e, int64_t k, const int64_t *d) {
-  (void)d;
-  static double lo[2];
-  const int c = (int)(k % 4);
-  if (c < 2) return lo[c] = uniform(e) * 12;
-  return lo[c - 2] + 1 + uniform(e) * 10;
-}
-/* RoIs (batch, x1, y1, x2, y2) on a 2-image batch of 8 x 8 maps. */
-static double fill_rois(enc *e, int64_t k, const int64_t *d) {
-  (void)d;
-  static double lo[2];
-  const int c = (int)(k % 5);
-  if (c == 0) return (double)((k / 5) % 2);
-  if (c < 3) return lo[c - 1] = uniform(e) * 4;
-  return lo[c - 3] + 1 + uniform(e) * 3;
-}
-static double fill_class(enc *e, int64_t k, const int64_t *d) {
-  (void)e, (void)d;
-  return (double)(k % 3);
-}
-static double fill_zero(enc *e, int64_t k, const int64_t *d) {
-  (void)e, (void)k, (void)d;
-  return 0;
-}
-/* What ps_roi_* write: output channel c of bin (ph, pw) reads (c*PH + ph)*PW + pw. */
-static double fill_channel_mapping(enc *e, int64_t k, const int64_t *d) {
-  (void)e;
-  const int64_t pw = k % d[3], ph = (k / d[3]) % d[2], c = (k / (d[3] * d[2])) % d[1];
-  return (double)((c * d[2] + ph) * d[3] + pw);
-}
-
-static void nms(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(6, 4), fill_boxes);
-  tensor(e, FUZZ_F32, DIMS(6), fill_uniform);
-  put_f(e, 0.5);
-}
-static void batched_nms(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(6, 4), fill_boxes);
-  tensor(e, FUZZ_F32, DIMS(6), fill_uniform);
-  tensor(e, FUZZ_I64, DIMS(6), fill_class);
-  put_f(e, 0.5);
-}
-static void box_pair(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(4, 4), fill_boxes);
-  tensor(e, FUZZ_F32, DIMS(5, 4), fill_boxes);
-}
-static void box_pair_eps(enc *e) {
-  box_pair(e);
-  put_f(e, 1e-7);
-}
-static void box_backward(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(4, 5), fill_uniform);
-  box_pair(e);
-}
-static void box_backward_eps(enc *e) {
-  box_backward(e);
-  put_f(e, 1e-7);
-}
-static void rois(enc *e) { tensor(e, FUZZ_F32, DIMS(3, 5), fill_rois); }
-
-static void roi_align(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(2, 4, 8, 8), fill_uniform);
-  rois(e);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2, 2));
-  put_b(e, 1);
-}
-static void roi_align_backward(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(3, 4, 2, 2), fill_uniform);
-  rois(e);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2, 2, 4, 8, 8, 2));
-  put_b(e, 1);
-}
-static void roi_pool(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(2, 4, 8, 8), fill_uniform);
-  rois(e);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2));
-}
-static void roi_pool_backward(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(3, 4, 2, 2), fill_uniform);
-  rois(e);
-  tensor(e, FUZZ_I32, DIMS(3, 4, 2, 2), fill_zero);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2, 2, 4, 8, 8));
-}
-static void ps_roi_align(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(2, 8, 8, 8), fill_uniform);
-  rois(e);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2, 2));
-}
-static void ps_roi_align_backward(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(3, 2, 2, 2), fill_uniform);
-  rois(e);
-  tensor(e, FUZZ_I32, DIMS(3, 2, 2, 2), fill_channel_mapping);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2, 2, 2, 8, 8, 8));
-}
-static void ps_roi_pool(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(2, 8, 8, 8), fill_uniform);
-  rois(e);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2));
-}
-static void ps_roi_pool_backward(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(3, 2, 2, 2), fill_uniform);
-  rois(e);
-  tensor(e, FUZZ_I32, DIMS(3, 2, 2, 2), fill_channel_mapping);
-  put_f(e, 1.0);
-  put_ints(e, INTS(2, 2, 2, 8, 8, 8));
-}
-static void feature_list(enc *e) {
-  put_u8(e, 0);
-  put_u8(e, 2);
-  tensor_item(e, FUZZ_F32, DIMS(2, 4, 8, 8), fill_uniform);
-  tensor_item(e, FUZZ_F32, DIMS(2, 4, 4, 4), fill_uniform);
-}
-static void msra_tail(enc *e) {
-  put_u8(e, 0); /* scales */
-  put_u8(e, 2);
-  const double scales[2] = {1.0, 0.5};
-  put(e, scales, sizeof scales);
-  put_ints(e, INTS(2, 2, 2, 224, 4));
-  put_b(e, 0);
-}
-static void multi_scale_roi_align(enc *e) {
-  feature_list(e);
-  rois(e);
-  msra_tail(e);
-}
-static void multi_scale_roi_align_backward(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(3, 4, 2, 2), fill_uniform);
-  rois(e);
-  feature_list(e);
-  msra_tail(e);
-}
-static void dcn_tail(enc *e) {
-  /* stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups, offset_groups */
-  put_ints(e, INTS(1, 1, 1, 1, 1, 1, 1, 1));
-  put_b(e, 1);
-}
-static void dcn_inputs(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(1, 2, 5, 5), fill_uniform);
-  tensor(e, FUZZ_F32, DIMS(2, 2, 3, 3), fill_uniform);
-  tensor(e, FUZZ_F32, DIMS(1, 18, 5, 5), fill_uniform);
-  tensor(e, FUZZ_F32, DIMS(1, 9, 5, 5), fill_uniform);
-  tensor(e, FUZZ_F32, DIMS(2), fill_uniform);
-}
-static void deform_conv2d(enc *e) {
-  dcn_inputs(e);
-  dcn_tail(e);
-}
-static void deform_conv2d_backward(enc *e) {
-  tensor(e, FUZZ_F32, DIMS(1, 2, 5, 5), fill_uniform);
-  dcn_inputs(e);
-  dcn_tail(e);
-}
-
-static const struct sample {
-  const char *op;
-  void (*write)(enc *);
-} samples[] = {
-    {"nms", nms},
-    {"batched_nms", batched_nms},
-    {"box_iou", box_pair},
-    {"generalized_box_iou", box_pair},
-    {"distance_box_iou", box_pair_eps},
-    {"complete_box_iou", box_pair_eps},
-    {"box_iou_backward", box_backward},
-    {"generalized_box_iou_backward", box_backward},
-    {"distance_box_iou_backward", box_backward_eps},
-    {"complete_box_iou_backward", box_backward_eps},
-    {"roi_align", roi_align},
-    {"roi_align_backward", roi_align_backward},
-    {"roi_pool", roi_pool},
-    {"roi_pool_backward", roi_pool_backward},
-    {"ps_roi_align", ps_roi_align},
-    {"ps_roi_align_backward", ps_roi_align_backward},
-    {"ps_roi_pool", ps_roi_pool},
-    {"ps_roi_pool_backward", ps_roi_pool_backward},
-    {"multi_scale_roi_align", multi_scale_roi_align},
-    {"multi_scale_roi_align_backward", multi_scale_roi_align_backward},
-    {"deform_conv2d", deform_conv2d},
-    {"deform_conv2d_backward", deform_conv2d_backward},
-};
 
 int main(int argc, char **argv) {
   if (argc != 2) {
@@ -294,34 +101,26 @@ int main(int argc, char **argv) {
     return 2;
   }
   mkdir(argv[1], 0777); /* an existing directory is fine; fopen reports the rest */
-  int missing = 0;
   for (int i = 0; i < vo_op_count(); i++) {
-    const vo_op_info *op = vo_op_get(i);
-    const struct sample *s = NULL;
-    for (size_t j = 0; j < sizeof samples / sizeof samples[0]; j++)
-      if (!strcmp(samples[j].op, op->name)) s = &samples[j];
-    if (!s) {
-      fprintf(stderr, "fuzz_seeds: op %s has no sample call in tests/fuzz/fuzz_seeds.c\n",
-              op->name);
-      missing++;
-      continue;
-    }
+    vs_sample s;
+    vs_build(&s, i, VS_SMALL, vt_f32, 0);
     static enc e;
     e.len = 0;
-    e.rng = 0x9E3779B97F4A7C15ULL + (uint64_t)i;
+    e.op = s.op->name;
     put_u8(&e, (uint8_t)i);
     put_u8(&e, FUZZ_NARGS_EXACT);
     put_u8(&e, 1); /* two threads, default workspace */
-    s->write(&e);
+    for (int a = 0; a < s.num_args; a++) put_arg(&e, &s.args[a]);
     put_u8(&e, 0); /* outputs exactly as described */
     char path[4096];
-    snprintf(path, sizeof path, "%s/seed-%s", argv[1], op->name);
+    snprintf(path, sizeof path, "%s/seed-%s", argv[1], s.op->name);
+    vs_free(&s);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(e.buf, 1, e.len, f) != e.len || fclose(f) != 0) {
       fprintf(stderr, "fuzz_seeds: cannot write %s\n", path);
       return 1;
     }
   }
-  printf("fuzz_seeds: %d seeds in %s\n", vo_op_count() - missing, argv[1]);
-  return missing ? 1 : 0;
+  printf("fuzz_seeds: %d seeds in %s\n", vo_op_count(), argv[1]);
+  return 0;
 }

@@ -6,7 +6,10 @@ CUDA kernel, 0 with "skipped" where torch.cuda is unavailable.
 
 Usage: gpu_compare.py [path/to/libvisionops.so] [--cpu-selftest]
 The library comes from the argument, $VISIONOPS_LIB, or build-gpu/ or build/
-of this checkout. --cpu-selftest runs the same comparisons with the CPU
+of this checkout. The inputs are the C sample registry's model-sized samples
+(tests/samples), written by tests/vo_samples_export of the library's build
+(or $VISIONOPS_SAMPLES_EXPORT); this script keeps only what torchvision
+computes for each op. --cpu-selftest runs the same comparisons with the CPU
 standing in for CUDA (checks this script where no GPU is visible).
 
 Tensors reach the library as DLPack DLTensors built with ctypes from torch
@@ -15,9 +18,12 @@ vo_infer / vo_call entry points, as tests/python/parity_torchvision.py does
 for NumPy arrays."""
 import contextlib
 import ctypes
+import json
 import math
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 try:
@@ -100,7 +106,8 @@ def find_library():
     sys.exit("gpu_compare: no library: pass path/to/libvisionops.so or set VISIONOPS_LIB")
 
 
-lib = ctypes.CDLL(find_library())
+LIB_PATH = find_library()
+lib = ctypes.CDLL(LIB_PATH)
 lib.vo_last_error.restype = ctypes.c_char_p
 lib.vo_version.restype = ctypes.c_char_p
 lib.vo_op_count.restype = ctypes.c_int
@@ -247,241 +254,128 @@ def on(dev, args):
 
 
 # ------------------------------------------------------------ inputs
-
-GEN = torch.Generator().manual_seed(0)
-
-
-def randn(*shape):
-    return torch.randn(*shape, generator=GEN, dtype=torch.float64)
-
-
-def rand(*shape):
-    return torch.rand(*shape, generator=GEN, dtype=torch.float64)
-
-
-def detections(n, extent=800.0):
-    """Clusters of jittered boxes, as a detector emits them (float64)."""
-    m = n // 20 + 1
-    centres, sizes = rand(m, 2) * extent, 10 + rand(m, 2) * 190
-    k = torch.randint(0, m, (n,), generator=GEN)
-    c = centres[k] + randn(n, 2) * 8
-    wh = sizes[k] * (0.8 + 0.4 * rand(n, 2))
-    return torch.cat([c - wh / 2, c + wh / 2], 1)
-
-
-def rois(k, n, img_h, img_w, inside=1.0):
-    """[K,5] RoIs sorted by image; with inside < 1 they stay in that fraction
-    of the image, otherwise some reach past its borders."""
-    lo = -0.05 if inside >= 1 else 0.0
-    x1 = (lo + rand(k) * (inside - lo)) * img_w
-    y1 = (lo + rand(k) * (inside - lo)) * img_h
-    w = torch.exp(math.log(8) + rand(k) * (math.log(400) - math.log(8)))
-    h = torch.exp(math.log(8) + rand(k) * (math.log(400) - math.log(8)))
-    x2 = torch.minimum(x1 + w, torch.full_like(x1, img_w * inside)) if inside < 1 else x1 + w
-    y2 = torch.minimum(y1 + h, torch.full_like(y1, img_h * inside)) if inside < 1 else y1 + h
-    b = torch.sort(torch.randint(0, n, (k,), generator=GEN).double()).values
-    return torch.stack([b, x1, y1, x2, y2], 1)
-
-
-# ------------------------------------------------------------ the cases
 #
-# Each case(dtype) returns (args, tv, num_outputs, note): args for visionops
-# (CPU tensors, moved per device), tv(args on the device) -> the torchvision
-# outputs to compare with visionops' outputs in order (None to skip one), or
-# tv None where torchvision has no such op.
+# The inputs are the C sample registry's model-sized samples (tests/samples:
+# the same builders test_backend_ops and the fuzz seeds use), written by its
+# vo_samples_export program as index.json and raw tensor files.
+
+DL_NAMES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+            "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32}
+
+
+def find_exporter():
+    if os.environ.get("VISIONOPS_SAMPLES_EXPORT"):
+        return os.environ["VISIONOPS_SAMPLES_EXPORT"]
+    path = os.path.join(os.path.dirname(os.path.abspath(LIB_PATH)), "tests", "vo_samples_export")
+    if os.path.exists(path):
+        return path
+    sys.exit(f"gpu_compare: no {path} (build the tests) and VISIONOPS_SAMPLES_EXPORT is unset")
+
+
+def load_tensor(folder, spec):
+    dtype, shape = DL_NAMES[spec["dtype"]], tuple(spec["shape"])
+    with open(os.path.join(folder, spec["file"]), "rb") as f:
+        data = bytearray(f.read())
+    if not data:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(data, dtype=dtype).reshape(shape).clone()
+
+
+def load_arg(folder, spec):
+    kind = spec["kind"]
+    if kind == "tensor":
+        return load_tensor(folder, spec)
+    if kind == "none":
+        return None
+    if kind in ("float", "int", "bool"):
+        return spec["value"]
+    if kind == "tensor_list":
+        return [load_tensor(folder, t) for t in spec["items"]]
+    if kind == "float_list":
+        return [float(v) for v in spec["values"]]
+    raise ValueError(f"unknown argument kind {kind}")
+
+
+def load_samples():
+    """(op name, torch dtype) -> (args as CPU tensors, num_outputs, note)."""
+    with tempfile.TemporaryDirectory(prefix="vo-samples-") as folder:
+        subprocess.run([find_exporter(), folder, "model", "float32", "float16"], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(os.path.join(folder, "index.json")) as f:
+            index = json.load(f)
+        return {(e["op"], DL_NAMES[e["dtype"]]):
+                ([load_arg(folder, a) for a in e["args"]], e["num_outputs"], e["note"])
+                for e in index}
+
+
+# ------------------------------------------------------------ torchvision
+#
+# What torchvision computes for each op, from the op's arguments on the
+# device: the outputs to compare with visionops' in order (None to skip one),
+# or None where torchvision has no such op.
 
 TV = torch.ops.torchvision
-SCALE = 1.0 / 16
-N_IMG, C_MAP, H_MAP, W_MAP = 2, 256, 50, 68  # an 800x1088 image at stride 16
-IMG_H, IMG_W = H_MAP / SCALE, W_MAP / SCALE
 
 
-def cast(dt, *ts):
-    return [t.to(dt) for t in ts]
+def tv_iou(fn):
+    return lambda a: [fn(*a)]
 
 
-def case_nms(dt, batched=False):
-    # 6000 boxes: torchvision's batched_nms takes its exact per-class path on
-    # CUDA above 20000 coordinates (below, it shifts boxes by class * max
-    # coordinate, which float rounding makes inexact). Scores are distinct
-    # even in float16 (log-spaced), as torchvision's sort is not stable.
-    n = 6000
-    boxes = detections(n).to(dt)
-    scores = torch.exp2(torch.randperm(n, generator=GEN).double() * (15.0 / n) - 5).to(dt)
-    idxs = torch.randint(0, 80, (n,), generator=GEN)
-    if batched:
-        args = [boxes, scores, idxs, 0.5]
-
-        def tv(a):
-            return [torchvision.ops.batched_nms(a[0], a[1], a[2], a[3]), None]
-    else:
-        args = [boxes, scores, 0.5]
-
-        def tv(a):
-            return [TV.nms(a[0], a[1], a[2]), None]
-    return args, tv, None, "keep[:num_kept] vs torchvision"
+def tv_iou_backward(fn):
+    """The IoU ops' backward: torchvision's autograd through its tensor-op
+    implementation (a gradient for both box sets)."""
+    def tv(x):
+        a_, b_ = x[1].detach().requires_grad_(), x[2].detach().requires_grad_()
+        return list(torch.autograd.grad(fn(a_, b_, *x[3:]), (a_, b_), x[0]))
+    return tv
 
 
-def case_iou(fn, eps):
-    def case(dt):
-        a, b = cast(dt, detections(1500), detections(1000))
-        args = [a, b] + ([1e-7] if eps else [])
-        return args, (lambda x: [fn(*x)]), None, ""
-    return case
-
-
-def case_iou_backward(fn, eps):
-    """The IoU ops' backward against torchvision's autograd through its
-    tensor-op implementation (a gradient for both box sets)."""
-    def case(dt):
-        a, b = cast(dt, detections(1500), detections(1000))
-        args = [randn(a.shape[0], b.shape[0]).to(dt), a, b] + ([1e-7] if eps else [])
-
-        def tv(x):
-            a_, b_ = x[1].detach().requires_grad_(), x[2].detach().requires_grad_()
-            return list(torch.autograd.grad(fn(a_, b_, *x[3:]), (a_, b_), x[0]))
-        return args, tv, None, ""
-    return case
-
-
-def case_roi_align(dt):
-    args = [randn(N_IMG, C_MAP, H_MAP, W_MAP).to(dt), rois(512, N_IMG, IMG_H, IMG_W).to(dt),
-            SCALE, 7, 7, 2, True]
-    return args, (lambda a: [TV.roi_align(*a)]), None, ""
-
-
-def case_roi_align_backward(dt):
-    args = [randn(512, C_MAP, 7, 7).to(dt), rois(512, N_IMG, IMG_H, IMG_W).to(dt), SCALE, 7, 7,
-            N_IMG, C_MAP, H_MAP, W_MAP, 2, True]
-    return args, (lambda a: [TV._roi_align_backward(*a)]), None, ""
-
-
-def cpu_forward(name, args, index):
-    run, outs = vo_prepare(None, name, args)
-    run()
-    return outs[index]
-
-
-def case_roi_pool(dt):
-    args = [randn(N_IMG, C_MAP, H_MAP, W_MAP).to(dt), rois(512, N_IMG, IMG_H, IMG_W).to(dt),
-            SCALE, 7, 7]
-    return args, (lambda a: list(TV.roi_pool(*a))), None, "argmax exact"
-
-
-def case_roi_pool_backward(dt):
-    x, r = randn(N_IMG, C_MAP, H_MAP, W_MAP).to(dt), rois(512, N_IMG, IMG_H, IMG_W).to(dt)
-    argmax = cpu_forward("roi_pool", [x, r, SCALE, 7, 7], 1)
-    args = [randn(512, C_MAP, 7, 7).to(dt), r, argmax, SCALE, 7, 7, N_IMG, C_MAP, H_MAP, W_MAP]
-    return args, (lambda a: [TV._roi_pool_backward(*a)]), None, ""
-
-
-PS_C = 10 * 7 * 7
-
-
-def case_ps_roi_align(dt):
-    args = [randn(N_IMG, PS_C, H_MAP, W_MAP).to(dt), rois(256, N_IMG, IMG_H, IMG_W).to(dt),
-            SCALE, 7, 7, 2]
-    return args, (lambda a: list(TV.ps_roi_align(*a))), None, "channel_mapping exact"
-
-
-def case_ps_roi_align_backward(dt):
-    x, r = randn(N_IMG, PS_C, H_MAP, W_MAP).to(dt), rois(256, N_IMG, IMG_H, IMG_W).to(dt)
-    cm = cpu_forward("ps_roi_align", [x, r, SCALE, 7, 7, 2], 1)
-    args = [randn(256, 10, 7, 7).to(dt), r, cm, SCALE, 7, 7, 2, N_IMG, PS_C, H_MAP, W_MAP]
-    return args, (lambda a: [TV._ps_roi_align_backward(*a)]), None, ""
-
-
-def case_ps_roi_pool(dt):
-    args = [randn(N_IMG, PS_C, H_MAP, W_MAP).to(dt), rois(256, N_IMG, IMG_H, IMG_W).to(dt),
-            SCALE, 7, 7]
-    return args, (lambda a: list(TV.ps_roi_pool(*a))), None, "channel_mapping exact"
-
-
-def case_ps_roi_pool_backward(dt):
-    # RoIs inside 70% of the image: torchvision's backward clamps bins to H, W
-    # where its forward clamps to H-1, W-1; away from that edge they agree.
-    x = randn(N_IMG, PS_C, H_MAP, W_MAP).to(dt)
-    r = rois(256, N_IMG, IMG_H, IMG_W, inside=0.7).to(dt)
-    cm = cpu_forward("ps_roi_pool", [x, r, SCALE, 7, 7], 1)
-    args = [randn(256, 10, 7, 7).to(dt), r, cm, SCALE, 7, 7, N_IMG, PS_C, H_MAP, W_MAP]
-    return args, (lambda a: [TV._ps_roi_pool_backward(*a)]), None, "RoIs clear of the last row/col"
-
-
-MS_IMG = (800, 1216)
-MS_SCALES = [0.25, 0.125, 0.0625, 0.03125]
-
-
-def ms_inputs(dt):
-    feats = [randn(N_IMG, 256, MS_IMG[0] // s, MS_IMG[1] // s).to(dt) for s in (4, 8, 16, 32)]
-    return feats, rois(512, N_IMG, MS_IMG[0], MS_IMG[1]).to(dt)
-
-
-def tv_multi_scale(feats, r, grad=None):
-    pooler = torchvision.ops.MultiScaleRoIAlign(["0", "1", "2", "3"], 7, 2)
-    x = {str(i): f.detach().requires_grad_(grad is not None) for i, f in enumerate(feats)}
-    boxes = [r[r[:, 0] == i, 1:] for i in range(N_IMG)]
-    out = pooler(x, boxes, [MS_IMG] * N_IMG)
+def tv_multi_scale(feats, r, scales, pooled, sampling_ratio, grad=None):
+    """torchvision's MultiScaleRoIAlign on the same pyramid: the image size
+    is the finest level's size over its scale."""
+    n_img = feats[0].shape[0]
+    img = (round(feats[0].shape[-2] / scales[0]), round(feats[0].shape[-1] / scales[0]))
+    names = [str(i) for i in range(len(feats))]
+    pooler = torchvision.ops.MultiScaleRoIAlign(names, pooled, sampling_ratio)
+    x = {n: f.detach().requires_grad_(grad is not None) for n, f in zip(names, feats)}
+    boxes = [r[r[:, 0] == i, 1:] for i in range(n_img)]
+    out = pooler(x, boxes, [img] * n_img)
     if grad is None:
         return [out]
-    return list(torch.autograd.grad(out, [x[str(i)] for i in range(4)], grad))
+    return list(torch.autograd.grad(out, [x[n] for n in names], grad))
 
 
-def case_multi_scale(dt):
-    feats, r = ms_inputs(dt)
-    args = [feats, r, MS_SCALES, 7, 7, 2, 224, 4, False]
-    return args, (lambda a: tv_multi_scale(a[0], a[1])), None, "MultiScaleRoIAlign"
+def _op(name):
+    return getattr(torchvision.ops, name, None)
 
 
-def case_multi_scale_backward(dt):
-    feats, r = ms_inputs(dt)
-    g = randn(512, 256, 7, 7).to(dt)
-    args = [g, r, feats, MS_SCALES, 7, 7, 2, 224, 4, False]
-    return args, (lambda a: tv_multi_scale(a[2], a[1], a[0])), 4, \
-        "torchvision: autograd of MultiScaleRoIAlign, timed with its forward"
-
-
-def dcn_inputs(dt, grad):
-    n, cin, h, w, cout = 4, 64, 33, 33, 64
-    t = [randn(n, cout, h, w)] if grad else []
-    t += [randn(n, cin, h, w), randn(cout, cin, 3, 3) * 0.1, randn(n, 18, h, w) * 2,
-          rand(n, 9, h, w), randn(cout)]
-    return [x.to(dt) for x in t] + [1, 1, 1, 1, 1, 1, 1, 1, True]
-
-
-def case_deform_conv2d(dt):
-    return dcn_inputs(dt, False), (lambda a: [TV.deform_conv2d(*a)]), None, "with mask and bias"
-
-
-def case_deform_conv2d_backward(dt):
-    return dcn_inputs(dt, True), (lambda a: list(TV._deform_conv2d_backward(*a))), None, ""
-
-
-CASES = {
-    "nms": case_nms,
-    "batched_nms": lambda dt: case_nms(dt, batched=True),
-    "box_iou": case_iou(torchvision.ops.box_iou, False),
-    "generalized_box_iou": case_iou(torchvision.ops.generalized_box_iou, False),
-    "distance_box_iou": case_iou(getattr(torchvision.ops, "distance_box_iou", None), True),
-    "complete_box_iou": case_iou(getattr(torchvision.ops, "complete_box_iou", None), True),
-    "roi_align": case_roi_align,
-    "roi_align_backward": case_roi_align_backward,
-    "roi_pool": case_roi_pool,
-    "roi_pool_backward": case_roi_pool_backward,
-    "ps_roi_align": case_ps_roi_align,
-    "ps_roi_align_backward": case_ps_roi_align_backward,
-    "ps_roi_pool": case_ps_roi_pool,
-    "ps_roi_pool_backward": case_ps_roi_pool_backward,
-    "multi_scale_roi_align": case_multi_scale,
-    "multi_scale_roi_align_backward": case_multi_scale_backward,
-    "deform_conv2d": case_deform_conv2d,
-    "deform_conv2d_backward": case_deform_conv2d_backward,
-    "box_iou_backward": case_iou_backward(torchvision.ops.box_iou, False),
-    "generalized_box_iou_backward": case_iou_backward(torchvision.ops.generalized_box_iou, False),
-    "distance_box_iou_backward": case_iou_backward(getattr(torchvision.ops, "distance_box_iou", None),
-                                                   True),
-    "complete_box_iou_backward": case_iou_backward(getattr(torchvision.ops, "complete_box_iou", None),
-                                                   True),
+TV_CALLS = {
+    "nms": lambda a: [TV.nms(a[0], a[1], a[2]), None],
+    "batched_nms": lambda a: [torchvision.ops.batched_nms(a[0], a[1], a[2], a[3]), None],
+    "box_iou": tv_iou(_op("box_iou")),
+    "generalized_box_iou": tv_iou(_op("generalized_box_iou")),
+    "distance_box_iou": tv_iou(_op("distance_box_iou")),
+    "complete_box_iou": tv_iou(_op("complete_box_iou")),
+    "roi_align": lambda a: [TV.roi_align(*a)],
+    "roi_align_backward": lambda a: [TV._roi_align_backward(*a)],
+    "roi_pool": lambda a: list(TV.roi_pool(*a)),
+    "roi_pool_backward": lambda a: [TV._roi_pool_backward(*a)],
+    "ps_roi_align": lambda a: list(TV.ps_roi_align(*a)),
+    "ps_roi_align_backward": lambda a: [TV._ps_roi_align_backward(*a)],
+    "ps_roi_pool": lambda a: list(TV.ps_roi_pool(*a)),
+    "ps_roi_pool_backward": lambda a: [TV._ps_roi_pool_backward(*a)],
+    "multi_scale_roi_align": lambda a: tv_multi_scale(a[0], a[1], a[2], a[3], a[5]),
+    "multi_scale_roi_align_backward":
+        lambda a: tv_multi_scale(a[2], a[1], a[3], a[4], a[6], grad=a[0]),
+    "deform_conv2d": lambda a: [TV.deform_conv2d(*a)],
+    "deform_conv2d_backward": lambda a: list(TV._deform_conv2d_backward(*a)),
+    "box_iou_backward": tv_iou_backward(_op("box_iou")),
+    "generalized_box_iou_backward": tv_iou_backward(_op("generalized_box_iou")),
+    "distance_box_iou_backward": tv_iou_backward(_op("distance_box_iou")),
+    "complete_box_iou_backward": tv_iou_backward(_op("complete_box_iou")),
 }
+NOTES = {"multi_scale_roi_align_backward":
+         "torchvision: autograd of MultiScaleRoIAlign, timed with its forward"}
 
 # ------------------------------------------------------------ comparing
 
@@ -550,7 +444,9 @@ def compare_op(name, dtype, rows):
 
 
 def _compare_op(name, dtype, rows):
-    args, tv, nout, note = CASES[name](dtype)
+    args, nout, note = SAMPLES[(name, dtype)]
+    tv = TV_CALLS[name]
+    note = "; ".join(n for n in (note, NOTES.get(name, "")) if n)
     problems = []
     # visionops on the CPU (the reference) and on the device
     run_cpu, cpu_out = vo_prepare(None, name, args, nout)
@@ -617,7 +513,11 @@ def _compare_op(name, dtype, rows):
     return not problems
 
 
+SAMPLES = {}
+
+
 def main():
+    SAMPLES.update(load_samples())
     where = "CPU standing in for CUDA (--cpu-selftest)" if SELFTEST else torch.cuda.get_device_name(DEV)
     print(f"visionops {lib.vo_version().decode()} on {where}; "
           f"torch {torch.__version__}, torchvision {torchvision.__version__}\n")
@@ -628,10 +528,10 @@ def main():
     rows = []  # each op's rows are printed as soon as they are known
     for name in OPS:
         new = []
-        if name not in CASES:
+        if name not in TV_CALLS:
             new.append([name, "-", "-", "-", "-", "-", "-",
-                        "FAIL: no case in tests/python/gpu_compare.py"])
-        for dtype in (torch.float32, torch.float16) if name in CASES else ():
+                        "FAIL: no torchvision counterpart (or None) in tests/python/gpu_compare.py"])
+        for dtype in (torch.float32, torch.float16) if name in TV_CALLS else ():
             try:
                 compare_op(name, dtype, new)
             except VoError as e:  # the CPU reference itself failed

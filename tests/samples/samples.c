@@ -1,0 +1,774 @@
+/*
+ * The per-op sample inputs of samples.h: generators (boxes, RoIs, feature
+ * maps), the problem sizes of each variant, one builder per op of
+ * src/ops/ops.def (the table below is generated from it) and the tolerances.
+ */
+#include "samples.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const DLDataType *const vs_dtypes[VS_NUM_DTYPES] = {&vt_f32, &vt_f64, &vt_f16, &vt_bf16};
+
+static void die(const char *what, const char *detail) {
+  fprintf(stderr, "samples: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+  exit(2);
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) die("out of memory", NULL);
+  return p;
+}
+
+static int64_t shape_numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  return n;
+}
+
+/* ------------------------------------------------------------ the sample */
+
+/* A host tensor owned by the sample, laid out as the sample says; its index. */
+static int add_values(vs_sample *s, DLDataType dt, int ndim, const int64_t *shape,
+                      const double *values) {
+  if (s->num_tensors == VS_MAX_TENSORS) die("too many tensors in one sample", s->label);
+  vt_tensor *t;
+  if (s->layout == VS_STRIDED && ndim > 0) {
+    int64_t strides[VO_MAX_DIMS], step = 2;
+    for (int d = ndim - 1; d >= 0; d--) {
+      strides[d] = step;
+      step *= shape[d] > 0 ? shape[d] : 1;
+    }
+    t = vt_tensor_strided(dt, ndim, shape, strides, vt_dtype_bytes(dt), values);
+  } else if (s->layout == VS_CHANNELS_LAST && ndim == 4) {
+    const int64_t c = shape[1] > 0 ? shape[1] : 1, w = shape[3] > 0 ? shape[3] : 1;
+    const int64_t h = shape[2] > 0 ? shape[2] : 1;
+    const int64_t strides[4] = {h * w * c, 1, w * c, c};
+    t = vt_tensor_strided(dt, ndim, shape, strides, 0, values);
+  } else {
+    t = vt_tensor_new(dt, ndim, shape, values);
+  }
+  s->tensors[s->num_tensors] = t;
+  return s->num_tensors++;
+}
+
+static int add_uniform(vs_sample *s, DLDataType dt, int ndim, const int64_t *shape, vt_rng *rng,
+                       double lo, double hi) {
+  const int64_t n = shape_numel(ndim, shape);
+  double *v = xmalloc(sizeof(double) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) v[i] = vt_rng_uniform(rng, lo, hi);
+  const int t = add_values(s, dt, ndim, shape, v);
+  free(v);
+  return t;
+}
+
+static void push_arg(vs_sample *s, vo_value v, int tensor) {
+  if (s->num_args == VS_MAX_ARGS) die("too many arguments in one sample", s->label);
+  s->tensor_of[s->num_args] = tensor;
+  s->args[s->num_args++] = v;
+}
+static void arg_tensor(vs_sample *s, int t) { push_arg(s, vo_tensor_value(&s->tensors[t]->dl), t); }
+static void arg_none(vs_sample *s) { push_arg(s, vo_tensor_value(NULL), -1); }
+static void arg_float(vs_sample *s, double f) { push_arg(s, vo_float_value(f), -1); }
+static void arg_int(vs_sample *s, int64_t i) { push_arg(s, vo_int_value(i), -1); }
+static void arg_bool(vs_sample *s, int b) { push_arg(s, vo_bool_value(b), -1); }
+static void arg_floats(vs_sample *s, const double *v, int n) {
+  memcpy(s->floats, v, sizeof(double) * (size_t)n);
+  push_arg(s, vo_float_list_value(s->floats, n), -1);
+}
+static void arg_list(vs_sample *s, const int *ts, int n) {
+  s->list_arg = s->num_args;
+  s->list_count = n;
+  memcpy(s->list_of, ts, sizeof(int) * (size_t)n);
+  for (int i = 0; i < n; i++) s->host_list[i] = &s->tensors[ts[i]]->dl;
+  push_arg(s, vo_tensor_list_value(s->host_list, n), -1);
+}
+
+/* ------------------------------------------------------------ generators */
+
+static double normal(vt_rng *rng) {
+  const double u1 = 1.0 - vt_rng_uniform(rng, 0, 1), u2 = vt_rng_uniform(rng, 0, 1);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Boxes with duplicates (IoU exactly 1), near duplicates and tied scores. */
+static void gen_boxes_mixed(vt_rng *rng, int64_t n, double *b) {
+  for (int64_t i = 0; i < n; i++) {
+    double *r = b + 4 * i;
+    if (i > 0 && vt_rng_int(rng, 5) == 0) {
+      memcpy(r, b + 4 * vt_rng_int(rng, i), sizeof(double) * 4);
+      continue;
+    }
+    if (i > 0 && vt_rng_int(rng, 3) == 0) {
+      const double *p = b + 4 * vt_rng_int(rng, i);
+      for (int j = 0; j < 4; j++) r[j] = p[j] + vt_rng_uniform(rng, -2, 2);
+      if (r[2] < r[0]) r[2] = r[0] + 1;
+      if (r[3] < r[1]) r[3] = r[1] + 1;
+      continue;
+    }
+    const double x = vt_rng_uniform(rng, -20, 100), y = vt_rng_uniform(rng, -20, 100);
+    r[0] = x;
+    r[1] = y;
+    r[2] = x + vt_rng_uniform(rng, 0.5, 40);
+    r[3] = y + vt_rng_uniform(rng, 0.5, 40);
+  }
+}
+
+/* Zero-width, zero-height, point, reversed, duplicated, nested and far-away
+ * boxes (coordinates within float16's range). */
+static void gen_boxes_degenerate(vt_rng *rng, int64_t n, double *b) {
+  for (int64_t i = 0; i < n; i++) {
+    double *r = b + 4 * i;
+    const double x = (double)vt_rng_int(rng, 64) - 16, y = (double)vt_rng_int(rng, 64) - 16;
+    const double w = (double)(1 + vt_rng_int(rng, 20)), h = (double)(1 + vt_rng_int(rng, 20));
+    r[0] = x, r[1] = y, r[2] = x + w, r[3] = y + h;
+    switch (i % 8) {
+      case 0: r[2] = r[0]; break;                /* zero width */
+      case 1: r[3] = r[1]; break;                /* zero height */
+      case 2: r[2] = r[0], r[3] = r[1]; break;   /* a point */
+      case 3: r[2] = x - w, r[3] = y - h; break; /* reversed */
+      case 4:
+        if (i > 0) memcpy(r, b + 4 * (i - 1), sizeof(double) * 4); /* duplicate */
+        break;
+      case 5: /* inside the previous box */
+        if (i > 0) {
+          const double *p = b + 4 * (i - 1);
+          r[0] = p[0] + 0.25 * (p[2] - p[0]), r[1] = p[1] + 0.25 * (p[3] - p[1]);
+          r[2] = p[0] + 0.75 * (p[2] - p[0]), r[3] = p[1] + 0.75 * (p[3] - p[1]);
+        }
+        break;
+      case 6: r[0] += 20000, r[2] += 20000, r[1] -= 20000, r[3] -= 20000; break; /* far away */
+      default: break;
+    }
+  }
+}
+
+/* Tiny boxes inside [0, 24). */
+static void gen_boxes_small(vt_rng *rng, int64_t n, double *b) {
+  for (int64_t i = 0; i < n; i++) {
+    const double x = vt_rng_uniform(rng, 0, 12), y = vt_rng_uniform(rng, 0, 12);
+    b[4 * i] = x, b[4 * i + 1] = y;
+    b[4 * i + 2] = x + 1 + vt_rng_uniform(rng, 0, 10);
+    b[4 * i + 3] = y + 1 + vt_rng_uniform(rng, 0, 10);
+  }
+}
+
+/* Clusters of jittered boxes in an 800x800 extent, as a detector emits them. */
+static void gen_boxes_detections(vt_rng *rng, int64_t n, double *b) {
+  const int64_t m = n / 20 + 1;
+  double *centre = xmalloc(sizeof(double) * (size_t)(4 * m));
+  for (int64_t j = 0; j < m; j++) {
+    centre[4 * j] = vt_rng_uniform(rng, 0, 800), centre[4 * j + 1] = vt_rng_uniform(rng, 0, 800);
+    centre[4 * j + 2] = vt_rng_uniform(rng, 10, 200),
+                   centre[4 * j + 3] = vt_rng_uniform(rng, 10, 200);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const double *c = centre + 4 * vt_rng_int(rng, m);
+    const double cx = c[0] + 8 * normal(rng), cy = c[1] + 8 * normal(rng);
+    const double w = c[2] * vt_rng_uniform(rng, 0.8, 1.2), h = c[3] * vt_rng_uniform(rng, 0.8, 1.2);
+    b[4 * i] = cx - w / 2, b[4 * i + 1] = cy - h / 2, b[4 * i + 2] = cx + w / 2,
+          b[4 * i + 3] = cy + h / 2;
+  }
+  free(centre);
+}
+
+typedef enum box_kind { BOXES_MIXED, BOXES_DEGENERATE, BOXES_SMALL, BOXES_DETECTIONS } box_kind;
+
+static void gen_boxes(box_kind kind, vt_rng *rng, int64_t n, double *b) {
+  switch (kind) {
+    case BOXES_MIXED: gen_boxes_mixed(rng, n, b); break;
+    case BOXES_DEGENERATE: gen_boxes_degenerate(rng, n, b); break;
+    case BOXES_SMALL: gen_boxes_small(rng, n, b); break;
+    case BOXES_DETECTIONS: gen_boxes_detections(rng, n, b); break;
+  }
+}
+
+typedef enum roi_kind {
+  ROIS_MIXED,       /* inside, partly outside, wholly outside, tiny, huge, reversed */
+  ROIS_DEGENERATE,  /* zero-size, points, reversed, on the border, outside */
+  ROIS_SMALL,       /* inside the map */
+  ROIS_MODEL,       /* log-uniform sizes 8..400 pixels, some past the image's border */
+  ROIS_MODEL_INSIDE /* the same inside 70% of the image (clear of the last row/col) */
+} roi_kind;
+
+/* The RoI problem of a variant and seed. */
+typedef struct roi_problem {
+  int64_t n, c, h, w, k, ph, pw, sr;
+  int aligned;
+  double scale;
+  roi_kind rois;
+} roi_problem;
+
+static void gen_rois(const roi_problem *p, vt_rng *rng, double *r) {
+  const double mh = (double)p->h / p->scale, mw = (double)p->w / p->scale;
+  for (int64_t i = 0; i < p->k; i++) {
+    double *q = r + 5 * i;
+    q[0] = (double)vt_rng_int(rng, p->n);
+    if (p->rois == ROIS_MIXED) {
+      double cx = vt_rng_uniform(rng, 0, mw), cy = vt_rng_uniform(rng, 0, mh);
+      double hw = vt_rng_uniform(rng, 0.5, mw / 2), hh = vt_rng_uniform(rng, 0.5, mh / 2);
+      switch (vt_rng_int(rng, 6)) {
+        case 1: cx = vt_rng_uniform(rng, -mw / 4, mw * 1.25); break;
+        case 2: cx = vt_rng_int(rng, 2) ? -mw : 2.5 * mw; break;
+        case 3:
+          hw = vt_rng_uniform(rng, 0.01, 0.4) / p->scale;
+          hh = vt_rng_uniform(rng, 0.01, 0.4) / p->scale;
+          break;
+        case 4:
+          hw = vt_rng_uniform(rng, 1.5, 3) * mw;
+          hh = vt_rng_uniform(rng, 1.5, 3) * mh;
+          break;
+        case 5: hw = -hw / 3; break;
+        default: break;
+      }
+      q[1] = cx - hw, q[2] = cy - hh, q[3] = cx + hw, q[4] = cy + hh;
+    } else if (p->rois == ROIS_DEGENERATE) {
+      const double x = floor(vt_rng_uniform(rng, 0, mw)), y = floor(vt_rng_uniform(rng, 0, mh));
+      q[1] = x, q[2] = y, q[3] = x + 2 / p->scale, q[4] = y + 2 / p->scale;
+      switch (i % 7) {
+        case 0: q[3] = q[1]; break;                                        /* zero width */
+        case 1: q[1] = q[3] = x, q[2] = q[4] = y; break;                   /* a point */
+        case 2: q[3] = x - 3, q[4] = y - 3; break;                         /* reversed */
+        case 3: q[1] = mw - 1, q[3] = mw, q[2] = mh - 1, q[4] = mh; break; /* last pixel */
+        case 4: q[1] = -mw, q[3] = -1, q[2] = -mh, q[4] = -1; break;       /* wholly outside */
+        case 5: q[1] = 0, q[2] = 0, q[3] = mw, q[4] = mh; break;           /* the whole map */
+        default: break;                                                    /* 2x2 pixels */
+      }
+    } else if (p->rois == ROIS_SMALL) {
+      const double x = vt_rng_uniform(rng, 0, mw / 2), y = vt_rng_uniform(rng, 0, mh / 2);
+      q[0] = (double)(i % p->n);
+      q[1] = x, q[2] = y;
+      q[3] = x + 1 + vt_rng_uniform(rng, 0, mw / 2 - 1);
+      q[4] = y + 1 + vt_rng_uniform(rng, 0, mh / 2 - 1);
+    } else {
+      const double inside = p->rois == ROIS_MODEL_INSIDE ? 0.7 : 1.0;
+      const double lo = inside >= 1 ? -0.05 : 0.0;
+      const double x1 = (lo + vt_rng_uniform(rng, 0, 1) * (inside - lo)) * mw;
+      const double y1 = (lo + vt_rng_uniform(rng, 0, 1) * (inside - lo)) * mh;
+      const double w = exp(vt_rng_uniform(rng, log(8.0), log(400.0)));
+      const double h = exp(vt_rng_uniform(rng, log(8.0), log(400.0)));
+      q[1] = x1, q[2] = y1, q[3] = x1 + w, q[4] = y1 + h;
+      if (inside < 1) q[3] = fmin(q[3], mw * inside), q[4] = fmin(q[4], mh * inside);
+    }
+  }
+  if (p->rois == ROIS_MODEL || p->rois == ROIS_MODEL_INSIDE) { /* sorted by image */
+    int64_t at = 0;
+    for (int64_t b = 0; b < p->n; b++)
+      for (int64_t i = at; i < p->k; i++)
+        if (r[5 * i] == (double)b) {
+          double t[5];
+          memcpy(t, r + 5 * i, sizeof t);
+          memmove(r + 5 * (at + 1), r + 5 * at, sizeof(double) * 5 * (size_t)(i - at));
+          memcpy(r + 5 * at++, t, sizeof t);
+        }
+  }
+}
+
+/* channel_groups > 0: a position-sensitive op with that many output channels. */
+static roi_problem roi_problem_of(vs_variant variant, uint64_t seed, int64_t channel_groups) {
+  static const roi_problem random_problems[VS_RANDOM_SEEDS] = {
+      {2, 10, 13, 11, 17, 3, 2, 2, 0, 0.5, ROIS_MIXED},
+      {1, 3, 7, 9, 1, 1, 1, 0, 1, 1.0, ROIS_MIXED},
+      {3, 9, 17, 15, 40, 2, 3, -1, 1, 0.25, ROIS_MIXED},
+      {2, 16, 12, 10, 23, 2, 2, 2, 1, 0.5, ROIS_MIXED},
+  };
+  static const roi_problem edge_problems[VS_EDGE_SEEDS] = {
+      {2, 3, 9, 8, 0, 2, 2, 2, 1, 0.5, ROIS_DEGENERATE},
+      {2, 3, 9, 8, 14, 3, 3, 0, 0, 1.0, ROIS_DEGENERATE},
+  };
+  static const roi_problem small = {2, 4, 8, 8, 3, 2, 2, 2, 1, 1.0, ROIS_SMALL};
+  static const roi_problem model = {2, 256, 50, 68, 512, 7, 7, 2, 1, 1.0 / 16, ROIS_MODEL};
+  roi_problem p = variant == VS_RANDOM  ? random_problems[seed % VS_RANDOM_SEEDS]
+                  : variant == VS_EDGE  ? edge_problems[seed % VS_EDGE_SEEDS]
+                  : variant == VS_SMALL ? small
+                                        : model;
+  if (channel_groups > 0) {
+    if (variant == VS_SMALL) channel_groups = 2;
+    if (variant == VS_MODEL) channel_groups = 10, p.k = 256;
+    p.c = channel_groups * p.ph * p.pw;
+  }
+  return p;
+}
+
+static int add_rois(vs_sample *s, DLDataType dt, vt_rng *rng, const roi_problem *p) {
+  double *r = xmalloc(sizeof(double) * (size_t)(5 * p->k));
+  gen_rois(p, rng, r);
+  const int64_t shape[2] = {p->k, 5};
+  const int t = add_values(s, dt, 2, shape, r);
+  free(r);
+  s->rois_tensor = t;
+  return t;
+}
+
+/* The feature map; random seed 1 uses small integers so maxima tie (roi_pool). */
+static int add_map(vs_sample *s, DLDataType dt, vt_rng *rng, const roi_problem *p, int ties) {
+  const int64_t shape[4] = {p->n, p->c, p->h, p->w};
+  if (!ties) return add_uniform(s, dt, 4, shape, rng, -1, 1);
+  const int64_t n = shape_numel(4, shape);
+  double *v = xmalloc(sizeof(double) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) v[i] = (double)(vt_rng_int(rng, 5) - 2);
+  const int t = add_values(s, dt, 4, shape, v);
+  free(v);
+  return t;
+}
+
+static int add_pooled_grad(vs_sample *s, DLDataType dt, vt_rng *rng, const roi_problem *p,
+                           int64_t channels) {
+  const int64_t shape[4] = {p->k, channels, p->ph, p->pw};
+  return add_uniform(s, dt, 4, shape, rng, -1, 1);
+}
+
+/* Runs a two-output forward on the host and keeps its second output (roi_pool's
+ * argmax, a channel_mapping) as a new tensor of the sample. */
+static int forward_second_output(vs_sample *s, const char *op_name, const vo_value *args,
+                                 int nargs) {
+  const vo_op_info *op = vo_op_find(op_name);
+  vo_tensor_desc d[2];
+  if (!op || vo_infer(NULL, op, args, nargs, d, 2) != VO_OK) die(op_name, vo_last_error());
+  vt_tensor *out = vt_tensor_new(d[0].dtype, d[0].ndim, d[0].shape, NULL);
+  const vs_layout saved = s->layout;
+  s->layout = VS_CONTIGUOUS; /* the forward writes contiguous outputs */
+  const int t = add_values(s, d[1].dtype, d[1].ndim, d[1].shape, NULL);
+  s->layout = saved;
+  DLTensor *outs[2] = {&out->dl, &s->tensors[t]->dl};
+  if (vo_call(NULL, op, args, nargs, outs, 2) != VO_OK) die(op_name, vo_last_error());
+  vt_tensor_free(out);
+  return t;
+}
+
+/* ------------------------------------------------------------ builders */
+
+/* What a builder gets besides the sample. */
+typedef struct vs_params {
+  vs_variant variant;
+  uint64_t seed;
+  DLDataType dt;
+  vt_rng *rng;
+} vs_params;
+
+/* nms / batched_nms: random 97, 0, 1031 and 300 boxes with many tied
+ * scores; edge: none, or degenerate boxes with equal scores; model: 6000
+ * detections with distinct scores (log-spaced, distinct in float16 too, as
+ * torchvision's sort is not stable); 24,000 coordinates put torchvision's
+ * CUDA batched_nms on its exact per-class path (above 20,000; below, it
+ * shifts boxes by class, which float rounding makes inexact). */
+static void build_nms_common(vs_sample *s, const vs_params *q, int batched) {
+  static const int64_t random_counts[VS_RANDOM_SEEDS] = {97, 0, 1031, 300};
+  static const double thresholds[VS_RANDOM_SEEDS] = {0.5, 0.3, 0.7, 0.45};
+  int64_t n = 6;
+  double threshold = 0.5;
+  box_kind kind = BOXES_SMALL;
+  if (q->variant == VS_RANDOM) {
+    n = random_counts[q->seed % VS_RANDOM_SEEDS];
+    threshold = thresholds[q->seed % VS_RANDOM_SEEDS];
+    kind = BOXES_MIXED;
+  } else if (q->variant == VS_EDGE) {
+    n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
+    kind = BOXES_DEGENERATE;
+  } else if (q->variant == VS_MODEL) {
+    n = 6000;
+    kind = BOXES_DETECTIONS;
+  }
+  double *b = xmalloc(sizeof(double) * (size_t)(4 * n));
+  double *sc = xmalloc(sizeof(double) * (size_t)n);
+  double *ids = xmalloc(sizeof(double) * (size_t)n);
+  gen_boxes(kind, q->rng, n, b);
+  for (int64_t i = 0; i < n; i++) {
+    sc[i] = q->variant == VS_EDGE     ? 0.5
+            : q->variant == VS_RANDOM ? floor(vt_rng_uniform(q->rng, 0, 8)) / 8
+                                      : vt_rng_uniform(q->rng, 0, 1);
+    ids[i] = (double)vt_rng_int(q->rng, q->variant == VS_MODEL   ? 80
+                                        : q->variant == VS_SMALL ? 3
+                                                                 : 5);
+  }
+  if (q->variant == VS_MODEL) { /* a permutation of log-spaced scores */
+    for (int64_t i = 0; i < n; i++) sc[i] = exp2((double)i * (15.0 / (double)n) - 5);
+    for (int64_t i = n - 1; i > 0; i--) {
+      const int64_t j = vt_rng_int(q->rng, i + 1);
+      const double t = sc[i];
+      sc[i] = sc[j], sc[j] = t;
+    }
+  }
+  const int64_t bs[2] = {n, 4}, ss[1] = {n};
+  const int tb = add_values(s, q->dt, 2, bs, b);
+  arg_tensor(s, tb);
+  arg_tensor(s, add_values(s, q->dt, 1, ss, sc));
+  if (batched) arg_tensor(s, add_values(s, vt_i64, 1, ss, ids));
+  arg_float(s, threshold);
+  s->shape_tensor = tb;
+  s->note = q->variant == VS_MODEL ? "keep[:num_kept] vs torchvision" : NULL;
+  free(b);
+  free(sc);
+  free(ids);
+}
+static void sample_nms(vs_sample *s, const vs_params *q) { build_nms_common(s, q, 0); }
+static void sample_batched_nms(vs_sample *s, const vs_params *q) { build_nms_common(s, q, 1); }
+
+/* The IoU ops (and, with `grad`, their backward: grad [N, M] first). */
+static void build_iou_common(vs_sample *s, const vs_params *q, int eps, int grad) {
+  static const int64_t random_n[VS_RANDOM_SEEDS] = {37, 0, 129, 64},
+                       random_m[VS_RANDOM_SEEDS] = {53, 9, 1, 40};
+  int64_t n = 4, m = 5;
+  box_kind kind = BOXES_SMALL;
+  if (q->variant == VS_RANDOM) {
+    n = random_n[q->seed % VS_RANDOM_SEEDS], m = random_m[q->seed % VS_RANDOM_SEEDS];
+    kind = BOXES_MIXED;
+  } else if (q->variant == VS_EDGE) {
+    const int empty = q->seed % VS_EDGE_SEEDS == 0;
+    n = empty ? 3 : 20, m = empty ? 0 : 17;
+    kind = BOXES_DEGENERATE;
+  } else if (q->variant == VS_MODEL) {
+    n = 1500, m = 1000;
+    kind = BOXES_DETECTIONS;
+  }
+  double *b = xmalloc(sizeof(double) * (size_t)(4 * (n + m)));
+  gen_boxes(kind, q->rng, n + m, b);
+  const int64_t gs[2] = {n, m}, s1[2] = {n, 4}, s2[2] = {m, 4};
+  if (grad) arg_tensor(s, add_uniform(s, q->dt, 2, gs, q->rng, -1, 1));
+  const int t1 = add_values(s, q->dt, 2, s1, b);
+  arg_tensor(s, t1);
+  arg_tensor(s, add_values(s, q->dt, 2, s2, b + 4 * n));
+  if (eps) arg_float(s, 1e-7);
+  s->shape_tensor = t1;
+  free(b);
+}
+static void sample_box_iou(vs_sample *s, const vs_params *q) { build_iou_common(s, q, 0, 0); }
+static void sample_generalized_box_iou(vs_sample *s, const vs_params *q) {
+  build_iou_common(s, q, 0, 0);
+}
+static void sample_distance_box_iou(vs_sample *s, const vs_params *q) {
+  build_iou_common(s, q, 1, 0);
+}
+static void sample_complete_box_iou(vs_sample *s, const vs_params *q) {
+  build_iou_common(s, q, 1, 0);
+}
+static void sample_box_iou_backward(vs_sample *s, const vs_params *q) {
+  build_iou_common(s, q, 0, 1);
+}
+static void sample_generalized_box_iou_backward(vs_sample *s, const vs_params *q) {
+  build_iou_common(s, q, 0, 1);
+}
+static void sample_distance_box_iou_backward(vs_sample *s, const vs_params *q) {
+  build_iou_common(s, q, 1, 1);
+}
+static void sample_complete_box_iou_backward(vs_sample *s, const vs_params *q) {
+  build_iou_common(s, q, 1, 1);
+}
+
+static int map_ties(const vs_params *q) {
+  return q->variant == VS_RANDOM && q->seed % VS_RANDOM_SEEDS == 1;
+}
+
+static void sample_roi_align(vs_sample *s, const vs_params *q) {
+  const roi_problem p = roi_problem_of(q->variant, q->seed, 0);
+  arg_tensor(s, add_map(s, q->dt, q->rng, &p, map_ties(q)));
+  arg_tensor(s, add_rois(s, q->dt, q->rng, &p));
+  arg_float(s, p.scale);
+  arg_int(s, p.ph);
+  arg_int(s, p.pw);
+  arg_int(s, p.sr);
+  arg_bool(s, p.aligned);
+  s->shape_tensor = s->rois_tensor;
+}
+
+static void sample_roi_align_backward(vs_sample *s, const vs_params *q) {
+  const roi_problem p = roi_problem_of(q->variant, q->seed, 0);
+  arg_tensor(s, add_pooled_grad(s, q->dt, q->rng, &p, p.c));
+  arg_tensor(s, add_rois(s, q->dt, q->rng, &p));
+  arg_float(s, p.scale);
+  arg_int(s, p.ph);
+  arg_int(s, p.pw);
+  arg_int(s, p.n);
+  arg_int(s, p.c);
+  arg_int(s, p.h);
+  arg_int(s, p.w);
+  arg_int(s, p.sr);
+  arg_bool(s, p.aligned);
+  s->shape_tensor = s->rois_tensor;
+}
+
+static void sample_roi_pool(vs_sample *s, const vs_params *q) {
+  const roi_problem p = roi_problem_of(q->variant, q->seed, 0);
+  arg_tensor(s, add_map(s, q->dt, q->rng, &p, map_ties(q)));
+  arg_tensor(s, add_rois(s, q->dt, q->rng, &p));
+  arg_float(s, p.scale);
+  arg_int(s, p.ph);
+  arg_int(s, p.pw);
+  s->shape_tensor = s->rois_tensor;
+  s->note = q->variant == VS_MODEL ? "argmax exact" : NULL;
+}
+
+static void sample_roi_pool_backward(vs_sample *s, const vs_params *q) {
+  const roi_problem p = roi_problem_of(q->variant, q->seed, 0);
+  const int x = add_map(s, q->dt, q->rng, &p, map_ties(q));
+  const int r = add_rois(s, q->dt, q->rng, &p);
+  const vo_value fwd[5] = {vo_tensor_value(&s->tensors[x]->dl), vo_tensor_value(&s->tensors[r]->dl),
+                           vo_float_value(p.scale), vo_int_value(p.ph), vo_int_value(p.pw)};
+  const int argmax = forward_second_output(s, "roi_pool", fwd, 5);
+  arg_tensor(s, add_pooled_grad(s, q->dt, q->rng, &p, p.c));
+  arg_tensor(s, r);
+  arg_tensor(s, argmax);
+  arg_float(s, p.scale);
+  arg_int(s, p.ph);
+  arg_int(s, p.pw);
+  arg_int(s, p.n);
+  arg_int(s, p.c);
+  arg_int(s, p.h);
+  arg_int(s, p.w);
+  s->shape_tensor = s->rois_tensor;
+}
+
+static void build_ps_common(vs_sample *s, const vs_params *q, int align) {
+  const roi_problem p = roi_problem_of(q->variant, q->seed, 3);
+  arg_tensor(s, add_map(s, q->dt, q->rng, &p, map_ties(q)));
+  arg_tensor(s, add_rois(s, q->dt, q->rng, &p));
+  arg_float(s, p.scale);
+  arg_int(s, p.ph);
+  arg_int(s, p.pw);
+  if (align) arg_int(s, p.sr);
+  s->shape_tensor = s->rois_tensor;
+  s->note = q->variant == VS_MODEL ? "channel_mapping exact" : NULL;
+}
+static void sample_ps_roi_align(vs_sample *s, const vs_params *q) { build_ps_common(s, q, 1); }
+static void sample_ps_roi_pool(vs_sample *s, const vs_params *q) { build_ps_common(s, q, 0); }
+
+static void build_ps_backward_common(vs_sample *s, const vs_params *q, int align) {
+  roi_problem p = roi_problem_of(q->variant, q->seed, 3);
+  /* torchvision's ps_roi_pool backward clamps bins to H, W where its forward
+   * clamps to H-1, W-1: the model sample keeps clear of that edge. */
+  if (!align && p.rois == ROIS_MODEL) p.rois = ROIS_MODEL_INSIDE;
+  const int x = add_map(s, q->dt, q->rng, &p, map_ties(q));
+  const int r = add_rois(s, q->dt, q->rng, &p);
+  const vo_value fwd[6] = {vo_tensor_value(&s->tensors[x]->dl),
+                           vo_tensor_value(&s->tensors[r]->dl),
+                           vo_float_value(p.scale),
+                           vo_int_value(p.ph),
+                           vo_int_value(p.pw),
+                           vo_int_value(p.sr)};
+  const int cm =
+      forward_second_output(s, align ? "ps_roi_align" : "ps_roi_pool", fwd, align ? 6 : 5);
+  arg_tensor(s, add_pooled_grad(s, q->dt, q->rng, &p, p.c / (p.ph * p.pw)));
+  arg_tensor(s, r);
+  arg_tensor(s, cm);
+  arg_float(s, p.scale);
+  arg_int(s, p.ph);
+  arg_int(s, p.pw);
+  if (align) arg_int(s, p.sr);
+  arg_int(s, p.n);
+  arg_int(s, p.c);
+  arg_int(s, p.h);
+  arg_int(s, p.w);
+  s->shape_tensor = s->rois_tensor;
+  s->note = !align && q->variant == VS_MODEL ? "RoIs clear of the last row/col" : NULL;
+}
+static void sample_ps_roi_align_backward(vs_sample *s, const vs_params *q) {
+  build_ps_backward_common(s, q, 1);
+}
+static void sample_ps_roi_pool_backward(vs_sample *s, const vs_params *q) {
+  build_ps_backward_common(s, q, 0);
+}
+
+/* An FPN pyramid: random, an image of 130x98 (levels of ceil sizes) with
+ * RoIs of 4..300 pixels spread over the levels, one reversed (no level);
+ * edge: no RoIs, or degenerate ones; small: two levels 8x8 and 4x4;
+ * model: P2..P5 of an 800x1216 image, 256 channels, 512 RoIs. */
+static void build_msra_common(vs_sample *s, const vs_params *q, int backward) {
+  static const int random_levels[VS_RANDOM_SEEDS] = {4, 1, 3, 2};
+  roi_problem p = roi_problem_of(q->variant, q->seed, 0);
+  int nl = 3;
+  int64_t img_h = 98, img_w = 130, first_stride = 4;
+  if (q->variant == VS_RANDOM) nl = random_levels[q->seed % VS_RANDOM_SEEDS];
+  if (q->variant == VS_SMALL) nl = 2, img_h = 8, img_w = 8, first_stride = 1;
+  if (q->variant == VS_MODEL) nl = 4, img_h = 800, img_w = 1216;
+  int feats[VO_MAX_LIST];
+  double scales[VO_MAX_LIST];
+  for (int l = 0; l < nl; l++) {
+    const int64_t st = first_stride << l;
+    const int64_t shape[4] = {p.n, p.c, (img_h + st - 1) / st, (img_w + st - 1) / st};
+    feats[l] = add_uniform(s, q->dt, 4, shape, q->rng, -1, 1);
+    scales[l] = 1.0 / (double)st;
+  }
+  double *r = xmalloc(sizeof(double) * (size_t)(5 * p.k));
+  if (q->variant == VS_RANDOM) {
+    for (int64_t i = 0; i < p.k; i++) {
+      const double x = vt_rng_uniform(q->rng, -10, 120), y = vt_rng_uniform(q->rng, -10, 90);
+      r[5 * i] = (double)vt_rng_int(q->rng, p.n);
+      r[5 * i + 1] = x;
+      r[5 * i + 2] = y;
+      r[5 * i + 3] = x + exp(vt_rng_uniform(q->rng, log(4.0), log(300.0)));
+      r[5 * i + 4] = y + exp(vt_rng_uniform(q->rng, log(4.0), log(300.0)));
+    }
+    if (p.k > 2) r[5 * 2 + 3] = r[5 * 2 + 1] - 5; /* reversed: negative area */
+  } else {
+    /* the RoIs in image coordinates: the problem's map is the image */
+    p.h = img_h, p.w = img_w, p.scale = 1.0;
+    gen_rois(&p, q->rng, r);
+  }
+  const int64_t rs[2] = {p.k, 5};
+  const int rt = add_values(s, q->dt, 2, rs, r);
+  free(r);
+  s->rois_tensor = rt;
+  s->shape_tensor = rt;
+  if (backward) {
+    arg_tensor(s, add_pooled_grad(s, q->dt, q->rng, &p, p.c));
+    arg_tensor(s, rt);
+    arg_list(s, feats, nl);
+    s->num_outputs = nl;
+  } else {
+    arg_list(s, feats, nl);
+    arg_tensor(s, rt);
+  }
+  arg_floats(s, scales, nl);
+  arg_int(s, p.ph);
+  arg_int(s, p.pw);
+  arg_int(s, p.sr);
+  arg_int(s, 224);
+  arg_int(s, 4);
+  arg_bool(s, q->variant == VS_SMALL || q->variant == VS_MODEL ? 0 : p.aligned);
+  s->note = q->variant == VS_MODEL ? "MultiScaleRoIAlign" : NULL;
+}
+static void sample_multi_scale_roi_align(vs_sample *s, const vs_params *q) {
+  build_msra_common(s, q, 0);
+}
+static void sample_multi_scale_roi_align_backward(vs_sample *s, const vs_params *q) {
+  build_msra_common(s, q, 1);
+}
+
+typedef struct dcn_problem {
+  int64_t n, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, og;
+  int mask, bias;
+  double offset_range; /* offsets uniform in +-range */
+  int integer_offsets; /* rounded: samples on the grid (bilinear weights 0 and 1) */
+} dcn_problem;
+
+static dcn_problem dcn_problem_of(vs_variant variant, uint64_t seed) {
+  static const dcn_problem random_problems[VS_RANDOM_SEEDS] = {
+      {2, 4, 9, 7, 6, 3, 2, 2, 1, 1, 0, 2, 1, 2, 2, 1, 1, 3, 0},
+      {1, 3, 5, 6, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 3, 0},
+      {3, 6, 11, 10, 6, 3, 3, 1, 2, 2, 1, 1, 2, 3, 3, 1, 0, 3, 0},
+      {2, 8, 8, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 3, 0},
+  };
+  static const dcn_problem edge_problems[VS_EDGE_SEEDS] = {
+      {2, 4, 6, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 3, 1},  /* on the grid */
+      {1, 2, 5, 5, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 40, 0}, /* far outside */
+  };
+  static const dcn_problem small = {1, 2, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+  static const dcn_problem model = {4, 64, 33, 33, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0};
+  return variant == VS_RANDOM  ? random_problems[seed % VS_RANDOM_SEEDS]
+         : variant == VS_EDGE  ? edge_problems[seed % VS_EDGE_SEEDS]
+         : variant == VS_SMALL ? small
+                               : model;
+}
+
+static void build_dcn_common(vs_sample *s, const vs_params *q, int backward) {
+  const dcn_problem d = dcn_problem_of(q->variant, q->seed);
+  const int64_t ho = (d.h + 2 * d.ph - (d.dh * (d.kh - 1) + 1)) / d.sh + 1;
+  const int64_t wo = (d.w + 2 * d.pw - (d.dw * (d.kw - 1) + 1)) / d.sw + 1;
+  const int64_t xs[4] = {d.n, d.cin, d.h, d.w}, ws[4] = {d.cout, d.cin / d.groups, d.kh, d.kw};
+  const int64_t os[4] = {d.n, 2 * d.og * d.kh * d.kw, ho, wo},
+                ms[4] = {d.n, d.og * d.kh * d.kw, ho, wo};
+  const int64_t bs[1] = {d.cout}, gs[4] = {d.n, d.cout, ho, wo};
+  const double wscale = q->variant == VS_MODEL ? 0.1 : 1;
+  if (backward) arg_tensor(s, add_uniform(s, q->dt, 4, gs, q->rng, -1, 1));
+  arg_tensor(s, add_uniform(s, q->dt, 4, xs, q->rng, -1, 1));
+  arg_tensor(s, add_uniform(s, q->dt, 4, ws, q->rng, -wscale, wscale));
+  const int64_t no = shape_numel(4, os);
+  double *ov = xmalloc(sizeof(double) * (size_t)no);
+  for (int64_t i = 0; i < no; i++) {
+    ov[i] = vt_rng_uniform(q->rng, -d.offset_range, d.offset_range);
+    if (d.integer_offsets) ov[i] = round(ov[i]);
+  }
+  const int off = add_values(s, q->dt, 4, os, ov);
+  free(ov);
+  arg_tensor(s, off);
+  if (d.mask)
+    arg_tensor(s, add_uniform(s, q->dt, 4, ms, q->rng, 0, 1));
+  else
+    arg_none(s);
+  if (d.bias)
+    arg_tensor(s, add_uniform(s, q->dt, 1, bs, q->rng, -1, 1));
+  else
+    arg_none(s);
+  const int64_t ints[8] = {d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups, d.og};
+  for (int i = 0; i < 8; i++) arg_int(s, ints[i]);
+  arg_bool(s, d.mask);
+  s->shape_tensor = off;
+  s->note = q->variant == VS_MODEL && !backward ? "with mask and bias" : NULL;
+}
+static void sample_deform_conv2d(vs_sample *s, const vs_params *q) { build_dcn_common(s, q, 0); }
+static void sample_deform_conv2d_backward(vs_sample *s, const vs_params *q) {
+  build_dcn_common(s, q, 1);
+}
+
+/* ------------------------------------------------------------ the table */
+
+/* One builder per op of ops.def, in its order: an op without sample_<name>
+ * above is a build error ("used but never defined", then undefined). */
+typedef void (*vs_builder)(vs_sample *s, const vs_params *q);
+#define VO_OP(name, kernel, schema, backward, shape_rule) \
+  static void sample_##name(vs_sample *s, const vs_params *q);
+#include "ops/ops.def"
+#undef VO_OP
+static const vs_builder builders[] = {
+#define VO_OP(name, kernel, schema, backward, shape_rule) sample_##name,
+#include "ops/ops.def"
+#undef VO_OP
+};
+#define NUM_BUILDERS ((int)(sizeof builders / sizeof builders[0]))
+
+const char *vs_variant_name(vs_variant variant) {
+  switch (variant) {
+    case VS_RANDOM: return "random";
+    case VS_EDGE: return "edge";
+    case VS_SMALL: return "small";
+    case VS_MODEL: return "model";
+    default: return "?";
+  }
+}
+
+void vs_build(vs_sample *s, int op_index, vs_variant variant, DLDataType dtype, uint64_t seed) {
+  const vo_op_info *op = vo_op_get(op_index);
+  if (!op) die("no such op", NULL);
+  if (op_index >= NUM_BUILDERS || vo_op_count() != NUM_BUILDERS)
+    die("the library's ops are not tests/samples' ops.def", op->name);
+  memset(s, 0, sizeof *s);
+  s->op = op;
+  snprintf(s->label, sizeof s->label, "%s %s %s seed %llu", op->name, vt_dtype_name(dtype),
+           vs_variant_name(variant), (unsigned long long)seed);
+  s->list_arg = -1;
+  s->rois_tensor = -1;
+  s->shape_tensor = -1;
+  s->num_outputs = op->num_outputs;
+  for (int i = 0; i < VS_MAX_ARGS; i++) s->tensor_of[i] = -1;
+  if (variant == VS_RANDOM && seed % VS_RANDOM_SEEDS == 2) s->layout = VS_STRIDED;
+  if (variant == VS_RANDOM && seed % VS_RANDOM_SEEDS == 3) s->layout = VS_CHANNELS_LAST;
+  vt_rng rng;
+  vt_rng_seed(&rng, 7919u * (uint64_t)(op_index + 1) + 101u * (uint64_t)variant +
+                        1000003u * (uint64_t)dtype.bits + 13u * (uint64_t)dtype.code + seed);
+  const vs_params q = {variant, seed, dtype, &rng};
+  builders[op_index](s, &q);
+}
+
+void vs_free(vs_sample *s) {
+  for (int i = 0; i < s->num_tensors; i++) vt_tensor_free(s->tensors[i]);
+  s->num_tensors = 0;
+}
+
+/* ------------------------------------------------------------ tolerances */
+
+vs_tolerance vs_tolerance_of(int op_index, int output, DLDataType dt) {
+  (void)op_index, (void)output; /* one rule serves every op today */
+  vs_tolerance t = {0, 2};
+  if (dt.code == kDLBfloat)
+    t.rel = 1e-2;
+  else if (dt.code == kDLFloat && dt.bits == 16)
+    t.rel = 5e-3;
+  else if (dt.code == kDLFloat && dt.bits == 32)
+    t.rel = 1e-5;
+  else if (dt.code == kDLFloat)
+    t.rel = 1e-9;
+  return t;
+}
