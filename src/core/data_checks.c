@@ -77,25 +77,27 @@ static vo_status vo_data_check_failure(const vo_exec *ex, const vo_data_check *d
 }
 
 vo_status vo_run_data_checks(const vo_exec *ex) {
-  for (int i = 0; i < ex->num_data_checks; i++) {
-    const vo_data_check *d = &ex->data_checks[i];
-    const vo_view *t = &ex->inputs[d->arg];
-    if (t->numel == 0) continue;
-    vo_k_check_found found = {VO_K_CHECK_NONE, {0, 0, 0}};
-    if (vo_host_readable(t->device.device_type)) {
-      vo_find_on_host(t, &d->check, &found);
-    } else if (!ex->backend) {
-      continue; /* no usable backend: the caller reports that */
-    } else if (ex->backend->check_data) {
-      const vo_status st = ex->backend->check_data(ex, t, &d->check, &found);
-      if (st != VO_OK) return st;
-    } else {
-      return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE,
-                     "%s: the %s backend cannot check the values of %s on its device",
-                     ex->op_name, ex->backend->name,
-                     vo_arg_name(ex, d->arg));
+  if (ex->num_data_checks == 0) return VO_OK;
+  vo_k_check_found found[VO_MAX_DATA_CHECKS];
+  for (int i = 0; i < ex->num_data_checks; i++) found[i].first = VO_K_CHECK_NONE;
+  if (vo_host_readable(ex->device.device_type)) {
+    for (int i = 0; i < ex->num_data_checks; i++) {
+      const vo_data_check *d = &ex->data_checks[i];
+      if (ex->inputs[d->arg].numel == 0) continue;
+      vo_find_on_host(&ex->inputs[d->arg], &d->check, &found[i]);
+      if (found[i].first != VO_K_CHECK_NONE) return vo_data_check_failure(ex, d, &found[i]);
     }
-    if (found.first != VO_K_CHECK_NONE) return vo_data_check_failure(ex, d, &found);
+    return VO_OK;
   }
+  if (!ex->backend) return VO_OK; /* no usable backend: the caller reports that */
+  if (!ex->backend->check_data)
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE,
+                   "%s: the %s backend cannot check the values of %s on its device",
+                   ex->op_name, ex->backend->name, vo_arg_name(ex, ex->data_checks[0].arg));
+  const vo_status st = ex->backend->check_data(ex, found);
+  if (st != VO_OK) return st;
+  for (int i = 0; i < ex->num_data_checks; i++)
+    if (found[i].first != VO_K_CHECK_NONE)
+      return vo_data_check_failure(ex, &ex->data_checks[i], &found[i]);
   return VO_OK;
 }

@@ -371,14 +371,16 @@ typedef struct vo_backend {
                               size_t size, void *queue);
   vo_status (*copy_to_host)(DLDevice device, void *dst, const void *src, uint64_t src_offset,
                             size_t size, void *queue);
-  /* A declared value check (ex->data_checks) of `tensor`, on the device, for
-   * tensors the host cannot read: finds the first bad item as
-   * kernels/data_checks.h defines it and records its values (found->first
-   * is VO_K_CHECK_NONE when none is bad); the dispatcher forms the message.
-   * Run by vo_call before the kernel, so no output is written for bad
-   * values. NULL where the host reads the tensors itself (the CPU). */
-  vo_status (*check_data)(const struct vo_exec *ex, const vo_view *tensor,
-                          const vo_k_check *check, vo_k_check_found *found);
+  /* The declared value checks (ex->data_checks) on the device, for tensors
+   * the host cannot read: for each check, the first bad item of its tensor
+   * as kernels/data_checks.h defines it and its values, in found[i]
+   * (found[i].first is VO_K_CHECK_NONE when none is bad; a tensor without
+   * elements is left so). All at once, so one synchronisation serves the
+   * call; the dispatcher reports the first check that found one, with the
+   * message it forms. Run by vo_call before the kernel, so no output is
+   * written for bad values. NULL where the host reads the tensors itself
+   * (the CPU). */
+  vo_status (*check_data)(const struct vo_exec *ex, vo_k_check_found *found);
 } vo_backend;
 
 #define VO_BACKEND(name, device_type, option) extern const vo_backend vo_##name##_backend;

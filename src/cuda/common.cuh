@@ -22,8 +22,7 @@ extern "C" {
 }
 
 // The backend's check_data hook (vo_backend; defined in roi_check.cu).
-vo_status vo_cuda_check_data(const vo_exec *ex, const vo_view *tensor, const vo_k_check *check,
-                             vo_k_check_found *found);
+vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found);
 
 // ------------------------------------------------------------ host helpers
 

@@ -1,9 +1,10 @@
-// The CUDA backend's check_data hook: runs a declared value check
+// The CUDA backend's check_data hook: runs a call's declared value checks
 // (kernels/data_checks.h: rois, adaptive grid, argmax, channel_mapping) on
-// the device. One pass over the rows finds the first bad item (atomicMin of
-// its key), a one-thread kernel records what the message needs, and 32
-// bytes come back after a stream synchronisation; the dispatcher forms the
-// message (core/data_checks.c), the one the host check gives.
+// the device. Per check, one pass over the rows finds the first bad item
+// (atomicMin of its key) and a one-thread kernel records what the message
+// needs; 32 bytes per check come back after one stream synchronisation for
+// the call, and the dispatcher forms the message (core/data_checks.c), the
+// one the host check gives.
 #include "cuda/common.cuh"
 
 namespace {
@@ -29,25 +30,29 @@ __global__ void record_kernel(const void *data, vo_k_check c, vo_k_check_found *
 
 }  // namespace
 
-vo_status vo_cuda_check_data(const vo_exec *ex, const vo_view *tensor, const vo_k_check *check,
-                             vo_k_check_found *found) {
-  const int64_t rows = vo_k_check_rows(check), len = vo_k_check_row_length(check);
-  if (rows == 0) return VO_OK;
+vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found) {
+  const int count = ex->num_data_checks;
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const cudaStream_t stream = vo_cuda_stream(ex);
   vo_cuda_workspace ws(ex);
-  vo_k_check_found *dev = static_cast<vo_k_check_found *>(ws.alloc(sizeof(vo_k_check_found)));
+  const size_t bytes = sizeof(vo_k_check_found) * (size_t)count;
+  vo_k_check_found *dev = static_cast<vo_k_check_found *>(ws.alloc(bytes));
   if (!dev) return VO_ERROR_OUT_OF_MEMORY;
-  vo_status st = vo_cuda_check(ex, cudaMemsetAsync(dev, 0xff, sizeof(vo_k_check_found), stream));
+  vo_status st = vo_cuda_check(ex, cudaMemsetAsync(dev, 0xff, bytes, stream));
   if (st != VO_OK) return st;
-  const void *data = vo_view_addr(tensor);
-  find_kernel<<<vo_cuda_blocks(rows, kThreads), kThreads, 0, stream>>>(data, *check, rows, len,
-                                                                       dev);
-  record_kernel<<<1, 1, 0, stream>>>(data, *check, dev);
-  if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-  st = vo_cuda_check(
-      ex, cudaMemcpyAsync(found, dev, sizeof(vo_k_check_found), cudaMemcpyDeviceToHost, stream));
+  for (int i = 0; i < count; i++) {
+    const vo_k_check &c = ex->data_checks[i].check;
+    const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
+    const int64_t rows = vo_k_check_rows(&c);
+    if (t->numel == 0 || rows == 0) continue;
+    const void *data = vo_view_addr(t);
+    find_kernel<<<vo_cuda_blocks(rows, kThreads), kThreads, 0, stream>>>(
+        data, c, rows, vo_k_check_row_length(&c), dev + i);
+    record_kernel<<<1, 1, 0, stream>>>(data, c, dev + i);
+    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+  }
+  st = vo_cuda_check(ex, cudaMemcpyAsync(found, dev, bytes, cudaMemcpyDeviceToHost, stream));
   if (st != VO_OK) return st;
   return vo_cuda_check(ex, cudaStreamSynchronize(stream));
 }
