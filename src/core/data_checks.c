@@ -56,8 +56,7 @@ static vo_status vo_data_check_failure(const vo_exec *ex, const vo_data_check *d
                      "map allows at most %lld x %lld (4x what a RoI inside it needs): pass a "
                      "sampling_ratio in 1..%d",
                      ex->op_name, name, (long long)row, rh, rw, gh, gw, (long long)c->height[m],
-                     (long long)c->width[m], (long long)lh, (long long)lw,
-                     VO_K_MAX_SAMPLING_RATIO);
+                     (long long)c->width[m], (long long)lh, (long long)lw, VO_K_MAX_SAMPLING_RATIO);
     }
     case VO_K_CHECK_ARGMAX:
       return vo_fail(VO_ERROR_INVALID_ARGUMENT,
@@ -92,8 +91,8 @@ vo_status vo_run_data_checks(const vo_exec *ex) {
   if (!ex->backend) return VO_OK; /* no usable backend: the caller reports that */
   if (!ex->backend->check_data)
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE,
-                   "%s: the %s backend cannot check the values of %s on its device",
-                   ex->op_name, ex->backend->name, vo_arg_name(ex, ex->data_checks[0].arg));
+                   "%s: the %s backend cannot check the values of %s on its device", ex->op_name,
+                   ex->backend->name, vo_arg_name(ex, ex->data_checks[0].arg));
   const vo_status st = ex->backend->check_data(ex, found);
   if (st != VO_OK) return st;
   for (int i = 0; i < ex->num_data_checks; i++)

@@ -137,8 +137,7 @@ VO_KFN void vo_k_roi_extent(const VO_GLOBAL void *data, const vo_k_check *c, int
 
 /* The first bad column of row `row` of the tensor at `data` (its first
  * element), or -1 when the row is fine. */
-VO_KFN int64_t vo_k_check_bad_column(const VO_GLOBAL void *data, const vo_k_check *c,
-                                     int64_t row) {
+VO_KFN int64_t vo_k_check_bad_column(const VO_GLOBAL void *data, const vo_k_check *c, int64_t row) {
   int64_t idx[3];
   const int64_t o = vo_k_check_row_offset(c, row, idx);
   if (c->kind == VO_K_CHECK_ROIS) {
