@@ -308,7 +308,9 @@ static void expect_same_failure(const vs_sample *s, const vo_tensor_desc *descs,
 
 /* Bad RoI rows (batch index out of range, fractional or negative; NaN and
  * infinite coordinates; two bad rows, of which the first is named), an
- * argmax out of range, and a tensor one element too long. */
+ * argmax out of range, a channel_mapping entry the forward would not write,
+ * an adaptive grid beyond the map's bound, and a tensor one element too
+ * long. */
 static void bad_inputs(vs_sample *s, const vo_tensor_desc *descs, const target *t) {
   if (s->rois_tensor >= 0) {
     DLTensor *r = &s->tensors[s->rois_tensor]->dl;
@@ -347,6 +349,36 @@ static void bad_inputs(vs_sample *s, const vo_tensor_desc *descs, const target *
       expect_same_failure(s, descs, t, "argmax out of range");
       vt_set(a, at, saved);
     }
+  }
+  if (strncmp(s->op->name, "ps_roi_", 7) == 0 && strstr(s->op->name, "_backward")) {
+    DLTensor *m = &s->tensors[s->tensor_of[2]]->dl; /* channel_mapping */
+    if (vt_numel(m) > 0) {
+      const int64_t at = vt_numel(m) / 2;
+      const double saved = vt_get(m, at);
+      vt_set(m, at, saved + 1);
+      expect_same_failure(s, descs, t, "channel_mapping entry not what the forward writes");
+      vt_set(m, at, saved);
+    }
+  }
+  /* Adaptive sampling of a RoI far larger than its map (checked on devices
+   * too, by vo_call's declared value checks): sampling_ratio 0 for the call. */
+  static const struct {
+    const char *op;
+    int sampling_arg;
+  } adaptive[] = {{"roi_align", 5},    {"roi_align_backward", 9},
+                  {"ps_roi_align", 5}, {"ps_roi_align_backward", 6},
+                  {"multi_scale_roi_align", 5}, {"multi_scale_roi_align_backward", 6}};
+  for (size_t i = 0; i < sizeof adaptive / sizeof adaptive[0]; i++) {
+    if (strcmp(s->op->name, adaptive[i].op) != 0 || s->rois_tensor < 0) continue;
+    DLTensor *r = &s->tensors[s->rois_tensor]->dl;
+    if (r->shape[0] == 0) continue;
+    const vo_value saved_arg = s->args[adaptive[i].sampling_arg];
+    const double saved_x2 = vt_get(r, 3);
+    s->args[adaptive[i].sampling_arg] = vo_int_value(0);
+    vt_set(r, 3, 60000); /* rois[0, 3]: x2, still finite in float16 */
+    expect_same_failure(s, descs, t, "adaptive sampling grid beyond the map's bound");
+    vt_set(r, 3, saved_x2);
+    s->args[adaptive[i].sampling_arg] = saved_arg;
   }
   if (s->shape_tensor >= 0) {
     vt_tensor *orig = s->tensors[s->shape_tensor];

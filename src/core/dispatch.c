@@ -1,8 +1,9 @@
 /*
  * The generic entry points vo_infer / vo_call: argument checks against the
  * schema, DLTensor validation into views, the op's own check, output
- * validation, then the kernel for the tensors' device. Kernels never repeat
- * these checks.
+ * validation, then the kernel for the tensors' device; vo_call also runs the
+ * value checks the op declared, before the outputs are validated. Kernels
+ * never repeat these checks.
  */
 #include <math.h>
 #include <stdio.h>
@@ -377,10 +378,21 @@ vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *a
   vo_exec ex;
   vo_status st = vo_prepare(&ex, ctx, op, args, num_args, 0);
   if (st != VO_OK) return st;
+  /* The values of the inputs are checked before the outputs, so a call with
+   * bad values fails alike on every device (the op layer used to read host
+   * values while it checked the arguments): on the host for host memory,
+   * else on the device, when its backend can run (if not, that is reported
+   * below). */
+  const vo_backend *b = vo_backend_for_device(ex.device.device_type);
+  const char *detail = NULL;
+  if (b && !b->not_built_reason && vo_backend_available(b, &detail)) {
+    ex.backend = b;
+    ex.queue = vo_context_queue(ex.ctx, ex.device);
+  }
+  if ((st = vo_run_data_checks(&ex)) != VO_OK) return st;
   st = vo_check_outputs(&ex, outputs, num_outputs);
   if (st != VO_OK) return st;
 
-  const vo_backend *b = vo_backend_for_device(ex.device.device_type);
   char dev[48];
   vo_device_str(ex.device, dev, sizeof dev);
   if (!b)
@@ -389,7 +401,6 @@ vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *a
   if (b->not_built_reason)
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, dev,
                    b->not_built_reason);
-  const char *detail = NULL;
   if (!vo_backend_available(b, &detail))
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: the %s backend is unavailable for %s: %s",
                    ex.op_name, b->name, dev, detail);
@@ -397,8 +408,5 @@ vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *a
   if (!kernel)
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: not implemented on the %s backend",
                    ex.op_name, b->name);
-  ex.backend = b;
-  ex.queue = vo_context_queue(ex.ctx, ex.device);
-  if (b->check_data && (st = b->check_data(&ex)) != VO_OK) return st;
   return kernel(&ex);
 }

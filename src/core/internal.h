@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/data_checks.h"
 #include "visionops/visionops.h"
 
 #ifdef __cplusplus
@@ -250,6 +251,18 @@ typedef struct vo_deform_conv2d_params {
   const vo_view *grad_input, *grad_weight, *grad_offset, *grad_mask, *grad_bias;
 } vo_deform_conv2d_params;
 
+/* Checks of tensor values a call declares (at most this many). */
+#define VO_MAX_DATA_CHECKS 4
+
+/* One declared check of the values of tensor argument `arg`: what
+ * kernels/data_checks.h checks and with which parameters. The op's check
+ * function declares it (ops/common.h), vo_call runs it before the kernel
+ * (core/data_checks.c), vo_infer never. */
+typedef struct vo_data_check {
+  int arg;
+  vo_k_check check;
+} vo_data_check;
+
 /* Everything about one call, built by the dispatcher and the op's check
  * function, read by the kernel. */
 typedef struct vo_exec {
@@ -268,6 +281,9 @@ typedef struct vo_exec {
   vo_view outputs[VO_MAX_OUTPUTS];         /* set by the dispatcher */
   DLDevice device;                         /* of every tensor in the call */
   vo_dtype dtype;                          /* compute dtype chosen by check */
+  /* Value checks declared by the check function, in the order they run. */
+  int num_data_checks;
+  vo_data_check data_checks[VO_MAX_DATA_CHECKS];
   union {
     vo_nms_params nms;
     vo_pairwise_iou_params iou;
@@ -355,11 +371,16 @@ typedef struct vo_backend {
                               size_t size, void *queue);
   vo_status (*copy_to_host)(DLDevice device, void *dst, const void *src, uint64_t src_offset,
                             size_t size, void *queue);
-  /* Device-side argument checks (values the op layer cannot read on the
-   * host: RoI batch indices, argmax, channel_mapping), run by the dispatcher
-   * after the op's check and before the kernel, so no output is written for
-   * bad values. NULL where the op layer reads the data itself (the CPU). */
-  vo_status (*check_data)(const struct vo_exec *ex);
+  /* The declared value checks (ex->data_checks) on the device, for tensors
+   * the host cannot read: for each check, the first bad item of its tensor
+   * as kernels/data_checks.h defines it and its values, in found[i]
+   * (found[i].first is VO_K_CHECK_NONE when none is bad; a tensor without
+   * elements is left so). All at once, so one synchronisation serves the
+   * call; the dispatcher reports the first check that found one, with the
+   * message it forms. Run by vo_call before the kernel, so no output is
+   * written for bad values. NULL where the host reads the tensors itself
+   * (the CPU). */
+  vo_status (*check_data)(const struct vo_exec *ex, vo_k_check_found *found);
 } vo_backend;
 
 #define VO_BACKEND(name, device_type, option) extern const vo_backend vo_##name##_backend;
@@ -379,6 +400,13 @@ int vo_backend_available(const vo_backend *backend, const char **detail);
 /* The queue ctx gives the backend serving `device`: NULL for the backend's
  * default (and on backends without queues). */
 void *vo_context_queue(const vo_context *ctx, DLDevice device);
+
+/* Runs ex's declared value checks in order (core/data_checks.c): on the
+ * host for tensors it can read (kDLCPU, kDLCUDAHost), else through
+ * ex->backend's check_data (skipped while ex->backend is NULL: no usable
+ * backend, which vo_call reports). Fails with the first bad value's
+ * message. */
+vo_status vo_run_data_checks(const vo_exec *ex);
 
 /* ------------------------------------------------------------- errors */
 

@@ -135,5 +135,5 @@ extern "C" const vo_backend vo_cuda_backend = {
     default_free,    // free
     copy_to_device,  // copy_to_device
     copy_to_host,    // copy_to_host
-    nullptr,         // check_data
+    vo_cuda_check_data, // check_data
 };

@@ -21,6 +21,9 @@ extern "C" {
 #undef VO_OP
 }
 
+// The backend's check_data hook (vo_backend; defined in roi_check.cu).
+vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found);
+
 // ------------------------------------------------------------ host helpers
 
 // Clears the runtime's last-error slot too, so a failure reported here is not

@@ -154,9 +154,6 @@ template <template <typename> class Run>
 vo_status dispatch(const vo_exec *ex) {
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  const vo_multi_scale_roi_align_params &p = ex->p.multi_scale_roi_align;
-  vo_status st = vo_cuda_check_rois(ex, p.rois, p.features[0].shape[0], vo_arg_name(ex, 1));
-  if (st != VO_OK) return st;
   const cudaStream_t stream = vo_cuda_stream(ex);
   switch (ex->dtype) {
     case VO_F32: return Run<float>::run(ex, stream);

@@ -106,8 +106,6 @@ vo_status dispatch(const vo_exec *ex) {
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const vo_roi_align_params &p = ex->p.roi_align;
-  vo_status st = vo_cuda_check_rois(ex, p.rois, p.batch_size, vo_arg_name(ex, 1));
-  if (st != VO_OK) return st;
   if (p.out->numel == 0) return VO_OK;
   const cudaStream_t stream = vo_cuda_stream(ex);
   switch (ex->dtype) {

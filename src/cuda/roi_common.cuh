@@ -1,5 +1,5 @@
-// RoI operators of the CUDA backend: the device-side checks of rois and
-// argmax, and every per-element computation of roi_align, roi_pool and
+// RoI operators of the CUDA backend: every per-element computation of
+// roi_align, roi_pool and
 // multi_scale_roi_align (forward, atomic backward, gather backward) as
 // __host__ __device__ functions, in the CPU kernels' arithmetic order, so a
 // host test can run exactly the GPU's index math against the CPU backend.
@@ -10,18 +10,6 @@
 #include <string.h>
 
 #include "cuda/common.cuh"
-
-// Validates rois [K,5] on the device: every coordinate finite and every
-// batch index an integer in [0, batch_size). The first bad entry in row-major
-// order is reported with the CPU check's message (vo_check_rois_data), after
-// a synchronisation of the context's stream. Call before writing any output.
-vo_status vo_cuda_check_rois(const vo_exec *ex, const vo_view *rois, int64_t batch_size,
-                             const char *arg_name);
-
-// Validates a roi_pool argmax [K,C,PH,PW] (int32, any strides) on the
-// device: every value -1 or in [0, hw), reported as the CPU check does.
-vo_status vo_cuda_check_argmax(const vo_exec *ex, const vo_view *argmax, int64_t hw,
-                               const char *arg_name);
 
 // ------------------------------------------------------------ scalar helpers
 

@@ -119,14 +119,6 @@ vo_status dispatch(const vo_exec *ex) {
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const vo_roi_pool_params &p = ex->p.roi_pool;
-  vo_status st = vo_cuda_check_rois(ex, p.rois, p.batch_size, vo_arg_name(ex, 1));
-  if (st != VO_OK) return st;
-  if (p.argmax) {       // the backward indexes grad_input with it
-    const int64_t hw =  // saturated: every int32 is below an H*W beyond int64
-        p.height != 0 && p.width > INT64_MAX / p.height ? INT64_MAX : p.height * p.width;
-    st = vo_cuda_check_argmax(ex, p.argmax, hw, vo_arg_name(ex, 2));
-    if (st != VO_OK) return st;
-  }
   if (p.out->numel == 0) return VO_OK;
   const cudaStream_t stream = vo_cuda_stream(ex);
   switch (ex->dtype) {

@@ -1,13 +1,13 @@
 /*
  * Checks shared by the op-layer files: dtype agreement, scalar arguments,
- * output descriptions.
+ * output descriptions, and the declarations of the value checks of rois and
+ * channel_mapping that vo_call runs (core/data_checks.c).
  */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/load.h"
 #include "ops/common.h"
 
 vo_status vo_expect_float(const vo_exec *ex, int arg) {
@@ -103,84 +103,63 @@ int64_t vo_product4(int64_t a, int64_t b, int64_t c, int64_t d) {
   return r;
 }
 
+/* Declared checks copy the tensor's layout now (its shape is checked
+ * already); the dispatcher reads the values when it runs them. */
+vo_k_check *vo_declare_data_check(vo_exec *ex, int kind, int arg) {
+  if (ex->num_data_checks >= VO_MAX_DATA_CHECKS) {
+    vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: internal error: more than %d data checks", ex->op_name,
+            VO_MAX_DATA_CHECKS);
+    return NULL;
+  }
+  vo_data_check *d = &ex->data_checks[ex->num_data_checks++];
+  memset(d, 0, sizeof *d);
+  d->arg = arg;
+  const vo_view *v = &ex->inputs[arg];
+  d->check.kind = kind;
+  d->check.dtype = (int)v->dtype;
+  for (int i = 0; i < 4; i++) {
+    d->check.shape[i] = i < v->ndim ? v->shape[i] : 1;
+    d->check.stride[i] = i < v->ndim ? v->stride[i] : 0;
+  }
+  return &d->check;
+}
+
 /* The kernels index with these values, and torchvision reads out of bounds
  * (or crashes) on bad ones, so every batch index must name an image of the
- * input and every coordinate must be finite. Only host memory is read here:
- * rois on a device must be validated by that device's backend, on the device,
- * before it writes any output (a later issue; no GPU kernel exists yet). */
-vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n) {
-  const vo_view *r = &ex->inputs[rois_arg];
-  if (r->device.device_type != kDLCPU && r->device.device_type != kDLCUDAHost) return VO_OK;
-  if (!r->data) return VO_OK; /* shape inference without data (vo_infer) */
-  const int64_t k = r->shape[0];
-  for (int64_t i = 0; i < k; i++) {
-    for (int64_t j = 0; j < 5; j++) {
-      double v = vo_load_host(r, i * r->stride[0] + j * r->stride[1]);
-      if (!isfinite(v))
-        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s[%lld, %lld] = %g is not finite",
-                       ex->op_name, vo_arg_name(ex, rois_arg), (long long)i, (long long)j, v);
-      if (j == 0 && !(v >= 0 && v < (double)n && v == floor(v)))
-        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                       "%s: %s[%lld, 0] = %g is not a batch index of input with N = %lld",
-                       ex->op_name, vo_arg_name(ex, rois_arg), (long long)i, v, (long long)n);
-    }
-  }
+ * input and every coordinate must be finite. */
+vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n) {
+  vo_k_check *c = vo_declare_data_check(ex, VO_K_CHECK_ROIS, rois_arg);
+  if (!c) return VO_ERROR_BACKEND_FAILURE;
+  c->batch_size = n;
   return VO_OK;
 }
 
 /* The work of the roi_align family is K * C * PH * PW * (samples per bin),
  * so the samples per bin are bounded. An explicit sampling_ratio is at most
- * VO_MAX_SAMPLING_RATIO per axis. The adaptive grid (sampling_ratio <= 0,
+ * VO_K_MAX_SAMPLING_RATIO per axis. The adaptive grid (sampling_ratio <= 0,
  * ceil(RoI size / pooled size)) follows the RoI: a RoI inside the map needs
  * at most about (H + 2) / PH samples per bin along y, so the grid may be
- * 4x that (or VO_MAX_SAMPLING_RATIO, if larger) before a RoI is refused as
- * far larger than its map; without that bound one RoI of 1e9 pixels would
- * keep a call busy for hours (torchvision's does). */
+ * 4x that (or VO_K_MAX_SAMPLING_RATIO, if larger) before a RoI is refused
+ * as far larger than its map (kernels/data_checks.h); without that bound one
+ * RoI of 1e9 pixels would keep a call busy for hours (torchvision's does). */
 vo_status vo_check_sampling_ratio(const vo_exec *ex, int sampling_arg) {
   return vo_expect_int_at_most(
-      ex, sampling_arg, VO_MAX_SAMPLING_RATIO,
+      ex, sampling_arg, VO_K_MAX_SAMPLING_RATIO,
       "samples per bin along each axis; <= 0 picks them from the RoI size");
 }
 
-static int64_t vo_adaptive_limit(int64_t map, int64_t pooled) {
-  const double l = ceil(4.0 * ((double)map + 2) / (double)pooled);
-  return l > VO_MAX_SAMPLING_RATIO ? (int64_t)fmin(l, 1e18) : VO_MAX_SAMPLING_RATIO;
-}
-
-vo_status vo_check_roi_grid(const vo_exec *ex, int rois_arg, int64_t k, const vo_roi_map *m) {
-  const vo_view *r = &ex->inputs[rois_arg];
-  if (m->sampling_ratio > 0) return VO_OK;
-  if (r->device.device_type != kDLCPU && r->device.device_type != kDLCUDAHost) return VO_OK;
-  if (!r->data) return VO_OK; /* shape inference without data (vo_infer) */
-  double c[4];
-  for (int j = 0; j < 4; j++)
-    c[j] =
-        vo_load_host(r, k * r->stride[0] + (j + 1) * r->stride[1]) * m->spatial_scale - m->offset;
-  double rw = c[2] - c[0], rh = c[3] - c[1];
-  if (m->min_size_1) {
-    rw = rw < 1 ? 1 : rw;
-    rh = rh < 1 ? 1 : rh;
-  }
-  const double gh = ceil(rh / (double)m->pooled_height), gw = ceil(rw / (double)m->pooled_width);
-  const int64_t lh = vo_adaptive_limit(m->height, m->pooled_height);
-  const int64_t lw = vo_adaptive_limit(m->width, m->pooled_width);
-  if (!(gh > (double)lh) && !(gw > (double)lw)) return VO_OK;
-  return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                 "%s: %s[%lld] spans %g x %g feature pixels (h x w), so adaptive sampling "
-                 "(sampling_ratio <= 0) would take %.0f x %.0f samples per bin; a %lld x %lld map "
-                 "allows at most %lld x %lld (4x what a RoI inside it needs): pass a "
-                 "sampling_ratio in 1..%d",
-                 ex->op_name, vo_arg_name(ex, rois_arg), (long long)k, rh, rw, gh, gw,
-                 (long long)m->height, (long long)m->width, (long long)lh, (long long)lw,
-                 VO_MAX_SAMPLING_RATIO);
-}
-
-vo_status vo_check_rois_grid(const vo_exec *ex, int rois_arg, const vo_roi_map *m) {
-  for (int64_t k = 0; k < ex->inputs[rois_arg].shape[0]; k++) {
-    vo_status st = vo_check_roi_grid(ex, rois_arg, k, m);
-    if (st != VO_OK) return st;
-  }
-  return VO_OK;
+vo_k_check *vo_declare_roi_grid_check(vo_exec *ex, int rois_arg, const vo_roi_map *m) {
+  vo_k_check *c = vo_declare_data_check(ex, VO_K_CHECK_ROI_GRID, rois_arg);
+  if (!c) return NULL;
+  c->pooled_height = m->pooled_height;
+  c->pooled_width = m->pooled_width;
+  c->offset = m->offset;
+  c->min_size_1 = m->min_size_1;
+  c->num_maps = 1;
+  c->scale[0] = m->spatial_scale;
+  c->height[0] = m->height;
+  c->width[0] = m->width;
+  return c;
 }
 
 vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
@@ -227,26 +206,9 @@ vo_status vo_check_channel_groups(const vo_exec *ex, int arg, int64_t c, int64_t
                  ex->op_name, vo_arg_name(ex, arg), (long long)c, (long long)group);
 }
 
-vo_status vo_check_channel_mapping(const vo_exec *ex, int arg, int64_t ph, int64_t pw) {
-  const vo_view *m = &ex->inputs[arg];
-  if (m->device.device_type != kDLCPU && m->device.device_type != kDLCUDAHost) return VO_OK;
-  if (!m->data) return VO_OK; /* shape inference without data (vo_infer) */
-  const int32_t *d = (const int32_t *)vo_view_addr(m);
-  for (int64_t k = 0; k < m->shape[0]; k++)
-    for (int64_t c = 0; c < m->shape[1]; c++)
-      for (int64_t y = 0; y < ph; y++)
-        for (int64_t x = 0; x < pw; x++) {
-          const int64_t want = (c * ph + y) * pw + x;
-          const int32_t v =
-              d[k * m->stride[0] + c * m->stride[1] + y * m->stride[2] + x * m->stride[3]];
-          if ((int64_t)v != want)
-            return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                           "%s: %s[%lld, %lld, %lld, %lld] = %d, expected %lld (the input channel "
-                           "the forward reads for that output channel and bin)",
-                           ex->op_name, vo_arg_name(ex, arg), (long long)k, (long long)c,
-                           (long long)y, (long long)x, (int)v, (long long)want);
-        }
-  return VO_OK;
+vo_status vo_declare_channel_mapping_check(vo_exec *ex, int arg) {
+  return vo_declare_data_check(ex, VO_K_CHECK_CHANNEL_MAPPING, arg) ? VO_OK
+                                                                     : VO_ERROR_BACKEND_FAILURE;
 }
 
 vo_status vo_expect_fits4(const vo_exec *ex, const char *what, const int64_t dims[4]) {
@@ -265,7 +227,7 @@ vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]) 
   return vo_expect_fits4(ex, "grad_input", sizes);
 }
 
-vo_status vo_check_ps_backward_args(const vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
+vo_status vo_check_ps_backward_args(vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
                                     int pw_arg, int n_arg, int64_t sizes[4]) {
   enum { GRAD = 0, ROIS = 1 };
   vo_status st;
@@ -284,6 +246,6 @@ vo_status vo_check_ps_backward_args(const vo_exec *ex, int mapping_arg, int scal
   if ((st = vo_expect_shape(ex, GRAD, 4, grad_dims, what)) != VO_OK) return st;
   if ((st = vo_expect_shape(ex, mapping_arg, 4, grad_dims, what)) != VO_OK) return st;
   if ((st = vo_expect_dtype(ex, mapping_arg, VO_I32)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, ROIS, sizes[0])) != VO_OK) return st;
-  return vo_check_channel_mapping(ex, mapping_arg, ph, pw);
+  if ((st = vo_declare_rois_check(ex, ROIS, sizes[0])) != VO_OK) return st;
+  return vo_declare_channel_mapping_check(ex, mapping_arg);
 }

@@ -32,10 +32,15 @@ vo_status vo_expect_fits4(const vo_exec *ex, const char *what, const int64_t dim
 /* A backward's grad_input sizes: the four consecutive int arguments from
  * `first` (batch_size, channels, height, width), each >= 0, into sizes. */
 vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]);
-/* RoIs [K,5] in host memory: every batch index an integer in [0, n), every
- * coordinate finite (kernels index with them). Rois on a device are left to
- * that device's backend, which must validate on the device before writing. */
-vo_status vo_check_rois_data(const vo_exec *ex, int rois_arg, int64_t n);
+/* Declares a check of the values of tensor argument `arg` (shape already
+ * checked) of kind VO_K_CHECK_* (kernels/data_checks.h), which vo_call runs
+ * before the kernel on any device, in declaration order, and vo_infer never;
+ * the caller fills the kind's parameters into the result. NULL (message
+ * set) past VO_MAX_DATA_CHECKS. */
+vo_k_check *vo_declare_data_check(vo_exec *ex, int kind, int arg);
+/* Declares the check of RoIs [K,5]: every batch index an integer in [0, n),
+ * every coordinate finite (kernels index with them). */
+vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n);
 /* The arguments every RoI op shares: rois [K,5] of any floating dtype beside
  * argument `like` (features or grad, which set the precision), spatial_scale
  * finite and > 0, pooled height and width >= 1. */
@@ -43,15 +48,14 @@ vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale
                             int pw_arg);
 /* The backward arguments both position-sensitive ops share: grad (arg 0)
  * [K, C/(PH*PW), PH, PW] float, rois (arg 1), channel_mapping int32 of
- * grad's shape holding what the forward writes, the RoI arguments, and the
- * grad_input sizes from n_arg on (into sizes; C a multiple of PH*PW). */
-vo_status vo_check_ps_backward_args(const vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
+ * grad's shape, the RoI arguments, and the grad_input sizes from n_arg on
+ * (into sizes; C a multiple of PH*PW); declares the checks of the rois and
+ * of channel_mapping holding what the forward writes. */
+vo_status vo_check_ps_backward_args(vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
                                     int pw_arg, int n_arg, int64_t sizes[4]);
 /* Int argument `arg` is <= max; `why` says what the bound protects. */
 vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why);
-/* Most samples per bin along one axis that sampling_ratio may ask for. */
-#define VO_MAX_SAMPLING_RATIO 128
-/* sampling_ratio (int argument) is at most VO_MAX_SAMPLING_RATIO. */
+/* sampling_ratio (int argument) is at most VO_K_MAX_SAMPLING_RATIO. */
 vo_status vo_check_sampling_ratio(const vo_exec *ex, int sampling_arg);
 /* The map a RoI is pooled from, as the roi_align family's geometry sees it:
  * coordinates * spatial_scale - offset, sizes at least 1 with min_size_1. */
@@ -60,21 +64,19 @@ typedef struct vo_roi_map {
   int min_size_1;
   int64_t sampling_ratio, pooled_height, pooled_width, height, width;
 } vo_roi_map;
-/* With adaptive sampling (sampling_ratio <= 0), host RoI k's grid of
- * samples per bin stays within a bound set by the map (see common.c);
- * rois already checked finite. */
-vo_status vo_check_roi_grid(const vo_exec *ex, int rois_arg, int64_t k, const vo_roi_map *m);
-/* vo_check_roi_grid for every RoI. */
-vo_status vo_check_rois_grid(const vo_exec *ex, int rois_arg, const vo_roi_map *m);
+/* Declares, for adaptive sampling (sampling_ratio <= 0: the caller decides),
+ * that every RoI's grid of samples per bin on map m stays within a bound set
+ * by the map (see common.c); declare it after the rois check, which makes
+ * the coordinates finite. NULL (message set) past VO_MAX_DATA_CHECKS. */
+vo_k_check *vo_declare_roi_grid_check(vo_exec *ex, int rois_arg, const vo_roi_map *m);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);
 /* Position-sensitive RoI ops: the channel count `c` (of tensor argument
  * `arg`, or int argument `arg` itself) is a multiple of ph * pw. */
 vo_status vo_check_channel_groups(const vo_exec *ex, int arg, int64_t c, int64_t ph, int64_t pw);
-/* Position-sensitive RoI ops: a host channel_mapping [K,C/(PH*PW),PH,PW]
- * (int32, shape already checked) holds what the forward writes, input
- * channel (c*PH + ph)*PW + pw at [k, c, ph, pw]. Device data is left to the
- * device's backend. */
-vo_status vo_check_channel_mapping(const vo_exec *ex, int arg, int64_t ph, int64_t pw);
+/* Position-sensitive RoI ops: declares that a channel_mapping
+ * [K,C/(PH*PW),PH,PW] (int32, shape already checked) holds what the forward
+ * writes, input channel (c*PH + ph)*PW + pw at [k, c, ph, pw]. */
+vo_status vo_declare_channel_mapping_check(vo_exec *ex, int arg);
 
 #endif /* VISIONOPS_OPS_COMMON_H */

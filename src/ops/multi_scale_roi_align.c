@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "core/load.h"
 #include "ops/common.h"
 
 /* Forward and backward share every argument after their first two. */
@@ -62,38 +61,29 @@ static vo_status vo_check_levels(vo_exec *ex, int features_arg, int scales_arg) 
   return VO_OK;
 }
 
-/* sampling_ratio, and the adaptive grid of each host RoI on the level it
- * maps to (the level computed in double: the kernel's float level can only
- * differ at a boundary, where the grid bound has a factor 4 to spare). */
-static vo_status vo_check_levels_sampling(const vo_exec *ex, int rois_arg, const vo_msra_args *a) {
+/* sampling_ratio, and (declared) the adaptive grid of each RoI on the level
+ * it maps to (the level computed in double: the kernel's float level can
+ * only differ at a boundary, where the grid bound has a factor 4 to spare). */
+static vo_status vo_check_levels_sampling(vo_exec *ex, int rois_arg, const vo_msra_args *a) {
   vo_status st = vo_check_sampling_ratio(ex, a->sampling);
-  const vo_view *r = &ex->inputs[rois_arg];
-  if (st != VO_OK || ex->args[a->sampling].u.i > 0 || !r->data ||
-      (r->device.device_type != kDLCPU && r->device.device_type != kDLCUDAHost))
-    return st;
+  if (st != VO_OK || ex->args[a->sampling].u.i > 0) return st;
   const double *scales = ex->args[a->scales].u.floats.items;
-  const int levels = ex->num_list_inputs;
-  const double first = -log2(scales[0]);
   const int aligned = ex->args[a->aligned].u.b != 0;
-  for (int64_t k = 0; k < r->shape[0]; k++) {
-    double c[4];
-    for (int j = 0; j < 4; j++) c[j] = vo_load_host(r, k * r->stride[0] + (j + 1) * r->stride[1]);
-    double lvl =
-        floor((double)ex->args[a->canonical_level].u.i +
-              log2(sqrt((c[2] - c[0]) * (c[3] - c[1])) / (double)ex->args[a->canonical_scale].u.i) +
-              1e-6);
-    if (isnan(lvl)) continue; /* a zero row */
-    lvl = fmin(fmax(lvl, first), first + levels - 1);
-    const int l = (int)(lvl - first);
-    const vo_roi_map m = {scales[l],
-                          aligned ? 0.5 : 0.0,
-                          !aligned,
-                          ex->args[a->sampling].u.i,
-                          ex->args[a->ph].u.i,
-                          ex->args[a->pw].u.i,
-                          ex->list_inputs[l].shape[2],
-                          ex->list_inputs[l].shape[3]};
-    if ((st = vo_check_roi_grid(ex, rois_arg, k, &m)) != VO_OK) return st;
+  const vo_roi_map m = {scales[0],           aligned ? 0.5 : 0.0,
+                        !aligned,            ex->args[a->sampling].u.i,
+                        ex->args[a->ph].u.i, ex->args[a->pw].u.i,
+                        ex->list_inputs[0].shape[2], ex->list_inputs[0].shape[3]};
+  vo_k_check *c = vo_declare_roi_grid_check(ex, rois_arg, &m);
+  if (!c) return VO_ERROR_BACKEND_FAILURE;
+  c->pyramid = 1;
+  c->num_maps = ex->num_list_inputs;
+  c->first_level = -log2(scales[0]);
+  c->canonical_scale = ex->args[a->canonical_scale].u.i;
+  c->canonical_level = ex->args[a->canonical_level].u.i;
+  for (int l = 0; l < c->num_maps; l++) {
+    c->scale[l] = scales[l];
+    c->height[l] = ex->list_inputs[l].shape[2];
+    c->width[l] = ex->list_inputs[l].shape[3];
   }
   return VO_OK;
 }
@@ -121,7 +111,7 @@ static vo_status vo_check_msra_common(vo_exec *ex, int features_arg, int rois_ar
   const int64_t k = ex->inputs[rois_arg].shape[0];
   const int64_t out_dims[4] = {k, c, ex->args[a->ph].u.i, ex->args[a->pw].u.i};
   if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, rois_arg, n)) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, rois_arg, n)) != VO_OK) return st;
   if ((st = vo_check_levels_sampling(ex, rois_arg, a)) != VO_OK) return st;
 
   vo_multi_scale_roi_align_params *p = &ex->p.multi_scale_roi_align;

@@ -1,7 +1,7 @@
 /*
  * ps_roi_align and ps_roi_align_backward: argument checks (channel grouping,
- * the RoI checks shared with roi_align, and the values of a host
- * channel_mapping), output shapes, typed wrappers.
+ * the RoI checks shared with roi_align, declaring those of the rois' and
+ * channel_mapping's values), output shapes, typed wrappers.
  */
 #include <stdio.h>
 
@@ -38,16 +38,17 @@ static void vo_fill_params(vo_exec *ex, int scale_arg, int ph_arg, int pw_arg, i
   q->channels_out = c / (p->pooled_height * p->pooled_width);
 }
 
-/* sampling_ratio and the adaptive grid of every host RoI on an h x w map
- * (ps_roi_align always shifts by half a pixel and has no 1x1 minimum). */
-static vo_status vo_check_sampling(const vo_exec *ex, int scale_arg, int ph_arg, int pw_arg,
+/* sampling_ratio, and (declared) the adaptive grid of every RoI on an h x w
+ * map (ps_roi_align always shifts by half a pixel and has no 1x1 minimum). */
+static vo_status vo_check_sampling(vo_exec *ex, int scale_arg, int ph_arg, int pw_arg,
                                    int sampling_arg, int64_t h, int64_t w) {
   vo_status st = vo_check_sampling_ratio(ex, sampling_arg);
   if (st != VO_OK) return st;
   const vo_roi_map m = {
       ex->args[scale_arg].u.f, 0.5, 0, ex->args[sampling_arg].u.i, ex->args[ph_arg].u.i,
       ex->args[pw_arg].u.i,    h,   w};
-  return vo_check_rois_grid(ex, ARG_ROIS, &m);
+  if (m.sampling_ratio > 0 || vo_declare_roi_grid_check(ex, ARG_ROIS, &m)) return VO_OK;
+  return VO_ERROR_BACKEND_FAILURE;
 }
 
 vo_status vo_check_ps_roi_align(vo_exec *ex) {
@@ -64,7 +65,7 @@ vo_status vo_check_ps_roi_align(vo_exec *ex) {
   const int64_t cout = c / (ph * pw);
   const int64_t out_dims[4] = {k, cout, ph, pw};
   if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
   if ((st = vo_check_sampling(ex, ARG_F_SCALE, ARG_F_PH, ARG_F_PW, ARG_F_SAMPLING, in->shape[2],
                               in->shape[3])) != VO_OK)
     return st;

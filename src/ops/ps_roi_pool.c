@@ -1,7 +1,7 @@
 /*
  * ps_roi_pool and ps_roi_pool_backward: argument checks (channel grouping,
- * the shared RoI checks, and the values of a host channel_mapping), output
- * shapes, typed wrappers.
+ * the shared RoI checks, declaring those of the rois' and channel_mapping's
+ * values), output shapes, typed wrappers.
  */
 #include <stdio.h>
 
@@ -48,7 +48,7 @@ vo_status vo_check_ps_roi_pool(vo_exec *ex) {
   const int64_t cout = c / (ph * pw);
   const int64_t out_dims[4] = {k, cout, ph, pw};
   if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
 
   ex->dtype = in->dtype;
   const int64_t shape[4] = {k, cout, ph, pw};

@@ -1,6 +1,7 @@
 /*
- * roi_align and roi_align_backward: argument checks (including the batch
- * indices and coordinates of CPU rois), output shapes, typed wrappers.
+ * roi_align and roi_align_backward: argument checks (declaring those of the
+ * rois' values: batch indices, coordinates, the adaptive grid), output
+ * shapes, typed wrappers.
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,8 +30,9 @@ static void vo_fill_params(vo_exec *ex, int sampling_arg, int aligned_arg, int64
   p->out = &ex->outputs[0];
 }
 
-/* sampling_ratio and the adaptive grid of every host RoI on an h x w map. */
-static vo_status vo_check_sampling(const vo_exec *ex, int sampling_arg, int aligned_arg, int64_t h,
+/* sampling_ratio, and (declared) the adaptive grid of every RoI on an h x w
+ * map. */
+static vo_status vo_check_sampling(vo_exec *ex, int sampling_arg, int aligned_arg, int64_t h,
                                    int64_t w) {
   vo_status st = vo_check_sampling_ratio(ex, sampling_arg);
   if (st != VO_OK) return st;
@@ -38,7 +40,8 @@ static vo_status vo_check_sampling(const vo_exec *ex, int sampling_arg, int alig
   const vo_roi_map m = {
       ex->args[ARG_SCALE].u.f, aligned ? 0.5 : 0.0,  !aligned, ex->args[sampling_arg].u.i,
       ex->args[ARG_PH].u.i,    ex->args[ARG_PW].u.i, h,        w};
-  return vo_check_rois_grid(ex, ARG_ROIS, &m);
+  if (m.sampling_ratio > 0 || vo_declare_roi_grid_check(ex, ARG_ROIS, &m)) return VO_OK;
+  return VO_ERROR_BACKEND_FAILURE;
 }
 
 vo_status vo_check_roi_align(vo_exec *ex) {
@@ -53,7 +56,7 @@ vo_status vo_check_roi_align(vo_exec *ex) {
   const int64_t ph = ex->args[ARG_PH].u.i, pw = ex->args[ARG_PW].u.i;
   const int64_t out_dims[4] = {k, in->shape[1], ph, pw};
   if ((st = vo_expect_fits4(ex, "output", out_dims)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
   if ((st = vo_check_sampling(ex, ARG_F_SAMPLING, ARG_F_ALIGNED, in->shape[2], in->shape[3])) !=
       VO_OK)
     return st;
@@ -85,7 +88,7 @@ vo_status vo_check_roi_align_backward(vo_exec *ex) {
   snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)c, (long long)ph,
            (long long)pw);
   if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, ARG_ROIS, n)) != VO_OK) return st;
   if ((st = vo_check_sampling(ex, ARG_B_SAMPLING, ARG_B_ALIGNED, h, w)) != VO_OK) return st;
 
   ex->dtype = ex->inputs[ARG_GRAD].dtype;

@@ -1,7 +1,6 @@
 /*
- * roi_pool and roi_pool_backward: argument checks (including the batch
- * indices and coordinates of CPU rois and the values of a CPU argmax),
- * output shapes, typed wrappers.
+ * roi_pool and roi_pool_backward: argument checks (declaring those of the
+ * rois' values and of the backward's argmax), output shapes, typed wrappers.
  */
 #include <stdio.h>
 
@@ -54,7 +53,7 @@ vo_status vo_check_roi_pool(vo_exec *ex) {
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "%s: input plane H*W = %lld * %lld is too large for int32 argmax indices",
                    ex->op_name, (long long)in->shape[2], (long long)in->shape[3]);
-  if ((st = vo_check_rois_data(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, ARG_ROIS, in->shape[0])) != VO_OK) return st;
 
   ex->dtype = in->dtype;
   const int64_t shape[4] = {k, in->shape[1], ph, pw};
@@ -69,27 +68,13 @@ vo_status vo_check_roi_pool(vo_exec *ex) {
   return VO_OK;
 }
 
-/* The kernels index grad_input with argmax, so on the host every value must
- * be -1 (no gradient) or an index into an [H,W] plane. An argmax on a device
- * is left to that device's backend, which must check it there before writing. */
-static vo_status vo_check_argmax_data(const vo_exec *ex, int64_t hw) {
-  const vo_view *a = &ex->inputs[ARG_B_ARGMAX];
-  if (a->device.device_type != kDLCPU && a->device.device_type != kDLCUDAHost) return VO_OK;
-  if (a->numel == 0 || !a->data) return VO_OK; /* no data: shape inference (vo_infer) */
-  const int32_t *d = vo_view_addr(a);
-  for (int64_t i0 = 0; i0 < a->shape[0]; i0++)
-    for (int64_t i1 = 0; i1 < a->shape[1]; i1++)
-      for (int64_t i2 = 0; i2 < a->shape[2]; i2++)
-        for (int64_t i3 = 0; i3 < a->shape[3]; i3++) {
-          const int32_t v =
-              d[i0 * a->stride[0] + i1 * a->stride[1] + i2 * a->stride[2] + i3 * a->stride[3]];
-          if (v == -1 || (v >= 0 && (int64_t)v < hw)) continue;
-          return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                         "%s: %s[%lld, %lld, %lld, %lld] = %d is neither -1 nor an index in "
-                         "[0, H*W = %lld)",
-                         ex->op_name, vo_arg_name(ex, ARG_B_ARGMAX), (long long)i0, (long long)i1,
-                         (long long)i2, (long long)i3, (int)v, (long long)hw);
-        }
+/* The kernels index grad_input with argmax, so every value must be -1 (no
+ * gradient) or an index into an [H,W] plane: declared here, checked by
+ * vo_call on the argmax's device. */
+static vo_status vo_declare_argmax_check(vo_exec *ex, int64_t hw) {
+  vo_k_check *c = vo_declare_data_check(ex, VO_K_CHECK_ARGMAX, ARG_B_ARGMAX);
+  if (!c) return VO_ERROR_BACKEND_FAILURE;
+  c->hw = hw;
   return VO_OK;
 }
 
@@ -112,9 +97,9 @@ vo_status vo_check_roi_pool_backward(vo_exec *ex) {
   if ((st = vo_expect_shape(ex, ARG_GRAD, 4, grad_dims, what)) != VO_OK) return st;
   if ((st = vo_expect_shape(ex, ARG_B_ARGMAX, 4, grad_dims, what)) != VO_OK) return st;
   if ((st = vo_expect_dtype(ex, ARG_B_ARGMAX, VO_I32)) != VO_OK) return st;
-  if ((st = vo_check_rois_data(ex, ARG_ROIS, n)) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, ARG_ROIS, n)) != VO_OK) return st;
   const int64_t hw = vo_product4(1, 1, h, w); /* -1: more than any int32 index */
-  if ((st = vo_check_argmax_data(ex, hw < 0 ? INT64_MAX : hw)) != VO_OK) return st;
+  if ((st = vo_declare_argmax_check(ex, hw < 0 ? INT64_MAX : hw)) != VO_OK) return st;
 
   ex->dtype = ex->inputs[ARG_GRAD].dtype;
   const int64_t shape[4] = {n, c, h, w};

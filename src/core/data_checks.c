@@ -1,0 +1,102 @@
+/*
+ * Runs the value checks an op's check function declared (ex->data_checks),
+ * in order, before vo_call's kernel: the host loops over the portable
+ * predicate of kernels/data_checks.h for tensors it can read, a device
+ * backend's check_data hook runs the same predicate on the device, and the
+ * message about the first bad value is formed here, once for both.
+ */
+#include <math.h>
+
+#include "core/internal.h"
+
+_Static_assert(VO_MAX_LIST <= VO_K_CHECK_MAX_MAPS, "a roi_grid check holds every pyramid level");
+
+static int vo_host_readable(DLDeviceType t) { return t == kDLCPU || t == kDLCUDAHost; }
+
+/* The first bad item of a tensor the host reads, as a device backend finds it. */
+static void vo_find_on_host(const vo_view *t, const vo_k_check *c, vo_k_check_found *found) {
+  const void *data = vo_view_addr(t);
+  const int64_t rows = vo_k_check_rows(c), len = vo_k_check_row_length(c);
+  for (int64_t r = 0; r < rows; r++) {
+    const int64_t j = vo_k_check_bad_column(data, c, r);
+    if (j < 0) continue;
+    found->first = (uint64_t)(r * len + j);
+    vo_k_check_values(data, c, r * len + j, found->value);
+    return;
+  }
+}
+
+static vo_status vo_data_check_failure(const vo_exec *ex, const vo_data_check *d,
+                                       const vo_k_check_found *found) {
+  const vo_k_check *c = &d->check;
+  const char *name = vo_arg_name(ex, d->arg);
+  const int64_t len = vo_k_check_row_length(c);
+  const int64_t row = (int64_t)found->first / len, col = (int64_t)found->first % len;
+  const double v = found->value[0];
+  int64_t idx[3];
+  vo_k_check_row_offset(c, row, idx);
+  switch (c->kind) {
+    case VO_K_CHECK_ROIS:
+      if (!isfinite(v))
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s[%lld, %lld] = %g is not finite",
+                       ex->op_name, name, (long long)row, (long long)col, v);
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                     "%s: %s[%lld, 0] = %g is not a batch index of input with N = %lld",
+                     ex->op_name, name, (long long)row, v, (long long)c->batch_size);
+    case VO_K_CHECK_ROI_GRID: {
+      const double rh = found->value[0], rw = found->value[1];
+      const int m = (int)found->value[2];
+      const double gh = ceil(rh / (double)c->pooled_height);
+      const double gw = ceil(rw / (double)c->pooled_width);
+      const int64_t lh = vo_k_adaptive_limit(c->height[m], c->pooled_height);
+      const int64_t lw = vo_k_adaptive_limit(c->width[m], c->pooled_width);
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                     "%s: %s[%lld] spans %g x %g feature pixels (h x w), so adaptive sampling "
+                     "(sampling_ratio <= 0) would take %.0f x %.0f samples per bin; a %lld x %lld "
+                     "map allows at most %lld x %lld (4x what a RoI inside it needs): pass a "
+                     "sampling_ratio in 1..%d",
+                     ex->op_name, name, (long long)row, rh, rw, gh, gw, (long long)c->height[m],
+                     (long long)c->width[m], (long long)lh, (long long)lw, VO_K_MAX_SAMPLING_RATIO);
+    }
+    case VO_K_CHECK_ARGMAX:
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                     "%s: %s[%lld, %lld, %lld, %lld] = %d is neither -1 nor an index in "
+                     "[0, H*W = %lld)",
+                     ex->op_name, name, (long long)idx[0], (long long)idx[1], (long long)idx[2],
+                     (long long)col, (int)v, (long long)c->hw);
+    default: { /* VO_K_CHECK_CHANNEL_MAPPING */
+      const int64_t want = (idx[1] * c->shape[2] + idx[2]) * c->shape[3] + col;
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                     "%s: %s[%lld, %lld, %lld, %lld] = %d, expected %lld (the input channel "
+                     "the forward reads for that output channel and bin)",
+                     ex->op_name, name, (long long)idx[0], (long long)idx[1], (long long)idx[2],
+                     (long long)col, (int)v, (long long)want);
+    }
+  }
+}
+
+vo_status vo_run_data_checks(const vo_exec *ex) {
+  if (ex->num_data_checks == 0) return VO_OK;
+  vo_k_check_found found[VO_MAX_DATA_CHECKS];
+  for (int i = 0; i < ex->num_data_checks; i++) found[i].first = VO_K_CHECK_NONE;
+  if (vo_host_readable(ex->device.device_type)) {
+    for (int i = 0; i < ex->num_data_checks; i++) {
+      const vo_data_check *d = &ex->data_checks[i];
+      if (ex->inputs[d->arg].numel == 0) continue;
+      vo_find_on_host(&ex->inputs[d->arg], &d->check, &found[i]);
+      if (found[i].first != VO_K_CHECK_NONE) return vo_data_check_failure(ex, d, &found[i]);
+    }
+    return VO_OK;
+  }
+  if (!ex->backend) return VO_OK; /* no usable backend: the caller reports that */
+  if (!ex->backend->check_data)
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE,
+                   "%s: the %s backend cannot check the values of %s on its device", ex->op_name,
+                   ex->backend->name, vo_arg_name(ex, ex->data_checks[0].arg));
+  const vo_status st = ex->backend->check_data(ex, found);
+  if (st != VO_OK) return st;
+  for (int i = 0; i < ex->num_data_checks; i++)
+    if (found[i].first != VO_K_CHECK_NONE)
+      return vo_data_check_failure(ex, &ex->data_checks[i], &found[i]);
+  return VO_OK;
+}
