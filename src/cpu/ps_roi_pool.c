@@ -59,22 +59,10 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
 
 /* The kernels' view of a call: src is the input (forward) or grad. */
 static vo_k_ps_roi_pool_args vo_psp_args(const vo_ps_roi_pool_params *p, const vo_view *src) {
-  vo_k_ps_roi_pool_args a;
-  memset(&a, 0, sizeof a);
-  a.spatial_scale = p->spatial_scale;
-  a.num_rois = p->rois->shape[0];
-  a.batch_size = p->batch_size;
-  a.channels = p->channels;
-  a.height = p->height;
-  a.width = p->width;
-  a.pooled_height = p->pooled_height;
-  a.pooled_width = p->pooled_width;
-  a.channels_out = p->channels_out;
-  a.rois_dtype = (int)p->rois->dtype;
-  a.rois_stride[0] = p->rois->stride[0];
-  a.rois_stride[1] = p->rois->stride[1];
-  for (int d = 0; d < 4; d++) a.src_stride[d] = src->stride[d];
-  return a;
+  return vo_k_ps_roi_pool_args_of(p->spatial_scale, p->rois->shape[0], p->batch_size, p->channels,
+                                  p->height, p->width, p->pooled_height, p->pooled_width,
+                                  p->channels_out, (int)p->rois->dtype, p->rois->stride,
+                                  src->stride);
 }
 
 #define VO_S_F32

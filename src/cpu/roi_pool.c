@@ -130,23 +130,9 @@ __attribute__((target("avx2,fma"))) static void vo_rp_cl_bin_f32_avx2(
 
 /* The kernels' view of a call: src is the input (forward) or grad. */
 static vo_k_roi_pool_args vo_rp_args(const vo_roi_pool_params *p, const vo_view *src) {
-  vo_k_roi_pool_args a;
-  memset(&a, 0, sizeof a);
-  a.spatial_scale = p->spatial_scale;
-  a.pooled_height = p->pooled_height;
-  a.pooled_width = p->pooled_width;
-  a.batch_size = p->batch_size;
-  a.channels = p->channels;
-  a.height = p->height;
-  a.width = p->width;
-  a.rois_dtype = (int)p->rois->dtype;
-  a.rois_stride[0] = p->rois->stride[0];
-  a.rois_stride[1] = p->rois->stride[1];
-  for (int d = 0; d < 4; d++) {
-    a.src_stride[d] = src->stride[d];
-    a.argmax_stride[d] = p->argmax ? p->argmax->stride[d] : 0;
-  }
-  return a;
+  return vo_k_roi_pool_args_of(p->spatial_scale, p->pooled_height, p->pooled_width, p->batch_size,
+                               p->channels, p->height, p->width, (int)p->rois->dtype,
+                               p->rois->stride, src->stride, p->argmax ? p->argmax->stride : NULL);
 }
 
 /* The channels-last forward with this machine's bin function; 0 when its

@@ -34,6 +34,29 @@ typedef struct vo_k_ps_roi_pool_args {
   int64_t src_stride[4];
 } vo_k_ps_roi_pool_args;
 
+/* The args from a call's sizes and strides; what each backend's glue fills
+ * from its parameters. */
+VO_KFN vo_k_ps_roi_pool_args vo_k_ps_roi_pool_args_of(
+    double spatial_scale, int64_t num_rois, int64_t batch_size, int64_t channels, int64_t height,
+    int64_t width, int64_t pooled_height, int64_t pooled_width, int64_t channels_out,
+    int rois_dtype, const int64_t *rois_stride, const int64_t *src_stride) {
+  vo_k_ps_roi_pool_args a;
+  a.spatial_scale = spatial_scale;
+  a.num_rois = num_rois;
+  a.batch_size = batch_size;
+  a.channels = channels;
+  a.height = height;
+  a.width = width;
+  a.pooled_height = pooled_height;
+  a.pooled_width = pooled_width;
+  a.channels_out = channels_out;
+  a.rois_dtype = rois_dtype;
+  a.rois_stride[0] = rois_stride[0];
+  a.rois_stride[1] = rois_stride[1];
+  for (int d = 0; d < 4; d++) a.src_stride[d] = src_stride[d];
+  return a;
+}
+
 #define VO_S_F32
 #include "kernels/dtype_begin.h"
 #include "kernels/ps_roi_pool.inc"
