@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "cuda/deform_conv2d_math.cuh"
+#include "cuda/portable.cuh"
 #include "cuda/ps_roi_math.cuh"
+#include "kernels/ps_roi_pool.h"
 
 extern "C" {
 #include "test_util.h"
@@ -163,6 +165,21 @@ vo_ps_args ps_args(const ps_case &t, const DLTensor *rois, const DLTensor *src) 
   return a;
 }
 
+// The deterministic backward of grad_input element e: ps_roi_align's
+// (cuda/ps_roi_math.cuh) or ps_roi_pool's (kernels/ps_roi_pool.h).
+template <typename S, bool Align>
+typename vo_cuda_compute<S>::type ps_gather_at(const vo_ps_args &a, int64_t e) {
+  if constexpr (Align) {
+    return vo_psa_gather_at<S>(a, e);
+  } else {
+    const vo_k_ps_roi_pool_args k = vo_k_ps_roi_pool_args_of(
+        a.spatial_scale, a.num_rois, a.batch_size, a.channels, a.height, a.width, a.pooled_h,
+        a.pooled_w, a.channels_out, (int)a.rois.dtype, a.rois.stride, a.src.stride);
+    VO_KCALL(S, vo_k_ps_roi_pool_gather_at, vo_kbits(static_cast<const S *>(a.src.data)),
+             a.rois.data, &k, e);
+  }
+}
+
 template <typename S, bool Align>
 void check_ps(const ps_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
   typedef typename vo_cuda_compute<S>::type T;
@@ -196,35 +213,35 @@ void check_ps(const ps_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
     std::vector<double> fwd((size_t)no), mapping((size_t)no), expected((size_t)no);
     for (int64_t o = 0; o < no; o++) {
       int64_t c_in = -1;
-      const T v = Align ? vo_psa_forward_at<S>(fa, o, &c_in) : vo_psp_forward_at<S>(fa, o, &c_in);
-      fwd[(size_t)o] = stored(v, dt);
-      mapping[(size_t)o] = (double)c_in;
+      if constexpr (Align) {
+        fwd[(size_t)o] = stored(vo_psa_forward_at<S>(fa, o, &c_in), dt);
+        mapping[(size_t)o] = (double)c_in;
+      }
       expected[(size_t)o] = (double)vo_ps_expected_mapping(fa, o);
     }
     char what[96];
-    snprintf(what, sizeof what, "%s forward", op);
-    same(what, desc, fwd, read_all(&out->dl));
-    snprintf(what, sizeof what, "%s channel_mapping", op);
-    same(what, desc, mapping, read_all(&map->dl));
+    if constexpr (Align) {  // ps_roi_pool's forward is the CPU's own (kernels/ps_roi_pool.h)
+      snprintf(what, sizeof what, "%s forward", op);
+      same(what, desc, fwd, read_all(&out->dl));
+      snprintf(what, sizeof what, "%s channel_mapping", op);
+      same(what, desc, mapping, read_all(&map->dl));
+    }
     snprintf(what, sizeof what, "%s expected channel_mapping", op);
     same(what, desc, expected, read_all(&map->dl));
 
-    // The atomic kernel, one grad element after another (the CPU's order).
-    std::vector<T> acc((size_t)ni, (T)0);
-    for (int64_t o = 0; o < no; o++) {
-      if (Align)
-        vo_psa_scatter_at<S>(ba, o, acc.data(), vo_hd_serial_add());
-      else
-        vo_psp_scatter_at<S>(ba, o, acc.data(), vo_hd_serial_add());
-    }
     std::vector<double> sc((size_t)ni), ga((size_t)ni);
-    for (int64_t e = 0; e < ni; e++) {
-      sc[(size_t)e] = stored(acc[(size_t)e], dt);
-      ga[(size_t)e] = stored(Align ? vo_psa_gather_at<S>(ba, e) : vo_psp_gather_at<S>(ba, e), dt);
-    }
     const std::vector<double> want = read_all(&gin->dl);
-    snprintf(what, sizeof what, "%s backward (atomic, serialised)", op);
-    same(what, desc, sc, want);
+    if constexpr (Align) {
+      // The atomic kernel, one grad element after another (the CPU's order).
+      std::vector<T> acc((size_t)ni, (T)0);
+      for (int64_t o = 0; o < no; o++) vo_psa_scatter_at<S>(ba, o, acc.data(), vo_hd_serial_add());
+      for (int64_t e = 0; e < ni; e++) sc[(size_t)e] = stored(acc[(size_t)e], dt);
+      snprintf(what, sizeof what, "%s backward (atomic, serialised)", op);
+      same(what, desc, sc, want);
+    }
+    // The deterministic gather (ps_roi_pool's: kernels/ps_roi_pool.h, which
+    // only the CUDA backend runs).
+    for (int64_t e = 0; e < ni; e++) ga[(size_t)e] = stored(ps_gather_at<S, Align>(ba, e), dt);
     snprintf(what, sizeof what, "%s backward (deterministic gather)", op);
     same(what, desc, ga, want);
   }
