@@ -3,9 +3,11 @@
 // (src/cuda/ps_roi_math.cuh, src/cuda/deform_conv2d_math.cuh) run on the host
 // over every index and are compared with the CPU backend through the public
 // API. The ps ops must match bit for bit (forward, atomic backward serialised
-// in index order, deterministic gather); deform_conv2d, whose products the CPU
-// does in OpenBLAS, within a tolerance, with the two col2im variants (atomic
-// serialised, sorted gather) bit-identical to each other.
+// in index order, deterministic gather; for ps_roi_pool only the gather of
+// kernels/ps_roi_pool.h, whose forward and spread the CPU runs itself);
+// deform_conv2d, whose products the CPU does in OpenBLAS, within a tolerance,
+// with the two col2im variants (atomic serialised, sorted gather)
+// bit-identical to each other.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
