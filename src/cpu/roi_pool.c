@@ -140,22 +140,23 @@ static vo_k_roi_pool_args vo_rp_args(const vo_roi_pool_params *p, const vo_view 
 static int vo_rp_forward_cl(const vo_exec *ex, const vo_k_roi_pool_args *a) {
   const vo_roi_pool_params *p = &ex->p.roi_pool;
   const vo_dtype dt = ex->dtype;
-  const int direct = (dt == VO_F32 || dt == VO_F64) && (p->input->stride[1] == 1 || p->channels == 1);
+  const int direct =
+      (dt == VO_F32 || dt == VO_F64) && (p->input->stride[1] == 1 || p->channels == 1);
   vo_rp_cl_bin_fn_f64 bin64 = vo_rp_cl_bin_scalar_f64;
-  vo_rp_cl_bin_fn_f32 bin = vo_rp_cl_bin_scalar_f32;
+  vo_rp_cl_bin_fn_f32 bin32 = vo_rp_cl_bin_scalar_f32;
 #ifdef VO_RP_HAVE_AVX2
   if (vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2) {
     bin64 = vo_rp_cl_bin_f64_avx2;
-    bin = vo_rp_cl_bin_f32_avx2;
+    bin32 = vo_rp_cl_bin_f32_avx2;
   }
 #endif
   if (dt == VO_F64)
     return vo_rp_forward_cl_f64(ex, a, direct, bin64, vo_rp_cl_transpose_f64, vo_rp_cl_store_f64);
   if (dt == VO_F16)
-    return vo_rp_forward_cl_f32(ex, a, direct, bin, vo_rp_cl_transpose_f16, vo_rp_cl_store_f16);
+    return vo_rp_forward_cl_f32(ex, a, direct, bin32, vo_rp_cl_transpose_f16, vo_rp_cl_store_f16);
   if (dt == VO_BF16)
-    return vo_rp_forward_cl_f32(ex, a, direct, bin, vo_rp_cl_transpose_bf16, vo_rp_cl_store_bf16);
-  return vo_rp_forward_cl_f32(ex, a, direct, bin, vo_rp_cl_transpose_f32, vo_rp_cl_store_f32);
+    return vo_rp_forward_cl_f32(ex, a, direct, bin32, vo_rp_cl_transpose_bf16, vo_rp_cl_store_bf16);
+  return vo_rp_forward_cl_f32(ex, a, direct, bin32, vo_rp_cl_transpose_f32, vo_rp_cl_store_f32);
 }
 
 vo_status vo_cpu_roi_pool(const vo_exec *ex) {
@@ -233,22 +234,11 @@ vo_status vo_cpu_roi_pool_backward(const vo_exec *ex) {
   const vo_k_roi_pool_args a = vo_rp_args(p, p->grad);
   VO_RP_OMP_FOR(t)
   for (int64_t pl = 0; pl < planes; pl++) {
-    if (!acc) {
-      if (dt == VO_F64)
-        vo_rp_backward_plane_f64(p, &a, first, order, pl, (double *)vo_view_addr(p->out) + pl * hw);
-      else
-        vo_rp_backward_plane_f32(p, &a, first, order, pl, (float *)vo_view_addr(p->out) + pl * hw);
-    } else {
-      float *plane = acc + pl * hw;
-      if (dt == VO_F16)
-        vo_rp_backward_plane_f16(p, &a, first, order, pl, plane);
-      else
-        vo_rp_backward_plane_bf16(p, &a, first, order, pl, plane);
-      uint16_t *o = (uint16_t *)vo_view_addr(p->out) + pl * hw;
-      if (dt == VO_F16)
-        for (int64_t i = 0; i < hw; i++) o[i] = vo_f32_to_f16(plane[i]);
-      else
-        for (int64_t i = 0; i < hw; i++) o[i] = vo_f32_to_bf16(plane[i]);
+    switch (dt) {
+      case VO_F64: vo_rp_backward_plane_f64(p, &a, first, order, pl, vo_view_addr(p->out)); break;
+      case VO_F16: vo_rp_backward_plane_f16(p, &a, first, order, pl, acc); break;
+      case VO_BF16: vo_rp_backward_plane_bf16(p, &a, first, order, pl, acc); break;
+      default: vo_rp_backward_plane_f32(p, &a, first, order, pl, vo_view_addr(p->out)); break;
     }
   }
   if (acc) vo_workspace_free(ex->ctx, ex->device, acc);
