@@ -5,6 +5,8 @@
 // gather backwards), must reproduce the CPU backend's results bit for bit on
 // random problems: odd sizes, RoIs partly or fully outside the map, strided
 // inputs, aligned both ways, adaptive and fixed sampling, all four dtypes.
+// (roi_pool's kernels are kernels/roi_pool.h, which the CPU runs; its
+// device-only gather is tested by test_rounded_gather.)
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/portable.cuh"
 #include "cuda/roi_common.cuh"
-#include "kernels/roi_pool.h"
 
 extern "C" {
 #include "test_util.h"
@@ -191,85 +191,6 @@ void check_roi_align(const ra_case &t, DLDataType dt, vt_rng *rng, const char *d
   vt_tensor_free(gin);
 }
 
-// ------------------------------------------------------------ roi_pool
-
-// kernels/roi_pool.h's deterministic gather for storage type S.
-template <typename S>
-typename vo_cuda_compute<S>::type rp_gather_at(const vo_cuda_view &grad, const vo_cuda_view &argmax,
-                                               const vo_cuda_view &rois,
-                                               const vo_k_roi_pool_args &a, int64_t num_rois,
-                                               bool in_bins, int64_t i) {
-  VO_KCALL(S, vo_k_roi_pool_gather_at, vo_kbits(static_cast<const S *>(grad.data)),
-           static_cast<const int32_t *>(argmax.data), rois.data, &a, num_rois, in_bins, i);
-}
-
-// The forward and the atomic scatter are the CPU's own functions
-// (kernels/roi_pool.h); the CUDA backward's deterministic gather, which the
-// CPU does not run, must sum what the CPU's backward sums, with the
-// forward's argmax and with arbitrary indices (not inside their bins).
-template <typename S>
-void check_roi_pool(const ra_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
-  typedef typename vo_cuda_compute<S>::type T;
-  const int64_t in_shape[4] = {t.n, t.c, t.h, t.w}, r_shape[2] = {t.k, 5};
-  const int64_t o_shape[4] = {t.k, t.c, t.ph, t.pw};
-  std::vector<double> in_v = random_values(rng, t.n * t.c * t.h * t.w);
-  // a few ties and NaNs: argmax must pick the same element
-  for (auto &x : in_v) {
-    const int64_t u = vt_rng_int(rng, 16);
-    if (u == 0) x = 0.25;
-    if (u == 1) x = NAN;
-  }
-  std::vector<double> r_v =
-      random_rois(rng, t.k, t.n, (double)t.w / t.scale, (double)t.h / t.scale);
-  std::vector<double> g_v = random_values(rng, t.k * t.c * t.ph * t.pw);
-  for (auto &x : in_v) x = vt_round_to(dt, x);
-  for (auto &x : r_v) x = vt_round_to(dt, x);
-  for (auto &x : g_v) x = vt_round_to(dt, x);
-  vt_tensor *in = make(dt, 4, in_shape, in_v, t.strided);
-  vt_tensor *rois = make(dt, 2, r_shape, r_v, t.strided);
-  vt_tensor *grad = make(dt, 4, o_shape, g_v, t.strided);
-  vt_tensor *out = vt_tensor_new(dt, 4, o_shape, nullptr);
-  vt_tensor *am = vt_tensor_new(vt_i32, 4, o_shape, nullptr);
-  vt_tensor *gin = vt_tensor_new(dt, 4, in_shape, nullptr);
-  const vo_cuda_view rv = view_of(&rois->dl), gv = view_of(&grad->dl);
-  const int64_t no = vt_numel(&out->dl), ni = vt_numel(&gin->dl);
-  const bool fwd_ok = CHECK_STATUS(
-      vo_roi_pool(nullptr, &in->dl, &rois->dl, t.scale, t.ph, t.pw, &out->dl, &am->dl), VO_OK);
-  for (int pass = 0; fwd_ok && pass < 2; pass++) {
-    if (pass == 1)
-      for (int64_t i = 0; i < no; i++)
-        vt_set(&am->dl, i, (double)(vt_rng_int(rng, t.h * t.w + 1) - 1));
-    if (!CHECK_STATUS(vo_roi_pool_backward(nullptr, &grad->dl, &rois->dl, &am->dl, t.scale, t.ph,
-                                           t.pw, t.n, t.c, t.h, t.w, &gin->dl),
-                      VO_OK))
-      break;
-    const vo_cuda_view av = view_of(&am->dl);
-    const vo_k_roi_pool_args a = vo_k_roi_pool_args_of(
-        t.scale, t.ph, t.pw, t.n, t.c, t.h, t.w, (int)rv.dtype, rv.stride, gv.stride, av.stride);
-    const int32_t *amd = static_cast<const int32_t *>(av.data);
-    bool in_bins = true;
-    for (int64_t i = 0; i < no; i++)
-      in_bins = in_bins && (sizeof(T) == sizeof(double)
-                                ? vo_k_roi_pool_argmax_in_bin_f64(amd, rv.data, &a, i)
-                                : vo_k_roi_pool_argmax_in_bin_f32(amd, rv.data, &a, i));
-    CHECK_MSG(pass == 1 || in_bins, "roi_pool [%s]: a forward argmax outside its bin", desc);
-    std::vector<double> ga((size_t)ni), full((size_t)ni);
-    for (int64_t i = 0; i < ni; i++) {
-      ga[(size_t)i] = stored(rp_gather_at<S>(gv, av, rv, a, t.k, in_bins, i), dt);
-      full[(size_t)i] = stored(rp_gather_at<S>(gv, av, rv, a, t.k, false, i), dt);
-    }
-    const std::vector<double> want = read_all(&gin->dl);
-    same("roi_pool backward (deterministic gather)", desc, ga, want);
-    same("roi_pool backward (gather over every bin)", desc, full, want);
-  }
-  vt_tensor_free(in);
-  vt_tensor_free(rois);
-  vt_tensor_free(grad);
-  vt_tensor_free(out);
-  vt_tensor_free(am);
-  vt_tensor_free(gin);
-}
-
 // ------------------------------------------------------------ multi_scale_roi_align
 
 template <typename S>
@@ -397,7 +318,6 @@ void run_dtype(DLDataType dt, uint64_t seed) {
              (long long)t.h, (long long)t.w, (long long)t.k, (long long)t.ph, (long long)t.pw,
              (long long)t.sr, t.aligned, t.scale, t.strided ? " strided" : "");
     check_roi_align<S>(t, dt, &rng, desc);
-    check_roi_pool<S>(t, dt, &rng, desc);
   }
   for (int it = 0; it < 6; it++) {
     const int64_t n = 1 + vt_rng_int(&rng, 2), c = 1 + vt_rng_int(&rng, 3);
