@@ -1,46 +1,82 @@
 // CUDA roi_pool (with argmax) and roi_pool_backward: one thread per output
-// element (cuda/roi_common.cuh holds the per-element math). The backward
-// either scatters grad to argmax with atomics (fast) or, under
+// element running kernels/roi_pool.h's work items, the CPU's arithmetic. The
+// backward either scatters grad to argmax with atomics (fast) or, under
 // ctx->deterministic, gathers: one thread per grad_input element sums the
 // bins that chose it, in the CPU's (RoI, ph, pw) order.
+#include "cuda/portable.cuh"
 #include "cuda/roi_common.cuh"
+#include "kernels/roi_pool.h"
 
 namespace {
 
 constexpr int kThreads = 256;
 
+// The kernels' view of a call: src is the input (forward) or grad.
+vo_k_roi_pool_args args_of(const vo_roi_pool_params &p, const vo_view *src) {
+  return vo_k_roi_pool_args_of(p.spatial_scale, p.pooled_height, p.pooled_width, p.batch_size,
+                               p.channels, p.height, p.width, (int)p.rois->dtype, p.rois->stride,
+                               src->stride, p.argmax ? p.argmax->stride : nullptr);
+}
+
 template <typename S>
-__global__ void roi_pool_forward_kernel(vo_crp_args a, vo_cuda_view in, vo_cuda_view rois,
+__device__ typename vo_cuda_compute<S>::type forward_at(const S *in, const void *rois,
+                                                        const vo_k_roi_pool_args &a, int64_t i,
+                                                        int32_t *am) {
+  VO_KCALL(S, vo_k_roi_pool_forward_at, vo_kbits(in), rois, &a, i, am);
+}
+
+template <typename S, typename T>
+__device__ void scatter_at(const S *grad, const int32_t *argmax, const void *rois,
+                           const vo_k_roi_pool_args &a, int64_t i, T *acc) {
+  VO_KCALL(S, vo_k_roi_pool_scatter_at, vo_kbits(grad), argmax, rois, &a, i, acc);
+}
+
+template <typename S>
+__device__ typename vo_cuda_compute<S>::type gather_at(const S *grad, const int32_t *argmax,
+                                                       const void *rois,
+                                                       const vo_k_roi_pool_args &a,
+                                                       int64_t num_rois, int in_bins, int64_t i) {
+  VO_KCALL(S, vo_k_roi_pool_gather_at, vo_kbits(grad), argmax, rois, &a, num_rois, in_bins, i);
+}
+
+template <typename S>
+__global__ void roi_pool_forward_kernel(vo_k_roi_pool_args a, const S *in, const void *rois,
                                         int64_t n, S *out, int32_t *argmax) {
   VO_CUDA_GRID_STRIDE(i, n) {
     int32_t am;
-    vo_cuda_store(out, i, vo_crp_forward_at<S>(a, in, rois, i, &am));
+    vo_cuda_store(out, i, forward_at<S>(in, rois, a, i, &am));
     argmax[i] = am;
   }
 }
 
-template <typename S, typename A>
-__global__ void roi_pool_scatter_kernel(vo_crp_args a, vo_cuda_view grad, vo_cuda_view argmax,
-                                        vo_cuda_view rois, int64_t n, A *acc) {
-  VO_CUDA_GRID_STRIDE(i, n) vo_crp_scatter_at<S, A>(a, grad, argmax, rois, i, acc);
+// acc: grad_input itself (float32/64) or a float32 copy for half types.
+template <typename S, typename T>
+__global__ void roi_pool_scatter_kernel(vo_k_roi_pool_args a, const S *grad, const int32_t *argmax,
+                                        const void *rois, int64_t n, T *acc) {
+  VO_CUDA_GRID_STRIDE(i, n) scatter_at<S, T>(grad, argmax, rois, a, i, acc);
 }
 
 // *in_bins stays 1 when every argmax is -1 or inside its own bin.
 template <typename T>
-__global__ void roi_pool_in_bins_kernel(vo_crp_args a, vo_cuda_view argmax, vo_cuda_view rois,
-                                        int64_t n, int *in_bins) {
+__global__ void roi_pool_in_bins_kernel(vo_k_roi_pool_args a, const int32_t *argmax,
+                                        const void *rois, int64_t n, int *in_bins) {
   VO_CUDA_GRID_STRIDE(i, n) {
-    if (!vo_crp_argmax_in_bin<T>(a, argmax, rois, i)) *in_bins = 0;
+    int inside;
+    if constexpr (sizeof(T) == sizeof(double))
+      inside = vo_k_roi_pool_argmax_in_bin_f64(argmax, rois, &a, i);
+    else
+      inside = vo_k_roi_pool_argmax_in_bin_f32(argmax, rois, &a, i);
+    if (!inside) *in_bins = 0;
   }
 }
 
 template <typename S>
-__global__ void roi_pool_gather_kernel(vo_crp_args a, vo_cuda_view grad, vo_cuda_view argmax,
-                                       vo_cuda_view rois, int64_t num_rois, const int *in_bins,
+__global__ void roi_pool_gather_kernel(vo_k_roi_pool_args a, const S *grad, const int32_t *argmax,
+                                       const void *rois, int64_t num_rois, const int *in_bins,
                                        int64_t n, S *out) {
-  const bool restrict_bins = *in_bins != 0;
+  const int restrict_bins = *in_bins != 0;
   VO_CUDA_GRID_STRIDE(i, n)
-  vo_cuda_store(out, i, vo_crp_gather_at<S>(a, grad, argmax, rois, num_rois, restrict_bins, i));
+  vo_cuda_store(out, i, gather_at<S>(grad, argmax, rois, a, num_rois, restrict_bins, i));
 }
 
 template <typename S>
@@ -48,7 +84,7 @@ vo_status forward_run(const vo_exec *ex, cudaStream_t stream) {
   const vo_roi_pool_params &p = ex->p.roi_pool;
   const int64_t n = p.out->numel;
   roi_pool_forward_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
-      vo_crp_args_of(&p), vo_cuda_view_of(p.input), vo_cuda_view_of(p.rois), n,
+      args_of(p, p.input), static_cast<const S *>(vo_view_addr(p.input)), vo_view_addr(p.rois), n,
       static_cast<S *>(vo_view_addr(p.out)), static_cast<int32_t *>(vo_view_addr(p.argmax_out)));
   return vo_cuda_check_launch(ex);
 }
@@ -59,9 +95,10 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
   const vo_roi_pool_params &p = ex->p.roi_pool;
   const int64_t n = p.out->numel, num_rois = p.rois->shape[0], ng = p.grad->numel;
   S *out = static_cast<S *>(vo_view_addr(p.out));
-  const vo_crp_args a = vo_crp_args_of(&p);
-  const vo_cuda_view grad = vo_cuda_view_of(p.grad), rois = vo_cuda_view_of(p.rois);
-  const vo_cuda_view argmax = vo_cuda_view_of(p.argmax);
+  const vo_k_roi_pool_args a = args_of(p, p.grad);
+  const S *grad = static_cast<const S *>(vo_view_addr(p.grad));
+  const void *rois = vo_view_addr(p.rois);
+  const int32_t *argmax = static_cast<const int32_t *>(vo_view_addr(p.argmax));
   if (num_rois == 0 || ng == 0)
     return vo_cuda_check(ex, cudaMemsetAsync(out, 0, (size_t)n * sizeof(S), stream));
   vo_status st;
