@@ -1,7 +1,7 @@
 /*
  * CPU kernels for ps_roi_align (forward, with channel_mapping) and
  * ps_roi_align_backward. The geometry, bilinear samples and sample tables
- * are roi_align's (aligned, see cpu/roi_common.h); only the channel a bin
+ * are roi_align's (aligned, see kernels/roi_align.h); only the channel a bin
  * reads differs: output channel c, bin (ph, pw) reads input channel
  * (c*PH + ph)*PW + pw. A RoI whose adaptive grid is empty gives 0 (the
  * shared geometry divides by max(count, 1)), where torchvision gives NaN.
@@ -19,37 +19,32 @@
  * weights, computed once). Each channel accumulates its samples in (iy, ix)
  * order with torchvision's expression; acc carries the sums across chunks
  * of samples. The CB channels are independent chains the CPU overlaps. */
-#define VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, CB)                                        \
-  static void vo_psa_bin_##NAME##_##CB(const ST *x, int64_t cs, const vo_ra_sample_##SUF *s, \
-                                       int64_t ns, T *acc) {                                 \
-    T a[CB];                                                                                 \
-    for (int c = 0; c < CB; c++) a[c] = acc[c];                                              \
-    for (int64_t i = 0; i < ns; i++) {                                                       \
-      if (s[i].pos[0] < 0) continue;                                                         \
-      const T w0 = s[i].w[0], w1 = s[i].w[1], w2 = s[i].w[2], w3 = s[i].w[3];                \
-      const ST *x0 = x + s[i].pos[0], *x1 = x + s[i].pos[1];                                 \
-      const ST *x2 = x + s[i].pos[2], *x3 = x + s[i].pos[3];                                 \
-      for (int c = 0; c < CB; c++)                                                           \
-        a[c] += w0 * CONV(x0[c * cs]) + w1 * CONV(x1[c * cs]) + w2 * CONV(x2[c * cs]) +      \
-                w3 * CONV(x3[c * cs]);                                                       \
-    }                                                                                        \
-    for (int c = 0; c < CB; c++) acc[c] = a[c];                                              \
+#define VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CB)                                                \
+  static void vo_psa_bin_##NAME##_##CB(const ST *x, int64_t cs, const vo_k_ra_sample_##SUF *s,  \
+                                       int64_t ns, T *acc) {                                    \
+    T a[CB];                                                                                    \
+    for (int c = 0; c < CB; c++) a[c] = acc[c];                                                 \
+    for (int64_t i = 0; i < ns; i++) {                                                          \
+      if (s[i].pos[0] < 0) continue;                                                            \
+      for (int c = 0; c < CB; c++) a[c] += vo_k_ra_sample_sum_##NAME(x + c * cs, &s[i]);        \
+    }                                                                                           \
+    for (int c = 0; c < CB; c++) acc[c] = a[c];                                                 \
   }
 
 /* Output channels per block at most; more channels are split into blocks
  * of near-equal size. */
 #define VO_PSA_CB 8
 
-#define VO_DEFINE_PSA_BINS(T, SUF, ST, NAME, CONV)                                               \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 1)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 2)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 3)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 4)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 5)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 6)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 7)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CONV, 8)                                                   \
-  typedef void (*vo_psa_bin_fn_##NAME)(const ST *, int64_t, const vo_ra_sample_##SUF *, int64_t, \
+#define VO_DEFINE_PSA_BINS(T, SUF, ST, NAME)                                               \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 1)                                                   \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 2)                                                   \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 3)                                                   \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 4)                                                   \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 5)                                                   \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 6)                                                   \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 7)                                                   \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 8)                                                   \
+  typedef void (*vo_psa_bin_fn_##NAME)(const ST *, int64_t, const vo_k_ra_sample_##SUF *, int64_t, \
                                        T *);                                                     \
   static const vo_psa_bin_fn_##NAME vo_psa_bins_##NAME[VO_PSA_CB + 1] = {NULL,                   \
                                                                          vo_psa_bin_##NAME##_1,  \
@@ -61,11 +56,10 @@
                                                                          vo_psa_bin_##NAME##_7,  \
                                                                          vo_psa_bin_##NAME##_8};
 
-#define VO_PSA_CONV_NONE(v) (v)
-VO_DEFINE_PSA_BINS(float, f32, float, f32, VO_PSA_CONV_NONE)
-VO_DEFINE_PSA_BINS(double, f64, double, f64, VO_PSA_CONV_NONE)
-VO_DEFINE_PSA_BINS(float, f32, uint16_t, f16, vo_f16_to_f32)
-VO_DEFINE_PSA_BINS(float, f32, uint16_t, bf16, vo_bf16_to_f32)
+VO_DEFINE_PSA_BINS(float, f32, float, f32)
+VO_DEFINE_PSA_BINS(double, f64, double, f64)
+VO_DEFINE_PSA_BINS(float, f32, uint16_t, f16)
+VO_DEFINE_PSA_BINS(float, f32, uint16_t, bf16)
 
 /* Samples computed at a time (a bin has grid_h * grid_w of them; sampling
  * ratio 2 gives 4). */
@@ -87,7 +81,7 @@ static inline void vo_psa_prefetch_row(const char *row, int64_t cout, int64_t cs
 /* Rows [top, bottom] that bin row ph of RoI g can read (clamped to the
  * map; a RoI with a reversed or NaN extent gets the whole map). */
 #define VO_DEFINE_PSA_ROWS(T, SUF)                                                    \
-  static void vo_psa_rows_##SUF(const vo_ra_roi_##SUF *g, int64_t ph, int64_t height, \
+  static void vo_psa_rows_##SUF(const vo_k_ra_roi_##SUF *g, int64_t ph, int64_t height, \
                                 int64_t r[2]) {                                       \
     const T a = g->start_h + (T)ph * g->bin_h, b = a + g->bin_h;                      \
     r[0] = 0;                                                                         \
@@ -109,7 +103,7 @@ VO_DEFINE_PSA_ROWS(double, f64)
  * fetched from memory a line at a time. */
 #define VO_DEFINE_PSA_FORWARD_ITEM(T, SUF, ST, NAME, STORE)                                     \
   static void vo_psa_forward_item_##NAME(const vo_ps_roi_align_params *q,                       \
-                                         const vo_ra_roi_##SUF *geo, const int64_t *order,      \
+                                         const vo_k_ra_roi_##SUF *geo, const int64_t *order,      \
                                          int64_t j0, int64_t j1, int64_t img, int64_t b) {      \
     const vo_roi_align_params *p = &q->base;                                                    \
     const vo_view *in = p->input;                                                               \
@@ -121,10 +115,10 @@ VO_DEFINE_PSA_ROWS(double, f64)
     const int64_t cs_bytes = cs * (int64_t)sizeof(ST);                                          \
     const int64_t row_bytes = p->width * (int64_t)sizeof(ST);                                   \
     int64_t front = 0; /* rows above this one have been prefetched */                           \
-    vo_ra_sample_##SUF s[VO_PSA_CHUNK];                                                         \
+    vo_k_ra_sample_##SUF s[VO_PSA_CHUNK];                                                         \
     for (int64_t j = j0; j < j1; j++) {                                                         \
       const int64_t k = order[j];                                                               \
-      const vo_ra_roi_##SUF *g = &geo[k];                                                       \
+      const vo_k_ra_roi_##SUF *g = &geo[k];                                                       \
       const int64_t ns = g->grid_h * g->grid_w;                                                 \
       if (sw == 1 && ns > 0 && p->height > 0) {                                                 \
         /* prefetch the rows down to VO_PSA_AHEAD below this bin row's top */                   \
@@ -141,7 +135,7 @@ VO_DEFINE_PSA_ROWS(double, f64)
         for (int64_t i0 = 0; i0 < ns; i0 += VO_PSA_CHUNK) {                                     \
           const int64_t n1 = ns - i0 < VO_PSA_CHUNK ? ns - i0 : VO_PSA_CHUNK;                   \
           for (int64_t i = 0; i < n1; i++)                                                      \
-            vo_ra_sample_at_##SUF(g, p->height, p->width, sh, sw, ph, pw, (i0 + i) / g->grid_w, \
+            vo_k_ra_sample_at_##SUF(g, p->height, p->width, sh, sw, ph, pw, (i0 + i) / g->grid_w, \
                                   (i0 + i) % g->grid_w, &s[i]);                                 \
           vo_psa_bins_##NAME[c1 - c0](x + c0 * cs, cs, s, n1, acc);                             \
         }                                                                                       \
@@ -175,7 +169,7 @@ static int vo_psa_key_cmp(const void *a, const void *b) {
 #define VO_DEFINE_PSA_FORWARD(T, SUF)                                                        \
   typedef struct vo_psa_items_##SUF {                                                        \
     const vo_ps_roi_align_params *q;                                                         \
-    const vo_ra_roi_##SUF *geo;                                                              \
+    const vo_k_ra_roi_##SUF *geo;                                                              \
     vo_dtype dt;                                                                             \
   } vo_psa_items_##SUF;                                                                      \
   static void vo_psa_item_##SUF(const void *arg, const int64_t *ord, int64_t j0, int64_t j1, \
@@ -191,16 +185,17 @@ static int vo_psa_key_cmp(const void *a, const void *b) {
     const int64_t num_rois = p->rois->shape[0], n = p->batch_size;                           \
     const int64_t ph_count = p->pooled_height, bins = ph_count * p->pooled_width;            \
     /* geo[K], keys[K], first[n+1], orders[PH][K] (PH*K <= the output's size), cursor[n] */  \
-    const size_t bytes = (size_t)num_rois * (sizeof(vo_ra_roi_##SUF) + sizeof(vo_psa_key)) + \
+    const size_t bytes = (size_t)num_rois * (sizeof(vo_k_ra_roi_##SUF) + sizeof(vo_psa_key)) + \
                          (size_t)(2 * n + 1 + ph_count * num_rois) * sizeof(int64_t);        \
     char *mem = vo_workspace_alloc(ex->ctx, ex->device, bytes, ex->op_name);                 \
     if (!mem) return VO_ERROR_OUT_OF_MEMORY;                                                 \
-    vo_ra_roi_##SUF *geo = (vo_ra_roi_##SUF *)mem;                                           \
+    vo_k_ra_roi_##SUF *geo = (vo_k_ra_roi_##SUF *)mem;                                           \
     vo_psa_key *keys = (vo_psa_key *)(geo + num_rois);                                       \
     int64_t *first = (int64_t *)(keys + num_rois), *orders = first + n + 1;                  \
     memset(first, 0, sizeof(int64_t) * (size_t)(n + 1));                                     \
+    const vo_k_roi_align_args a = vo_ra_args_of(p, NULL);                                    \
     for (int64_t k = 0; k < num_rois; k++) {                                                 \
-      vo_ra_roi_geometry_##SUF(p, k, &geo[k]);                                               \
+      vo_k_ra_geometry_##SUF(&a, vo_view_addr(p->rois), k, &geo[k]);                         \
       first[geo[k].batch + 1]++;                                                             \
     }                                                                                        \
     for (int64_t i = 0; i < n; i++) first[i + 1] += first[i];                                \
@@ -241,40 +236,25 @@ static int vo_psa_key_cmp(const void *a, const void *b) {
 VO_DEFINE_PSA_FORWARD(float, f32)
 VO_DEFINE_PSA_FORWARD(double, f64)
 
-/* Backward: adds RoI k's contribution to input channel c_in, one [H,W]
+/* Backward item of the plain driver (roi_common.h), whose planes are input
+ * channels: adds RoI k's contribution to input channel c_in, one [H,W]
  * plane (contiguous, compute type). Exactly one bin of the RoI reads that
- * channel; its samples are added in (iy, ix) and corner order, as
- * torchvision's serial kernel does. */
-#define VO_DEFINE_PSA_BACKWARD(T, SUF)                                                            \
-  static void vo_psa_backward_rc_##SUF(const vo_ps_roi_align_params *q, const vo_ra_roi_##SUF *g, \
-                                       const vo_ra_sample_##SUF *tab, int64_t k, int64_t c_in,    \
-                                       T *plane) {                                                \
-    const vo_roi_align_params *p = &q->base;                                                      \
-    const vo_view *gr = p->grad;                                                                  \
-    const int64_t bins = p->pooled_height * p->pooled_width, bin = c_in % bins;                   \
-    const int64_t c = c_in / bins, ph = bin / p->pooled_width, pw = bin % p->pooled_width;        \
-    const T gv = (T)vo_load_host(                                                                 \
-        gr, k * gr->stride[0] + c * gr->stride[1] + ph * gr->stride[2] + pw * gr->stride[3]);     \
-    vo_ra_bin_scatter_##SUF(p, g, VO_RA_BIN_TABLE(tab, g, bin), ph, pw, gv, plane);               \
-  }
-
-VO_DEFINE_PSA_BACKWARD(float, f32)
-VO_DEFINE_PSA_BACKWARD(double, f64)
-
-/* The backward: planes are input channels (roi_common.h's driver). */
-#define VO_DEFINE_PSA_RUN(T, SUF)                                                                \
-  static void vo_psa_backward_item_##SUF(const vo_exec *ex, const vo_ra_roi_##SUF *g,            \
-                                         const vo_ra_sample_##SUF *tab, int64_t k, int64_t c_in, \
-                                         T *plane) {                                             \
-    vo_psa_backward_rc_##SUF(&ex->p.ps_roi_align, g, tab, k, c_in, plane);                       \
-  }                                                                                              \
-  static vo_status vo_psa_run_##SUF(const vo_exec *ex, T *acc) {                                 \
-    const vo_ps_roi_align_params *q = &ex->p.ps_roi_align;                                       \
-    return vo_ra_drive_##SUF(ex, &q->base, q->channels_out, NULL, vo_psa_backward_item_##SUF,    \
-                             acc);                                                               \
-  }
-VO_DEFINE_PSA_RUN(float, f32)
-VO_DEFINE_PSA_RUN(double, f64)
+ * channel. */
+static void vo_psa_backward_item(const vo_exec *ex, const vo_k_roi_align_args *a,
+                                 const vo_ra_roi *g, const void *tab, int64_t k, int64_t c_in,
+                                 void *plane) {
+  const vo_roi_align_params *p = &ex->p.ps_roi_align.base;
+  const int64_t bins = p->pooled_height * p->pooled_width, bin = c_in % bins;
+  const int64_t c = c_in / bins, ph = bin / p->pooled_width, pw = bin % p->pooled_width;
+  const int64_t *s = a->src_stride;
+  const double gv = vo_load_host(p->grad, k * s[0] + c * s[1] + ph * s[2] + pw * s[3]);
+  const int f64 = ex->dtype == VO_F64;
+  const void *bt = vo_ra_bin_table(tab, g, bin, vo_ra_sample_size(f64));
+  if (f64)
+    vo_k_ra_bin_scatter_f64(plane, p->height, p->width, &g->t.f64, ph, pw, gv, bt);
+  else
+    vo_k_ra_bin_scatter_f32(plane, p->height, p->width, &g->t.f32, ph, pw, (float)gv, bt);
+}
 
 vo_status vo_cpu_ps_roi_align(const vo_exec *ex) {
   const vo_roi_align_params *p = &ex->p.ps_roi_align.base;
@@ -282,11 +262,16 @@ vo_status vo_cpu_ps_roi_align(const vo_exec *ex) {
   return ex->dtype == VO_F64 ? vo_psa_forward_f64(ex) : vo_psa_forward_f32(ex);
 }
 
+static vo_status vo_psa_backward_run(const vo_exec *ex, void *acc) {
+  const vo_ps_roi_align_params *q = &ex->p.ps_roi_align;
+  return vo_ra_drive(ex, &q->base, ex->dtype == VO_F64, q->channels_out, NULL,
+                     vo_psa_backward_item, acc);
+}
 static vo_status vo_psa_backward_f32(const vo_exec *ex, float *acc) {
-  return vo_psa_run_f32(ex, acc);
+  return vo_psa_backward_run(ex, acc);
 }
 static vo_status vo_psa_backward_f64(const vo_exec *ex, double *acc) {
-  return vo_psa_run_f64(ex, acc);
+  return vo_psa_backward_run(ex, acc);
 }
 
 vo_status vo_cpu_ps_roi_align_backward(const vo_exec *ex) {

@@ -9,77 +9,69 @@
 #include "cpu/roi_align_fast.h"
 #include "cpu/roi_common.h"
 
-/* Forward of RoI k, channel c, for one storage type. Half types (LOAD
- * converts) compute in float. */
-#define VO_DEFINE_FORWARD_RC(T, SUF, NAME, STORE)                                               \
-  static void vo_ra_forward_rc_##NAME(const vo_roi_align_params *p, const vo_ra_roi_##SUF *g,   \
-                                      const vo_ra_sample_##SUF *tab, int64_t k, int64_t c) {    \
-    const vo_view *in = p->input;                                                               \
-    const int64_t base = g->batch * in->stride[0] + c * in->stride[1];                          \
-    const int64_t out0 = (k * p->channels + c) * p->pooled_height * p->pooled_width;            \
-    for (int64_t ph = 0; ph < p->pooled_height; ph++) {                                         \
-      for (int64_t pw = 0; pw < p->pooled_width; pw++) {                                        \
-        const int64_t b = ph * p->pooled_width + pw;                                            \
-        STORE(out0 + b, vo_ra_bin_mean_##NAME(p, g, VO_RA_BIN_TABLE(tab, g, b), ph, pw, base)); \
-      }                                                                                         \
-    }                                                                                           \
-  }
-
-VO_DEFINE_FORWARD_RC(float, f32, f32, VO_STORE_F32)
-VO_DEFINE_FORWARD_RC(double, f64, f64, VO_STORE_F64)
-VO_DEFINE_FORWARD_RC(float, f32, f16, VO_STORE_F16)
-VO_DEFINE_FORWARD_RC(float, f32, bf16, VO_STORE_BF16)
-
-/* Backward: adds RoI k's contributions for channel c to one [H,W] plane
- * (contiguous, compute type), in (ph, pw, iy, ix) order and corner order, as
- * torchvision's serial kernel does. */
-#define VO_DEFINE_BACKWARD_RC(T, SUF)                                                             \
-  static void vo_ra_backward_rc_##SUF(const vo_roi_align_params *p, const vo_ra_roi_##SUF *g,     \
-                                      const vo_ra_sample_##SUF *tab, int64_t k, int64_t c,        \
-                                      T *plane) {                                                 \
-    const vo_view *gr = p->grad;                                                                  \
-    const int64_t gbase = k * gr->stride[0] + c * gr->stride[1];                                  \
-    for (int64_t ph = 0; ph < p->pooled_height; ph++) {                                           \
-      for (int64_t pw = 0; pw < p->pooled_width; pw++) {                                          \
-        const T gv = (T)vo_load_host(gr, gbase + ph * gr->stride[2] + pw * gr->stride[3]);        \
-        vo_ra_bin_scatter_##SUF(p, g, VO_RA_BIN_TABLE(tab, g, ph * p->pooled_width + pw), ph, pw, \
-                                gv, plane);                                                       \
-      }                                                                                           \
-    }                                                                                             \
-  }
-
-VO_DEFINE_BACKWARD_RC(float, f32)
-VO_DEFINE_BACKWARD_RC(double, f64)
-
-/* Work items for the plain driver (roi_common.h). */
-static void vo_ra_forward_rc_dispatch_f32(const vo_exec *ex, const vo_ra_roi_f32 *g,
-                                          const vo_ra_sample_f32 *tab, int64_t k, int64_t c) {
+/* Forward item of the plain driver: the outputs of RoI k, channel c. */
+static void vo_ra_forward_item_rc(const vo_exec *ex, const vo_k_roi_align_args *a,
+                                  const vo_ra_roi *g, const void *tab, int64_t k, int64_t c) {
   const vo_roi_align_params *p = &ex->p.roi_align;
+  const int64_t *s = a->src_stride, PH = p->pooled_height, PW = p->pooled_width;
+  const int64_t base = g->batch * s[0] + c * s[1], o = (k * p->channels + c) * PH * PW;
+  const void *in = vo_view_addr(p->input);
+  void *out = vo_view_addr(p->out);
   switch (ex->dtype) {
-    case VO_F16: vo_ra_forward_rc_f16(p, g, tab, k, c); break;
-    case VO_BF16: vo_ra_forward_rc_bf16(p, g, tab, k, c); break;
-    default: vo_ra_forward_rc_f32(p, g, tab, k, c); break;
+    case VO_F64:
+      vo_k_ra_channel_forward_f64((const double *)in + base, s[2], s[3], p->height, p->width,
+                                  &g->t.f64, PH, PW, tab, (double *)out + o);
+      break;
+    case VO_F16:
+      vo_k_ra_channel_forward_f16((const uint16_t *)in + base, s[2], s[3], p->height, p->width,
+                                  &g->t.f32, PH, PW, tab, (uint16_t *)out + o);
+      break;
+    case VO_BF16:
+      vo_k_ra_channel_forward_bf16((const uint16_t *)in + base, s[2], s[3], p->height, p->width,
+                                   &g->t.f32, PH, PW, tab, (uint16_t *)out + o);
+      break;
+    default:
+      vo_k_ra_channel_forward_f32((const float *)in + base, s[2], s[3], p->height, p->width,
+                                  &g->t.f32, PH, PW, tab, (float *)out + o);
+      break;
   }
 }
 
-static void vo_ra_forward_rc_dispatch_f64(const vo_exec *ex, const vo_ra_roi_f64 *g,
-                                          const vo_ra_sample_f64 *tab, int64_t k, int64_t c) {
-  vo_ra_forward_rc_f64(&ex->p.roi_align, g, tab, k, c);
+/* Backward item: RoI k's contributions for channel c added to one [H,W]
+ * plane (contiguous, compute type). */
+static void vo_ra_backward_item_rc(const vo_exec *ex, const vo_k_roi_align_args *a,
+                                   const vo_ra_roi *g, const void *tab, int64_t k, int64_t c,
+                                   void *plane) {
+  const vo_roi_align_params *p = &ex->p.roi_align;
+  const int64_t *s = a->src_stride, PH = p->pooled_height, PW = p->pooled_width;
+  const int64_t base = k * s[0] + c * s[1];
+  const void *gr = vo_view_addr(p->grad);
+  switch (ex->dtype) {
+    case VO_F64:
+      vo_k_ra_channel_backward_f64((const double *)gr + base, s[2], s[3], p->height, p->width,
+                                   &g->t.f64, PH, PW, tab, plane);
+      break;
+    case VO_F16:
+      vo_k_ra_channel_backward_f16((const uint16_t *)gr + base, s[2], s[3], p->height, p->width,
+                                   &g->t.f32, PH, PW, tab, plane);
+      break;
+    case VO_BF16:
+      vo_k_ra_channel_backward_bf16((const uint16_t *)gr + base, s[2], s[3], p->height, p->width,
+                                    &g->t.f32, PH, PW, tab, plane);
+      break;
+    default:
+      vo_k_ra_channel_backward_f32((const float *)gr + base, s[2], s[3], p->height, p->width,
+                                   &g->t.f32, PH, PW, tab, plane);
+      break;
+  }
 }
 
-#define VO_DEFINE_RUN(T, SUF)                                                                 \
-  static void vo_ra_backward_plane_##SUF(const vo_exec *ex, const vo_ra_roi_##SUF *g,         \
-                                         const vo_ra_sample_##SUF *tab, int64_t k, int64_t c, \
-                                         T *plane) {                                          \
-    vo_ra_backward_rc_##SUF(&ex->p.roi_align, g, tab, k, c, plane);                           \
-  }                                                                                           \
-  static vo_status vo_ra_run_##SUF(const vo_exec *ex, int backward, T *acc) {                 \
-    const vo_roi_align_params *p = &ex->p.roi_align;                                          \
-    return vo_ra_drive_##SUF(ex, p, p->channels, vo_ra_forward_rc_dispatch_##SUF,             \
-                             backward ? vo_ra_backward_plane_##SUF : NULL, acc);              \
-  }
-VO_DEFINE_RUN(float, f32)
-VO_DEFINE_RUN(double, f64)
+/* The plain kernels: forward (acc NULL) or backward into acc. */
+static vo_status vo_ra_run(const vo_exec *ex, int backward, void *acc) {
+  const vo_roi_align_params *p = &ex->p.roi_align;
+  return vo_ra_drive(ex, p, ex->dtype == VO_F64, p->channels, vo_ra_forward_item_rc,
+                     backward ? vo_ra_backward_item_rc : NULL, acc);
+}
 
 /* ------------------------------------------------------------ fast path
  *
@@ -136,7 +128,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
 }
 
 #define VO_DEFINE_FAST(T, SUF, CBF, CBB)                                                           \
-  static void vo_raf_sort_##SUF(const vo_ra_roi_##SUF *geo, int64_t *order, const int64_t *start,  \
+  static void vo_raf_sort_##SUF(const vo_k_ra_roi_##SUF *geo, int64_t *order, const int64_t *start,  \
                                 int64_t N) {                                                       \
     vo_raf_key keys[256];                                                                          \
     for (int64_t b = 0; b < N; b++)                                                                \
@@ -154,7 +146,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
   /* Fills plan and returns 1 when the fast path should run; 0 for the                             \
    * plain kernels (nothing then stays allocated). */                                              \
   static int vo_raf_plan_##SUF(const vo_exec *ex, int backward, vo_raf_plan *plan,                 \
-                               vo_ra_roi_##SUF **geo_out) {                                        \
+                               vo_k_ra_roi_##SUF **geo_out) {                                        \
     const vo_roi_align_params *p = &ex->p.roi_align;                                               \
     const int64_t num_rois = p->rois->shape[0], C = p->channels, N = p->batch_size;                \
     memset(plan, 0, sizeof *plan);                                                                 \
@@ -166,25 +158,26 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
         !backward && in->stride[1] == 1 && (in->dtype == VO_F64 || in->dtype == VO_F32);           \
     const int64_t cbmax = backward ? (CBB) : (CBF);                                                \
     plan->cb = C < cbmax ? C : cbmax;                                                              \
-    const size_t bytes = (size_t)num_rois * (sizeof(vo_ra_roi_##SUF) + 2 * sizeof(int64_t)) +      \
+    const size_t bytes = (size_t)num_rois * (sizeof(vo_k_ra_roi_##SUF) + 2 * sizeof(int64_t)) +      \
                          (size_t)(N + 1) * sizeof(int64_t);                                        \
     plan->meta = vo_workspace_alloc(ex->ctx, ex->device, bytes, ex->op_name);                      \
     if (!plan->meta) {                                                                             \
       vo_clear_error();                                                                            \
       return 0;                                                                                    \
     }                                                                                              \
-    vo_ra_roi_##SUF *geo = (vo_ra_roi_##SUF *)plan->meta;                                          \
+    vo_k_ra_roi_##SUF *geo = (vo_k_ra_roi_##SUF *)plan->meta;                                          \
     int64_t *batch_of = (int64_t *)(plan->meta + (size_t)num_rois * sizeof *geo);                  \
     plan->order = batch_of + num_rois;                                                             \
     plan->start = plan->order + num_rois;                                                          \
     int64_t samples = 0;                                                                           \
+    const vo_k_roi_align_args a = vo_ra_args_of(p, NULL);                                          \
     for (int64_t k = 0; k < num_rois; k++) {                                                       \
-      vo_ra_roi_geometry_##SUF(p, k, &geo[k]);                                                     \
+      vo_k_ra_geometry_##SUF(&a, vo_view_addr(p->rois), k, &geo[k]);                               \
       batch_of[k] = geo[k].batch;                                                                  \
       const int64_t e = vo_ra_table_entries(p, geo[k].grid_h, geo[k].grid_w);                      \
       samples = samples > INT64_MAX - e ? INT64_MAX : samples + e;                                 \
-      const int64_t ay = vo_ra_mul(p->pooled_height, geo[k].grid_h);                               \
-      const int64_t ax = vo_ra_mul(p->pooled_width, geo[k].grid_w);                                \
+      const int64_t ay = vo_k_ra_mul(p->pooled_height, geo[k].grid_h);                               \
+      const int64_t ax = vo_k_ra_mul(p->pooled_width, geo[k].grid_w);                                \
       if (ay > plan->axis_y) plan->axis_y = ay;                                                    \
       if (ax > plan->axis_x) plan->axis_x = ax;                                                    \
     }                                                                                              \
@@ -193,7 +186,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
      * runs of 256), neighbours share the tile rows that are in cache. The                         \
      * backward keeps RoI order (it fixes each element's summation order). */                      \
     if (!backward) vo_raf_sort_##SUF(geo, plan->order, plan->start, N);                            \
-    const uint64_t tile = plan->direct ? 0 : (uint64_t)vo_ra_mul(hw, plan->cb) * sizeof(T);        \
+    const uint64_t tile = plan->direct ? 0 : (uint64_t)vo_k_ra_mul(hw, plan->cb) * sizeof(T);        \
     /* Axis tables beyond a million entries only come from absurd adaptive                         \
      * grids (and the bound keeps the sizes below from overflowing). */                            \
     const int64_t max_axis = (int64_t)1 << 20;                                                     \
@@ -205,7 +198,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
     /* Transposing (and for the backward zeroing and transposing back)                             \
      * costs about one pass over each used image; a plain-kernel sample                            \
      * costs several scattered loads per channel. */                                               \
-    if ((!plan->direct && samples < vo_ra_mul(used, hw) / 4) || tile > limit || axes > limit ||    \
+    if ((!plan->direct && samples < vo_k_ra_mul(used, hw) / 4) || tile > limit || axes > limit ||    \
         tile + axes > limit) {                                                                     \
       vo_workspace_free(ex->ctx, ex->device, plan->meta);                                          \
       plan->meta = NULL;                                                                           \
@@ -213,7 +206,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
     }                                                                                              \
     /* per-thread tile and axis tables, as many threads as the limit allows */                     \
     const uint64_t stage =                                                                         \
-        backward ? (uint64_t)vo_ra_mul(p->pooled_height * p->pooled_width, plan->cb) * sizeof(T)   \
+        backward ? (uint64_t)vo_k_ra_mul(p->pooled_height * p->pooled_width, plan->cb) * sizeof(T)   \
                  : 0;                                                                              \
     if (stage > limit || tile + axes + stage > limit) {                                            \
       vo_workspace_free(ex->ctx, ex->device, plan->meta);                                          \
@@ -226,7 +219,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
     const double cost = (double)samples * (double)C * (backward ? 1.5 : 1.0) +                     \
                         (plan->direct ? 0 : 0.5 * (double)used * (double)hw * (double)C);          \
     int t = vo_cpu_threads_for(                                                                    \
-        ex->ctx, plan->direct ? vo_ra_mul(blocks, num_rois) : vo_ra_mul(blocks, used), cost);      \
+        ex->ctx, plan->direct ? vo_k_ra_mul(blocks, num_rois) : vo_k_ra_mul(blocks, used), cost);      \
     if ((uint64_t)t * plan->per_thread > limit) t = (int)(limit / plan->per_thread);               \
     plan->threads = t < 1 ? 1 : t;                                                                 \
     plan->scratch = vo_workspace_alloc(ex->ctx, ex->device,                                        \
@@ -252,7 +245,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
   }                                                                                                \
                                                                                                    \
   /* RoI k's axis tables for a map of strides sh, sw. */                                           \
-  static void vo_raf_axes_##SUF(const vo_roi_align_params *p, const vo_ra_roi_##SUF *g,            \
+  static void vo_raf_axes_##SUF(const vo_roi_align_params *p, const vo_k_ra_roi_##SUF *g,            \
                                 int64_t sh, int64_t sw, vo_raf_axis_##SUF *ya,                     \
                                 vo_raf_axis_##SUF *xa) {                                           \
     vo_raf_axis_fill_##SUF(g->start_h, g->bin_h, g->grid_h, p->pooled_height, p->height, sh, ya);  \
@@ -262,7 +255,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
   /* Forward of RoI k, channels [c0, c0+nc), from the channels-last map x                          \
    * (channel c0 at x, strides sh, sw). */                                                         \
   static void vo_raf_forward_roi_##SUF(const vo_exec *ex, vo_raf_fwd_##SUF##_fn fwd,               \
-                                       const vo_ra_roi_##SUF *g, int64_t k, int64_t c0,            \
+                                       const vo_k_ra_roi_##SUF *g, int64_t k, int64_t c0,            \
                                        int64_t nc, const T *x, int64_t sh, int64_t sw,             \
                                        vo_raf_axis_##SUF *ya, vo_raf_axis_##SUF *xa) {             \
     const vo_roi_align_params *p = &ex->p.roi_align;                                               \
@@ -294,7 +287,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
   }                                                                                                \
                                                                                                    \
   static vo_status vo_raf_forward_##SUF(const vo_exec *ex, const vo_raf_plan *plan,                \
-                                        const vo_ra_roi_##SUF *geo) {                              \
+                                        const vo_k_ra_roi_##SUF *geo) {                              \
     const vo_roi_align_params *p = &ex->p.roi_align;                                               \
     const vo_view *in = p->input;                                                                  \
     const int64_t C = p->channels, N = p->batch_size, cb = plan->cb;                               \
@@ -341,7 +334,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
                                                                                                    \
   /* acc: grad_input [N,C,H,W], zeroed by vo_roi_backward_into. */                                 \
   static vo_status vo_raf_backward_##SUF(const vo_exec *ex, const vo_raf_plan *plan,               \
-                                         const vo_ra_roi_##SUF *geo, T *acc) {                     \
+                                         const vo_k_ra_roi_##SUF *geo, T *acc) {                     \
     const vo_roi_align_params *p = &ex->p.roi_align;                                               \
     const vo_view *gr = p->grad;                                                                   \
     const int64_t C = p->channels, N = p->batch_size, cb = plan->cb;                               \
@@ -368,7 +361,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
       const int64_t s3 = gr->stride[3], PH = p->pooled_height, PW = p->pooled_width;               \
       for (int64_t r = plan->start[b]; r < plan->start[b + 1]; r++) {                              \
         const int64_t k = plan->order[r];                                                          \
-        const vo_ra_roi_##SUF *g = &geo[k];                                                        \
+        const vo_k_ra_roi_##SUF *g = &geo[k];                                                        \
         const int64_t gh = g->grid_h, gw = g->grid_w;                                              \
         if (gh * gw == 0) continue;                                                                \
         const int pow2 = vo_raf_pow2((double)g->count);                                            \
@@ -398,24 +391,20 @@ vo_status vo_cpu_roi_align(const vo_exec *ex) {
   vo_raf_plan plan;
   vo_status st;
   if (ex->dtype == VO_F64) {
-    vo_ra_roi_f64 *geo;
-    if (!vo_raf_plan_f64(ex, 0, &plan, &geo)) return vo_ra_run_f64(ex, 0, NULL);
+    vo_k_ra_roi_f64 *geo;
+    if (!vo_raf_plan_f64(ex, 0, &plan, &geo)) return vo_ra_run(ex, 0, NULL);
     st = vo_raf_forward_f64(ex, &plan, geo);
   } else {
-    vo_ra_roi_f32 *geo;
-    if (!vo_raf_plan_f32(ex, 0, &plan, &geo)) return vo_ra_run_f32(ex, 0, NULL);
+    vo_k_ra_roi_f32 *geo;
+    if (!vo_raf_plan_f32(ex, 0, &plan, &geo)) return vo_ra_run(ex, 0, NULL);
     st = vo_raf_forward_f32(ex, &plan, geo);
   }
   vo_raf_plan_free(ex, &plan);
   return st;
 }
 
-static vo_status vo_ra_backward_f32(const vo_exec *ex, float *acc) {
-  return vo_ra_run_f32(ex, 1, acc);
-}
-static vo_status vo_ra_backward_f64(const vo_exec *ex, double *acc) {
-  return vo_ra_run_f64(ex, 1, acc);
-}
+static vo_status vo_ra_backward_f32(const vo_exec *ex, float *acc) { return vo_ra_run(ex, 1, acc); }
+static vo_status vo_ra_backward_f64(const vo_exec *ex, double *acc) { return vo_ra_run(ex, 1, acc); }
 
 /* Zeroes the grad_input planes of images without RoIs: the fast path
  * writes every other element itself, so unlike vo_roi_backward_into it
@@ -433,7 +422,7 @@ vo_status vo_cpu_roi_align_backward(const vo_exec *ex) {
   vo_raf_plan plan;
   vo_status st;
   if (ex->dtype == VO_F64) {
-    vo_ra_roi_f64 *geo;
+    vo_k_ra_roi_f64 *geo;
     if (vo_raf_plan_f64(ex, 1, &plan, &geo)) {
       vo_raf_zero_unused(ex, &plan, vo_view_addr(out), sizeof(double));
       st = vo_raf_backward_f64(ex, &plan, geo, vo_view_addr(out));
@@ -441,7 +430,7 @@ vo_status vo_cpu_roi_align_backward(const vo_exec *ex) {
       return st;
     }
   } else {
-    vo_ra_roi_f32 *geo;
+    vo_k_ra_roi_f32 *geo;
     if (vo_raf_plan_f32(ex, 1, &plan, &geo)) {
       /* half types accumulate in a float32 grad_input, stored at the end */
       float *acc = vo_view_addr(out);

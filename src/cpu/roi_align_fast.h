@@ -41,9 +41,10 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
 
 /* Per compute type: one axis of one RoI's samples. A bilinear sample's
  * validity, corners and weights factor into a y part (from ph, iy) and an x
- * part (from pw, ix), computed exactly as vo_ra_sample_at does, so the
- * weights hy*hx, hy*lx, ly*hx, ly*lx are the same products of the same
- * values. off_lo/off_hi are the corner rows' (or columns') element offsets. */
+ * part (from pw, ix), the portable vo_k_ra_axis_at (kernels/roi_align.h)
+ * of the plain path, so the weights hy*hx, hy*lx, ly*hx, ly*lx are the
+ * same products of the same values. off_lo/off_hi are the corner rows' (or
+ * columns') element offsets. */
 #define VO_DEFINE_RAF_AXIS(T, SUF)                                                                \
   typedef struct vo_raf_axis_##SUF {                                                              \
     int64_t off_lo, off_hi;                                                                       \
@@ -51,28 +52,18 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
     int valid;                                                                                    \
   } vo_raf_axis_##SUF;                                                                            \
                                                                                                   \
-  /* Samples at start + p*bin + (i + 0.5)*bin/grid for p < pooled, i < grid,                      \
-   * on an axis of `size` pixels, element stride `stride`. */                                     \
+  /* Samples i < grid of bins p < pooled on an axis of `size` pixels,                             \
+   * element stride `stride`. */                                                                  \
   static inline void vo_raf_axis_fill_##SUF(T start, T bin, int64_t grid, int64_t pooled,         \
                                             int64_t size, int64_t stride, vo_raf_axis_##SUF *a) { \
     for (int64_t p = 0; p < pooled; p++)                                                          \
       for (int64_t i = 0; i < grid; i++, a++) {                                                   \
-        T y = start + (T)p * bin + ((T)i + (T)0.5) * bin / (T)grid;                               \
-        /* negated range test: NaN counts as outside, as in vo_ra_sample_at */                    \
-        a->valid = y >= (T)-1 && y <= (T)size;                                                    \
-        if (!a->valid) continue;                                                                  \
-        if (y <= 0) y = 0;                                                                        \
-        int64_t lo = (int64_t)y, hi;                                                              \
-        if (lo >= size - 1) {                                                                     \
-          hi = lo = size - 1;                                                                     \
-          y = (T)lo;                                                                              \
-        } else {                                                                                  \
-          hi = lo + 1;                                                                            \
-        }                                                                                         \
-        a->l = y - (T)lo;                                                                         \
-        a->h = (T)1 - a->l;                                                                       \
-        a->off_lo = lo * stride;                                                                  \
-        a->off_hi = hi * stride;                                                                  \
+        const vo_k_ra_axis_##SUF r = vo_k_ra_axis_at_##SUF(start, bin, grid, p, i, size);         \
+        a->valid = r.valid;                                                                       \
+        a->l = r.l;                                                                               \
+        a->h = r.h;                                                                               \
+        a->off_lo = r.lo * stride;                                                                \
+        a->off_hi = r.hi * stride;                                                                \
       }                                                                                           \
   }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "core/load.h"
+#include "kernels/multi_scale_roi_align.h"
 #include "ops/common.h"
 
 /* Forward and backward share every argument after their first two. */
@@ -63,8 +64,9 @@ static vo_status vo_check_levels(vo_exec *ex, int features_arg, int scales_arg) 
 }
 
 /* sampling_ratio, and the adaptive grid of each host RoI on the level it
- * maps to (the level computed in double: the kernel's float level can only
- * differ at a boundary, where the grid bound has a factor 4 to spare). */
+ * maps to (the kernels' level rule, computed in double: the kernel's float
+ * level can only differ at a boundary, where the grid bound has a factor 4
+ * to spare). */
 static vo_status vo_check_levels_sampling(const vo_exec *ex, int rois_arg, const vo_msra_args *a) {
   vo_status st = vo_check_sampling_ratio(ex, a->sampling);
   const vo_view *r = &ex->inputs[rois_arg];
@@ -73,18 +75,14 @@ static vo_status vo_check_levels_sampling(const vo_exec *ex, int rois_arg, const
     return st;
   const double *scales = ex->args[a->scales].u.floats.items;
   const int levels = ex->num_list_inputs;
-  const double first = -log2(scales[0]);
+  const int64_t first = (int64_t)-log2(scales[0]); /* an integer: the scales are powers of two */
   const int aligned = ex->args[a->aligned].u.b != 0;
   for (int64_t k = 0; k < r->shape[0]; k++) {
     double c[4];
     for (int j = 0; j < 4; j++) c[j] = vo_load_host(r, k * r->stride[0] + (j + 1) * r->stride[1]);
-    double lvl =
-        floor((double)ex->args[a->canonical_level].u.i +
-              log2(sqrt((c[2] - c[0]) * (c[3] - c[1])) / (double)ex->args[a->canonical_scale].u.i) +
-              1e-6);
-    if (isnan(lvl)) continue; /* a zero row */
-    lvl = fmin(fmax(lvl, first), first + levels - 1);
-    const int l = (int)(lvl - first);
+    const int l = vo_k_msra_level_f64(c[0], c[1], c[2], c[3], ex->args[a->canonical_level].u.i,
+                                      ex->args[a->canonical_scale].u.i, first, levels);
+    if (l < 0) continue; /* a zero row */
     const vo_roi_map m = {scales[l],
                           aligned ? 0.5 : 0.0,
                           !aligned,
