@@ -1,8 +1,10 @@
-// Host emulation of the CUDA ps_roi_align, ps_roi_pool and deform_conv2d
-// kernels (no GPU needed): their per-element __host__ __device__ functions
+// Host emulation of the CUDA ps_roi_pool and deform_conv2d kernels (no GPU
+// needed): their per-element __host__ __device__ functions
 // (src/cuda/ps_roi_math.cuh, src/cuda/deform_conv2d_math.cuh) run on the host
 // over every index and are compared with the CPU backend through the public
-// API. The ps ops must match bit for bit (forward, atomic backward serialised
+// API (ps_roi_align's math is the portable kernels/ps_roi_align.h, which the
+// CPU runs itself; tests/test_roi_align_gather.c checks its gather). The ps
+// op must match bit for bit (forward, atomic backward serialised
 // in index order, deterministic gather); deform_conv2d, whose products the CPU
 // does in OpenBLAS, within a tolerance, with the two col2im variants (atomic
 // serialised, sorted gather) bit-identical to each other.
@@ -163,10 +165,10 @@ vo_ps_args ps_args(const ps_case &t, const DLTensor *rois, const DLTensor *src) 
   return a;
 }
 
-template <typename S, bool Align>
+template <typename S>
 void check_ps(const ps_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
   typedef typename vo_cuda_compute<S>::type T;
-  const char *op = Align ? "ps_roi_align" : "ps_roi_pool";
+  const char *op = "ps_roi_pool";
   const int64_t c = t.cout * t.ph * t.pw;
   const int64_t in_shape[4] = {t.n, c, t.h, t.w}, r_shape[2] = {t.k, 5};
   const int64_t o_shape[4] = {t.k, t.cout, t.ph, t.pw};
@@ -177,26 +179,19 @@ void check_ps(const ps_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
   vt_tensor *out = vt_tensor_new(dt, 4, o_shape, nullptr);
   vt_tensor *map = vt_tensor_new(vt_i32, 4, o_shape, nullptr);
   vt_tensor *gin = vt_tensor_new(dt, 4, in_shape, nullptr);
-  vo_status fs, bs;
-  if (Align) {
-    fs =
-        vo_ps_roi_align(nullptr, &in->dl, &rois->dl, t.scale, t.ph, t.pw, t.sr, &out->dl, &map->dl);
-    bs = fs != VO_OK ? fs
-                     : vo_ps_roi_align_backward(nullptr, &grad->dl, &rois->dl, &map->dl, t.scale,
-                                                t.ph, t.pw, t.sr, t.n, c, t.h, t.w, &gin->dl);
-  } else {
-    fs = vo_ps_roi_pool(nullptr, &in->dl, &rois->dl, t.scale, t.ph, t.pw, &out->dl, &map->dl);
-    bs = fs != VO_OK ? fs
-                     : vo_ps_roi_pool_backward(nullptr, &grad->dl, &rois->dl, &map->dl, t.scale,
-                                               t.ph, t.pw, t.n, c, t.h, t.w, &gin->dl);
-  }
+  const vo_status fs =
+      vo_ps_roi_pool(nullptr, &in->dl, &rois->dl, t.scale, t.ph, t.pw, &out->dl, &map->dl);
+  const vo_status bs = fs != VO_OK ? fs
+                                   : vo_ps_roi_pool_backward(nullptr, &grad->dl, &rois->dl,
+                                                             &map->dl, t.scale, t.ph, t.pw, t.n, c,
+                                                             t.h, t.w, &gin->dl);
   if (CHECK_STATUS(fs, VO_OK) && CHECK_STATUS(bs, VO_OK)) {
     const vo_ps_args fa = ps_args(t, &rois->dl, &in->dl), ba = ps_args(t, &rois->dl, &grad->dl);
     const int64_t no = vt_numel(&out->dl), ni = vt_numel(&gin->dl);
     std::vector<double> fwd((size_t)no), mapping((size_t)no), expected((size_t)no);
     for (int64_t o = 0; o < no; o++) {
       int64_t c_in = -1;
-      const T v = Align ? vo_psa_forward_at<S>(fa, o, &c_in) : vo_psp_forward_at<S>(fa, o, &c_in);
+      const T v = vo_psp_forward_at<S>(fa, o, &c_in);
       fwd[(size_t)o] = stored(v, dt);
       mapping[(size_t)o] = (double)c_in;
       expected[(size_t)o] = (double)vo_ps_expected_mapping(fa, o);
@@ -211,16 +206,11 @@ void check_ps(const ps_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
 
     // The atomic kernel, one grad element after another (the CPU's order).
     std::vector<T> acc((size_t)ni, (T)0);
-    for (int64_t o = 0; o < no; o++) {
-      if (Align)
-        vo_psa_scatter_at<S>(ba, o, acc.data(), vo_hd_serial_add());
-      else
-        vo_psp_scatter_at<S>(ba, o, acc.data(), vo_hd_serial_add());
-    }
+    for (int64_t o = 0; o < no; o++) vo_psp_scatter_at<S>(ba, o, acc.data(), vo_hd_serial_add());
     std::vector<double> sc((size_t)ni), ga((size_t)ni);
     for (int64_t e = 0; e < ni; e++) {
       sc[(size_t)e] = stored(acc[(size_t)e], dt);
-      ga[(size_t)e] = stored(Align ? vo_psa_gather_at<S>(ba, e) : vo_psp_gather_at<S>(ba, e), dt);
+      ga[(size_t)e] = stored(vo_psp_gather_at<S>(ba, e), dt);
     }
     const std::vector<double> want = read_all(&gin->dl);
     snprintf(what, sizeof what, "%s backward (atomic, serialised)", op);
@@ -261,8 +251,7 @@ void ps_suite(DLDataType dt, uint64_t seed) {
              vt_dtype_name(dt), (unsigned long long)seed, it, (long long)t.n, (long long)t.cout,
              (long long)t.h, (long long)t.w, (long long)t.k, (long long)t.ph, (long long)t.pw,
              (long long)t.sr, t.scale, t.strided ? " strided" : "");
-    check_ps<S, true>(t, dt, &rng, desc);
-    check_ps<S, false>(t, dt, &rng, desc);
+    check_ps<S>(t, dt, &rng, desc);
   }
 }
 

@@ -229,7 +229,7 @@ static vo_status vo_psa_forward(const vo_exec *ex) {
   vo_psa_key *keys = (vo_psa_key *)(geo + num_rois);
   int64_t *first = (int64_t *)(keys + num_rois), *orders = first + n + 1;
   memset(first, 0, sizeof(int64_t) * (size_t)(n + 1));
-  const vo_k_roi_align_args a = vo_ra_args_of(p, NULL);
+  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, NULL);
   for (int64_t k = 0; k < num_rois; k++) {
     vo_ra_geometry(&a, vo_view_addr(p->rois), k, f64, &geo[k]);
     first[geo[k].batch + 1]++;

@@ -170,7 +170,7 @@ static int vo_raf_key_cmp(const void *a, const void *b) {
     plan->order = batch_of + num_rois;                                                             \
     plan->start = plan->order + num_rois;                                                          \
     int64_t samples = 0;                                                                           \
-    const vo_k_roi_align_args a = vo_ra_args_of(p, NULL);                                          \
+    const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, NULL);                                          \
     for (int64_t k = 0; k < num_rois; k++) {                                                       \
       vo_k_ra_geometry_##SUF(&a, vo_view_addr(p->rois), k, &geo[k]);                               \
       batch_of[k] = geo[k].batch;                                                                  \

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "cpu/common.h"
-#include "kernels/roi_align.h"
+#include "core/roi_align_args.h"
 
 #ifdef VISIONOPS_HAVE_OPENMP
 #define VO_PRAGMA(x) _Pragma(#x)
@@ -28,27 +28,6 @@
 #define VO_OMP_FOR_NOWAIT
 #define VO_OMP_FOR_DYNAMIC
 #endif
-
-/* The portable kernel arguments of a roi_align-family call; src is the
- * tensor its items read (input forward, grad backward). */
-static inline vo_k_roi_align_args vo_ra_args_of(const vo_roi_align_params *p, const vo_view *src) {
-  vo_k_roi_align_args a;
-  memset(&a, 0, sizeof a);
-  a.spatial_scale = p->spatial_scale;
-  a.pooled_height = p->pooled_height;
-  a.pooled_width = p->pooled_width;
-  a.sampling_ratio = p->sampling_ratio;
-  a.aligned = p->aligned;
-  a.batch_size = p->batch_size;
-  a.channels = p->channels;
-  a.height = p->height;
-  a.width = p->width;
-  a.rois_dtype = (int)p->rois->dtype;
-  a.rois_stride[0] = p->rois->stride[0];
-  a.rois_stride[1] = p->rois->stride[1];
-  for (int d = 0; d < 4 && src; d++) a.src_stride[d] = src->stride[d];
-  return a;
-}
 
 /* A RoI's geometry in the call's compute type (float64 for float64, else
  * float32), with the fields the drivers schedule by. */
@@ -180,7 +159,7 @@ static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params
                                     vo_ra_backward_item bwd, void *acc) {
   const int backward = bwd != NULL;
   const int64_t num_rois = p->rois->shape[0];
-  const vo_k_roi_align_args a = vo_ra_args_of(p, backward ? p->grad : p->input);
+  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, backward ? p->grad : p->input);
   const void *rois = vo_view_addr(p->rois);
   const size_t sample = vo_ra_sample_size(f64), elem = f64 ? sizeof(double) : sizeof(float);
   /* table corner offsets: input strides forward, the contiguous plane backward */
