@@ -56,6 +56,20 @@ struct vo_k_code<__nv_bfloat16> {
   static constexpr int value = VO_DT_BF16;
 };
 
+// Run<DT>::run(ex, stream) for the call's dtype (ex->dtype), DT its code.
+template <template <int> class Run>
+vo_status vo_k_run_dtype(const vo_exec *ex, cudaStream_t stream) {
+  switch (ex->dtype) {
+    case VO_F32: return Run<VO_DT_F32>::run(ex, stream);
+    case VO_F64: return Run<VO_DT_F64>::run(ex, stream);
+    case VO_F16: return Run<VO_DT_F16>::run(ex, stream);
+    case VO_BF16: return Run<VO_DT_BF16>::run(ex, stream);
+    default:
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
+                     vo_dtype_name(ex->dtype));
+  }
+}
+
 // `out = NAME_<suffix of DT>(args)`; VO_K_SET_T for per-compute-type
 // functions. The arguments must depend on DT (typed by vo_k_dtype<DT>), so
 // the branches not taken are never instantiated.

@@ -116,16 +116,7 @@ vo_status dispatch(const vo_exec *ex) {
   vo_status st = vo_cuda_check_rois(ex, p.rois, p.batch_size, vo_arg_name(ex, 1));
   if (st != VO_OK) return st;
   if (p.out->numel == 0) return VO_OK;
-  const cudaStream_t stream = vo_cuda_stream(ex);
-  switch (ex->dtype) {
-    case VO_F32: return Run<VO_DT_F32>::run(ex, stream);
-    case VO_F64: return Run<VO_DT_F64>::run(ex, stream);
-    case VO_F16: return Run<VO_DT_F16>::run(ex, stream);
-    case VO_BF16: return Run<VO_DT_BF16>::run(ex, stream);
-    default:
-      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                     vo_dtype_name(ex->dtype));
-  }
+  return vo_k_run_dtype<Run>(ex, vo_cuda_stream(ex));
 }
 
 template <int DT>

@@ -14,6 +14,10 @@
 
 #include "kernels/compat.h"
 
+/* candidate for kernels/compat.h: the largest int64_t (C's INT64_MAX, which
+ * OpenCL C spells LONG_MAX). */
+#define VO_K_INT64_MAX ((int64_t)0x7fffffffffffffff)
+
 /* What the roi_align kernels need of a call, by value. src_stride are the
  * strides of the tensor an item reads: the input [N,C,H,W] (forward) or
  * grad [K,C,PH,PW] (backward). */
@@ -42,7 +46,7 @@ VO_KFN int64_t vo_k_ra_grid(double v) {
 /* a*b saturating at INT64_MAX (a, b >= 0). */
 VO_KFN int64_t vo_k_ra_mul(int64_t a, int64_t b) {
   if (a == 0 || b == 0) return 0;
-  return a > INT64_MAX / b ? INT64_MAX : a * b;
+  return a > VO_K_INT64_MAX / b ? VO_K_INT64_MAX : a * b;
 }
 
 /* What the deterministic backward needs first of a RoI: its image (-1 when
