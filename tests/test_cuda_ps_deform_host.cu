@@ -181,10 +181,10 @@ void check_ps(const ps_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
   vt_tensor *gin = vt_tensor_new(dt, 4, in_shape, nullptr);
   const vo_status fs =
       vo_ps_roi_pool(nullptr, &in->dl, &rois->dl, t.scale, t.ph, t.pw, &out->dl, &map->dl);
-  const vo_status bs = fs != VO_OK ? fs
-                                   : vo_ps_roi_pool_backward(nullptr, &grad->dl, &rois->dl,
-                                                             &map->dl, t.scale, t.ph, t.pw, t.n, c,
-                                                             t.h, t.w, &gin->dl);
+  const vo_status bs =
+      fs != VO_OK ? fs
+                  : vo_ps_roi_pool_backward(nullptr, &grad->dl, &rois->dl, &map->dl, t.scale, t.ph,
+                                            t.pw, t.n, c, t.h, t.w, &gin->dl);
   if (CHECK_STATUS(fs, VO_OK) && CHECK_STATUS(bs, VO_OK)) {
     const vo_ps_args fa = ps_args(t, &rois->dl, &in->dl), ba = ps_args(t, &rois->dl, &grad->dl);
     const int64_t no = vt_numel(&out->dl), ni = vt_numel(&gin->dl);

@@ -185,13 +185,13 @@ static void check_case(const ra_case *t, int ps, DLDataType dt, vt_rng *rng, con
   if (ps) {
     fs = vo_ps_roi_align(NULL, &in->dl, &rois->dl, t->scale, t->ph, t->pw, t->sr, &out->dl,
                          &map->dl);
-    bs = fs != VO_OK ? fs
-                     : vo_ps_roi_align_backward(NULL, &grad->dl, &rois->dl, &map->dl, t->scale,
-                                                t->ph, t->pw, t->sr, t->n, cin, t->h, t->w,
-                                                &gin->dl);
+    bs = fs != VO_OK
+             ? fs
+             : vo_ps_roi_align_backward(NULL, &grad->dl, &rois->dl, &map->dl, t->scale, t->ph,
+                                        t->pw, t->sr, t->n, cin, t->h, t->w, &gin->dl);
   } else {
-    fs = vo_roi_align(NULL, &in->dl, &rois->dl, t->scale, t->ph, t->pw, t->sr, t->aligned,
-                      &out->dl);
+    fs =
+        vo_roi_align(NULL, &in->dl, &rois->dl, t->scale, t->ph, t->pw, t->sr, t->aligned, &out->dl);
     bs = fs != VO_OK ? fs
                      : vo_roi_align_backward(NULL, &grad->dl, &rois->dl, t->scale, t->ph, t->pw,
                                              t->n, t->c, t->h, t->w, t->sr, t->aligned, &gin->dl);
@@ -328,8 +328,8 @@ static void check_msra(int64_t n, int64_t c, int64_t img_h, int64_t img_w, int l
   if (CHECK_STATUS(vo_multi_scale_roi_align(NULL, fp, scales, levels, &rois->dl, ph, pw, sr, 224, 4,
                                             aligned, &out->dl),
                    VO_OK) &&
-      CHECK_STATUS(vo_multi_scale_roi_align_backward(NULL, &grad->dl, &rois->dl, fp, scales,
-                                                     levels, ph, pw, sr, 224, 4, aligned, gp),
+      CHECK_STATUS(vo_multi_scale_roi_align_backward(NULL, &grad->dl, &rois->dl, fp, scales, levels,
+                                                     ph, pw, sr, 224, 4, aligned, gp),
                    VO_OK)) {
     vo_k_msra_args m;
     memset(&m, 0, sizeof m);

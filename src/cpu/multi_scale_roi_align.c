@@ -1,8 +1,8 @@
 /*
  * CPU multi_scale_roi_align (forward and backward): the FPN level of each
- * RoI (the portable rule of kernels/multi_scale_roi_align.h), then the roi_align kernels run once per level on that level's RoIs,
- * gathered into contiguous scratch; forward rows are scattered back into
- * the caller's RoI order.
+ * RoI (the portable rule of kernels/multi_scale_roi_align.h), then the roi_align kernels run once
+ * per level on that level's RoIs, gathered into contiguous scratch; forward rows are scattered back
+ * into the caller's RoI order.
  */
 #include <math.h>
 #include <string.h>
@@ -60,7 +60,8 @@ static void vo_gather_rows(const vo_view *src, const int64_t *rows, int64_t coun
         rem /= src->shape[d];
       }
       /* off < 0 with negative strides: signed arithmetic, never a size_t wrap */
-      memcpy(dst + (size_t)(j * inner + e) * es, (const char *)vo_view_addr(src) + off * (int64_t)es, es);
+      memcpy(dst + (size_t)(j * inner + e) * es,
+             (const char *)vo_view_addr(src) + off * (int64_t)es, es);
     }
   }
 }

@@ -20,40 +20,40 @@
  * order with torchvision's expression; acc carries the sums across chunks
  * of samples. The CB channels are independent chains the CPU overlaps. */
 #define VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, CB)                                                \
-  static void vo_psa_bin_##NAME##_##CB(const ST *x, int64_t cs, const vo_k_ra_sample_##SUF *s,  \
-                                       int64_t ns, T *acc) {                                    \
-    T a[CB];                                                                                    \
-    for (int c = 0; c < CB; c++) a[c] = acc[c];                                                 \
-    for (int64_t i = 0; i < ns; i++) {                                                          \
-      if (s[i].pos[0] < 0) continue;                                                            \
-      for (int c = 0; c < CB; c++) a[c] += vo_k_ra_sample_sum_##NAME(x + c * cs, &s[i]);        \
-    }                                                                                           \
-    for (int c = 0; c < CB; c++) acc[c] = a[c];                                                 \
+  static void vo_psa_bin_##NAME##_##CB(const ST *x, int64_t cs, const vo_k_ra_sample_##SUF *s, \
+                                       int64_t ns, T *acc) {                                   \
+    T a[CB];                                                                                   \
+    for (int c = 0; c < CB; c++) a[c] = acc[c];                                                \
+    for (int64_t i = 0; i < ns; i++) {                                                         \
+      if (s[i].pos[0] < 0) continue;                                                           \
+      for (int c = 0; c < CB; c++) a[c] += vo_k_ra_sample_sum_##NAME(x + c * cs, &s[i]);       \
+    }                                                                                          \
+    for (int c = 0; c < CB; c++) acc[c] = a[c];                                                \
   }
 
 /* Output channels per block at most; more channels are split into blocks
  * of near-equal size. */
 #define VO_PSA_CB 8
 
-#define VO_DEFINE_PSA_BINS(T, SUF, ST, NAME)                                               \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 1)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 2)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 3)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 4)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 5)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 6)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 7)                                                   \
-  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 8)                                                   \
+#define VO_DEFINE_PSA_BINS(T, SUF, ST, NAME)                                                       \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 1)                                                           \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 2)                                                           \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 3)                                                           \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 4)                                                           \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 5)                                                           \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 6)                                                           \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 7)                                                           \
+  VO_DEFINE_PSA_BIN(T, SUF, ST, NAME, 8)                                                           \
   typedef void (*vo_psa_bin_fn_##NAME)(const ST *, int64_t, const vo_k_ra_sample_##SUF *, int64_t, \
-                                       T *);                                                     \
-  static const vo_psa_bin_fn_##NAME vo_psa_bins_##NAME[VO_PSA_CB + 1] = {NULL,                   \
-                                                                         vo_psa_bin_##NAME##_1,  \
-                                                                         vo_psa_bin_##NAME##_2,  \
-                                                                         vo_psa_bin_##NAME##_3,  \
-                                                                         vo_psa_bin_##NAME##_4,  \
-                                                                         vo_psa_bin_##NAME##_5,  \
-                                                                         vo_psa_bin_##NAME##_6,  \
-                                                                         vo_psa_bin_##NAME##_7,  \
+                                       T *);                                                       \
+  static const vo_psa_bin_fn_##NAME vo_psa_bins_##NAME[VO_PSA_CB + 1] = {NULL,                     \
+                                                                         vo_psa_bin_##NAME##_1,    \
+                                                                         vo_psa_bin_##NAME##_2,    \
+                                                                         vo_psa_bin_##NAME##_3,    \
+                                                                         vo_psa_bin_##NAME##_4,    \
+                                                                         vo_psa_bin_##NAME##_5,    \
+                                                                         vo_psa_bin_##NAME##_6,    \
+                                                                         vo_psa_bin_##NAME##_7,    \
                                                                          vo_psa_bin_##NAME##_8};
 
 VO_DEFINE_PSA_BINS(float, f32, float, f32)
@@ -147,8 +147,8 @@ static void vo_psa_store(vo_dtype dt, void *out, int64_t o, const vo_psa_sums *a
  * c*PH*PW + b of image img, walking down them with the rows below
  * prefetched: RoI by RoI and channel by channel, the scattered bins were
  * fetched from memory a line at a time. */
-static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64_t j1,
-                        int64_t img, int64_t b) {
+static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64_t j1, int64_t img,
+                        int64_t b) {
   const vo_psa_items *it = arg;
   const vo_roi_align_params *p = &it->q->base;
   const vo_view *in = p->input;
@@ -172,7 +172,8 @@ static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64
       int64_t r[2];
       vo_psa_rows(g, f64, ph, p->height, r);
       const int64_t to = r[0] + VO_PSA_AHEAD < p->height ? r[0] + VO_PSA_AHEAD : p->height;
-      for (; front < to; front++) vo_psa_prefetch_row(x + front * sh * es, cout, cs * es, p->width * es);
+      for (; front < to; front++)
+        vo_psa_prefetch_row(x + front * sh * es, cout, cs * es, p->width * es);
     }
     const int64_t o = k * channels + b;
     for (int64_t blk = 0, c0 = 0; blk < nblocks; blk++) {
@@ -290,8 +291,8 @@ vo_status vo_cpu_ps_roi_align(const vo_exec *ex) {
 
 static vo_status vo_psa_backward_run(const vo_exec *ex, void *acc) {
   const vo_ps_roi_align_params *q = &ex->p.ps_roi_align;
-  return vo_ra_drive(ex, &q->base, ex->dtype == VO_F64, q->channels_out, NULL,
-                     vo_psa_backward_item, acc);
+  return vo_ra_drive(ex, &q->base, ex->dtype == VO_F64, q->channels_out, NULL, vo_psa_backward_item,
+                     acc);
 }
 static vo_status vo_psa_backward_f32(const vo_exec *ex, float *acc) {
   return vo_psa_backward_run(ex, acc);

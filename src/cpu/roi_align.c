@@ -94,7 +94,9 @@ vo_status vo_cpu_roi_align(const vo_exec *ex) {
 }
 
 static vo_status vo_ra_backward_f32(const vo_exec *ex, float *acc) { return vo_ra_run(ex, 1, acc); }
-static vo_status vo_ra_backward_f64(const vo_exec *ex, double *acc) { return vo_ra_run(ex, 1, acc); }
+static vo_status vo_ra_backward_f64(const vo_exec *ex, double *acc) {
+  return vo_ra_run(ex, 1, acc);
+}
 
 /* Zeroes the grad_input planes of images without RoIs: the fast path
  * writes every other element itself, so unlike vo_roi_backward_into it

@@ -51,18 +51,16 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
   return used;
 }
 
-/* Per compute type (VO_T, instantiated in cpu/roi_align_fast.inc) and ISA: one bin's channel loops over its
- * samples (iy, ix) in order, for nc channels (NC_CONST: a compile-time
- * block size, so the accumulators stay in registers).
- * fwd: acc[c] += w0*x[p0+c] + w1*x[p1+c] + w2*x[p2+c] + w3*x[p3+c] for
- *      each in-map sample, exactly the plain kernel's expression.
- * bwd: for each in-map sample and corner j in order, d[pj+c] += g[c]*wj/count;
- *      when count is a power of two, /count and *(1/count) are the same
- *      correctly rounded value, and a multiply is much cheaper. */
+/* Per compute type (VO_T, instantiated in cpu/roi_align_fast.inc) and ISA: one bin's channel loops
+ * over its samples (iy, ix) in order, for nc channels (NC_CONST: a compile-time block size, so the
+ * accumulators stay in registers). fwd: acc[c] += w0*x[p0+c] + w1*x[p1+c] + w2*x[p2+c] + w3*x[p3+c]
+ * for each in-map sample, exactly the plain kernel's expression. bwd: for each in-map sample and
+ * corner j in order, d[pj+c] += g[c]*wj/count; when count is a power of two, /count and *(1/count)
+ * are the same correctly rounded value, and a multiply is much cheaper. */
 #define VO_DEFINE_RAF_BIN(NAME, ATTR, NCF, NCB)                                                \
   ATTR static void VO_TN(vo_raf_fwd_##NAME)(                                                   \
-      VO_T *restrict acc, const VO_T *restrict x, const VO_TN(vo_raf_axis) *ya, int64_t gh,    \
-      const VO_TN(vo_raf_axis) *xa, int64_t gw, int64_t nc_arg) {                              \
+      VO_T *restrict acc, const VO_T *restrict x, const VO_TN(vo_raf_axis) * ya, int64_t gh,   \
+      const VO_TN(vo_raf_axis) * xa, int64_t gw, int64_t nc_arg) {                             \
     const int64_t nc = NCF;                                                                    \
     (void)nc_arg;                                                                              \
     for (int64_t iy = 0; iy < gh; iy++) {                                                      \
@@ -82,8 +80,8 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
     }                                                                                          \
   }                                                                                            \
   ATTR static void VO_TN(vo_raf_bwd_##NAME)(                                                   \
-      VO_T *restrict d, const VO_T *restrict g, const VO_TN(vo_raf_axis) *ya, int64_t gh,      \
-      const VO_TN(vo_raf_axis) *xa, int64_t gw, int64_t nc_arg, VO_T count, int pow2) {        \
+      VO_T *restrict d, const VO_T *restrict g, const VO_TN(vo_raf_axis) * ya, int64_t gh,     \
+      const VO_TN(vo_raf_axis) * xa, int64_t gw, int64_t nc_arg, VO_T count, int pow2) {       \
     const int64_t nc = NCB;                                                                    \
     (void)nc_arg;                                                                              \
     const VO_T inv = (VO_T)1 / count;                                                          \

@@ -229,8 +229,8 @@ static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params
         if (k0 == 0) memset(plane, 0, elem * (size_t)hw);
         for (int64_t k = k0; k < k1; k++) {
           if (geo[k].batch != b) continue;
-          bwd(ex, &a, &geo[k], tab && tab_off[k] >= 0 ? tab + (size_t)tab_off[k] * sample : NULL,
-              k, c, plane);
+          bwd(ex, &a, &geo[k], tab && tab_off[k] >= 0 ? tab + (size_t)tab_off[k] * sample : NULL, k,
+              c, plane);
         }
       }
     }
@@ -253,7 +253,8 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
   const int64_t numel = out->numel;
   if (numel == 0) return VO_OK;
   if (ex->dtype != VO_F16 && ex->dtype != VO_BF16)
-    return ex->dtype == VO_F64 ? f64(ex, (double *)vo_view_addr(out)) : f32(ex, (float *)vo_view_addr(out));
+    return ex->dtype == VO_F64 ? f64(ex, (double *)vo_view_addr(out))
+                               : f32(ex, (float *)vo_view_addr(out));
   if ((uint64_t)numel > SIZE_MAX / sizeof(float))
     return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: grad_input too large for a float32 workspace",
                    ex->op_name);

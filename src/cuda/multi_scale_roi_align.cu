@@ -103,8 +103,8 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
   if (num_rois == 0 || ng == 0) {
     for (int l = 0; l < levels; l++) {
       if (p.out[l].numel == 0) continue;
-      st = vo_cuda_check(
-          ex, cudaMemsetAsync(vo_view_addr(&p.out[l]), 0, (size_t)p.out[l].numel * sizeof(S), stream));
+      st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(&p.out[l]), 0,
+                                             (size_t)p.out[l].numel * sizeof(S), stream));
       if (st != VO_OK) return st;
     }
     return VO_OK;
@@ -118,8 +118,8 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
       for (int l = 0; l < levels; l++) {
         direct.level[l] = static_cast<T *>(vo_view_addr(&p.out[l]));
         if (p.out[l].numel == 0) continue;
-        st = vo_cuda_check(
-            ex, cudaMemsetAsync(vo_view_addr(&p.out[l]), 0, (size_t)p.out[l].numel * sizeof(S), stream));
+        st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(&p.out[l]), 0,
+                                               (size_t)p.out[l].numel * sizeof(S), stream));
         if (st != VO_OK) return st;
       }
       msra_scatter_kernel<DT><<<blocks, kThreads, 0, stream>>>(L, grad, rois, ng, direct);

@@ -73,42 +73,42 @@ vo_status vo_k_run_dtype(const vo_exec *ex, cudaStream_t stream) {
 // `out = NAME_<suffix of DT>(args)`; VO_K_SET_T for per-compute-type
 // functions. The arguments must depend on DT (typed by vo_k_dtype<DT>), so
 // the branches not taken are never instantiated.
-#define VO_K_SET(out, DT, NAME, ...)                                    \
-  do {                                                                  \
-    if constexpr ((DT) == VO_DT_F64)                                    \
-      out = NAME##_f64(__VA_ARGS__);                                    \
-    else if constexpr ((DT) == VO_DT_F16)                               \
-      out = NAME##_f16(__VA_ARGS__);                                    \
-    else if constexpr ((DT) == VO_DT_BF16)                              \
-      out = NAME##_bf16(__VA_ARGS__);                                   \
-    else                                                                \
-      out = NAME##_f32(__VA_ARGS__);                                    \
+#define VO_K_SET(out, DT, NAME, ...)       \
+  do {                                     \
+    if constexpr ((DT) == VO_DT_F64)       \
+      out = NAME##_f64(__VA_ARGS__);       \
+    else if constexpr ((DT) == VO_DT_F16)  \
+      out = NAME##_f16(__VA_ARGS__);       \
+    else if constexpr ((DT) == VO_DT_BF16) \
+      out = NAME##_bf16(__VA_ARGS__);      \
+    else                                   \
+      out = NAME##_f32(__VA_ARGS__);       \
   } while (0)
-#define VO_K_DO(DT, NAME, ...)                                          \
-  do {                                                                  \
-    if constexpr ((DT) == VO_DT_F64)                                    \
-      NAME##_f64(__VA_ARGS__);                                          \
-    else if constexpr ((DT) == VO_DT_F16)                               \
-      NAME##_f16(__VA_ARGS__);                                          \
-    else if constexpr ((DT) == VO_DT_BF16)                              \
-      NAME##_bf16(__VA_ARGS__);                                         \
-    else                                                                \
-      NAME##_f32(__VA_ARGS__);                                          \
+#define VO_K_DO(DT, NAME, ...)             \
+  do {                                     \
+    if constexpr ((DT) == VO_DT_F64)       \
+      NAME##_f64(__VA_ARGS__);             \
+    else if constexpr ((DT) == VO_DT_F16)  \
+      NAME##_f16(__VA_ARGS__);             \
+    else if constexpr ((DT) == VO_DT_BF16) \
+      NAME##_bf16(__VA_ARGS__);            \
+    else                                   \
+      NAME##_f32(__VA_ARGS__);             \
   } while (0)
-#define VO_K_SET_T(out, DT, NAME, ...)                                  \
-  do {                                                                  \
-    if constexpr ((DT) == VO_DT_F64)                                    \
-      out = NAME##_f64(__VA_ARGS__);                                    \
-    else                                                                \
-      out = NAME##_f32(__VA_ARGS__);                                    \
+#define VO_K_SET_T(out, DT, NAME, ...) \
+  do {                                 \
+    if constexpr ((DT) == VO_DT_F64)   \
+      out = NAME##_f64(__VA_ARGS__);   \
+    else                               \
+      out = NAME##_f32(__VA_ARGS__);   \
   } while (0)
 
 // The body of a kernel whose items each give one output element: for every
 // index i < n, out[i] (DT's storage) = NAME_<suffix>(args..., i).
-#define VO_K_STORE_EACH(DT, n, out, NAME, ...)                                    \
-  VO_CUDA_GRID_STRIDE(vo_k_i, n) {                                                \
-    typename vo_k_dtype<DT>::T vo_k_v;                                            \
-    VO_K_SET(vo_k_v, DT, NAME, __VA_ARGS__, vo_k_i);                              \
+#define VO_K_STORE_EACH(DT, n, out, NAME, ...)                                        \
+  VO_CUDA_GRID_STRIDE(vo_k_i, n) {                                                    \
+    typename vo_k_dtype<DT>::T vo_k_v;                                                \
+    VO_K_SET(vo_k_v, DT, NAME, __VA_ARGS__, vo_k_i);                                  \
     vo_cuda_store(static_cast<typename vo_k_dtype<DT>::cuda *>(out), vo_k_i, vo_k_v); \
   }
 

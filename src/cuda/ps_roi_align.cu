@@ -52,8 +52,8 @@ struct psa_op {
     const vo_k_roi_align_args k = kernel_args(a);
     typename vo_k_dtype<DT>::T v;
     VO_K_SET(v, DT, vo_k_ps_roi_align_gather_item, &k,
-             static_cast<const typename vo_k_dtype<DT>::S *>(a.src.data), a.rois.data,
-             a.num_rois, e);
+             static_cast<const typename vo_k_dtype<DT>::S *>(a.src.data), a.rois.data, a.num_rois,
+             e);
     return v;
   }
 };

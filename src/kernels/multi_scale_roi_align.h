@@ -47,7 +47,8 @@ VO_KFN vo_k_roi_align_args vo_k_msra_level_args(const vo_k_msra_args *m, int l, 
   a.rois_dtype = m->rois_dtype;
   a.rois_stride[0] = m->rois_stride[0];
   a.rois_stride[1] = m->rois_stride[1];
-  for (int d = 0; d < 4; d++) a.src_stride[d] = backward ? m->grad_stride[d] : m->feature_stride[l][d];
+  for (int d = 0; d < 4; d++)
+    a.src_stride[d] = backward ? m->grad_stride[d] : m->feature_stride[l][d];
   return a;
 }
 
