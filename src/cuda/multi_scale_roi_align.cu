@@ -81,114 +81,109 @@ __global__ void msra_gather_kernel(pyramid L, int level, const void *grad, const
 }
 
 template <int DT>
-vo_status forward_run(const vo_exec *ex, cudaStream_t stream) {
-  const vo_multi_scale_roi_align_params &p = ex->p.multi_scale_roi_align;
-  const int64_t n = p.out->numel;
-  if (n == 0) return VO_OK;
-  msra_forward_kernel<DT><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
-      pyramid_of(&p), vo_view_addr(p.rois), n, vo_view_addr(p.out));
-  return vo_cuda_check_launch(ex);
-}
+struct forward_op {
+  static vo_status run(const vo_exec *ex, cudaStream_t stream) {
+    const vo_multi_scale_roi_align_params &p = ex->p.multi_scale_roi_align;
+    const int64_t n = p.out->numel;
+    if (n == 0) return VO_OK;
+    msra_forward_kernel<DT><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
+        pyramid_of(&p), vo_view_addr(p.rois), n, vo_view_addr(p.out));
+    return vo_cuda_check_launch(ex);
+  }
+};
 
 template <int DT>
-vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
-  typedef typename vo_k_dtype<DT>::T T;
-  typedef typename vo_k_dtype<DT>::cuda S;
-  const vo_multi_scale_roi_align_params &p = ex->p.multi_scale_roi_align;
-  const int levels = p.num_levels;
-  const int64_t num_rois = p.rois->shape[0], ng = p.grad->numel;
-  const pyramid L = pyramid_of(&p);
-  const void *grad = vo_view_addr(p.grad), *rois = vo_view_addr(p.rois);
-  vo_status st;
-  if (num_rois == 0 || ng == 0) {
-    for (int l = 0; l < levels; l++) {
-      if (p.out[l].numel == 0) continue;
-      st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(&p.out[l]), 0,
-                                             (size_t)p.out[l].numel * sizeof(S), stream));
-      if (st != VO_OK) return st;
-    }
-    return VO_OK;
-  }
-  vo_cuda_workspace ws(ex);
-  if (!ex->ctx->deterministic) {
-    const unsigned int blocks = vo_cuda_blocks(ng, kThreads);
-    if constexpr (sizeof(S) == sizeof(T)) {  // float32 / float64: atomics into the outputs
-      level_ptrs<T> direct;
-      memset(&direct, 0, sizeof direct);
+struct backward_op {
+  static vo_status run(const vo_exec *ex, cudaStream_t stream) {
+    typedef typename vo_k_dtype<DT>::T T;
+    typedef typename vo_k_dtype<DT>::cuda S;
+    const vo_multi_scale_roi_align_params &p = ex->p.multi_scale_roi_align;
+    const int levels = p.num_levels;
+    const int64_t num_rois = p.rois->shape[0], ng = p.grad->numel;
+    const pyramid L = pyramid_of(&p);
+    const void *grad = vo_view_addr(p.grad), *rois = vo_view_addr(p.rois);
+    vo_status st;
+    if (num_rois == 0 || ng == 0) {
       for (int l = 0; l < levels; l++) {
-        direct.level[l] = static_cast<T *>(vo_view_addr(&p.out[l]));
         if (p.out[l].numel == 0) continue;
         st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(&p.out[l]), 0,
                                                (size_t)p.out[l].numel * sizeof(S), stream));
         if (st != VO_OK) return st;
       }
-      msra_scatter_kernel<DT><<<blocks, kThreads, 0, stream>>>(L, grad, rois, ng, direct);
-      return vo_cuda_check_launch(ex);
-    } else {
-      // Half types: float32 copies of every level's gradient when they fit
-      // the limit together; else the gather below.
-      const size_t limit = vo_cr_workspace_limit(ex);
-      size_t offset[VO_MAX_LIST + 1] = {0};
-      bool fits = true;
-      for (int l = 0; l < levels && fits; l++) {
-        const uint64_t bytes = (uint64_t)p.out[l].numel * sizeof(float);
-        fits = bytes <= limit && offset[l] + vo_cuda_align((size_t)bytes) <= limit;
-        if (fits) offset[l + 1] = offset[l] + vo_cuda_align((size_t)bytes);
-      }
-      float *acc = nullptr;
-      if (fits) {
-        acc = static_cast<float *>(ws.alloc(offset[levels]));
-        if (!acc) vo_clear_error();  // the gather needs no workspace
-      }
-      if (acc) {
-        level_ptrs<float> f32;
-        memset(&f32, 0, sizeof f32);
-        for (int l = 0; l < levels; l++) f32.level[l] = (float *)((char *)acc + offset[l]);
-        st = vo_cuda_check(ex, cudaMemsetAsync(acc, 0, offset[levels], stream));
-        if (st != VO_OK) return st;
-        msra_scatter_kernel<DT><<<blocks, kThreads, 0, stream>>>(L, grad, rois, ng, f32);
-        if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+      return VO_OK;
+    }
+    vo_cuda_workspace ws(ex);
+    if (!ex->ctx->deterministic) {
+      const unsigned int blocks = vo_cuda_blocks(ng, kThreads);
+      if constexpr (sizeof(S) == sizeof(T)) {  // float32 / float64: atomics into the outputs
+        level_ptrs<T> direct;
+        memset(&direct, 0, sizeof direct);
         for (int l = 0; l < levels; l++) {
-          const int64_t n = p.out[l].numel;
-          if (n == 0) continue;
-          vo_cr_convert_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
-              f32.level[l], n, static_cast<S *>(vo_view_addr(&p.out[l])));
-          if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+          direct.level[l] = static_cast<T *>(vo_view_addr(&p.out[l]));
+          if (p.out[l].numel == 0) continue;
+          st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(&p.out[l]), 0,
+                                                 (size_t)p.out[l].numel * sizeof(S), stream));
+          if (st != VO_OK) return st;
         }
-        return VO_OK;
+        msra_scatter_kernel<DT><<<blocks, kThreads, 0, stream>>>(L, grad, rois, ng, direct);
+        return vo_cuda_check_launch(ex);
+      } else {
+        // Half types: float32 copies of every level's gradient when they fit
+        // the limit together; else the gather below.
+        const size_t limit = vo_cr_workspace_limit(ex);
+        size_t offset[VO_MAX_LIST + 1] = {0};
+        bool fits = true;
+        for (int l = 0; l < levels && fits; l++) {
+          const uint64_t bytes = (uint64_t)p.out[l].numel * sizeof(float);
+          fits = bytes <= limit && offset[l] + vo_cuda_align((size_t)bytes) <= limit;
+          if (fits) offset[l + 1] = offset[l] + vo_cuda_align((size_t)bytes);
+        }
+        float *acc = nullptr;
+        if (fits) {
+          acc = static_cast<float *>(ws.alloc(offset[levels]));
+          if (!acc) vo_clear_error();  // the gather needs no workspace
+        }
+        if (acc) {
+          level_ptrs<float> f32;
+          memset(&f32, 0, sizeof f32);
+          for (int l = 0; l < levels; l++) f32.level[l] = (float *)((char *)acc + offset[l]);
+          st = vo_cuda_check(ex, cudaMemsetAsync(acc, 0, offset[levels], stream));
+          if (st != VO_OK) return st;
+          msra_scatter_kernel<DT><<<blocks, kThreads, 0, stream>>>(L, grad, rois, ng, f32);
+          if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+          for (int l = 0; l < levels; l++) {
+            const int64_t n = p.out[l].numel;
+            if (n == 0) continue;
+            vo_cr_convert_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
+                f32.level[l], n, static_cast<S *>(vo_view_addr(&p.out[l])));
+            if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+          }
+          return VO_OK;
+        }
       }
     }
+    // Each RoI's level and pixel box first, when they fit the workspace limit
+    // (the gather is correct without them, only slower).
+    vo_cuda_workspace box_ws(ex);
+    vo_k_ra_box *boxes = nullptr;
+    if ((uint64_t)num_rois * sizeof(vo_k_ra_box) <= vo_cr_workspace_limit(ex)) {
+      boxes = static_cast<vo_k_ra_box *>(box_ws.alloc((size_t)num_rois * sizeof(vo_k_ra_box)));
+      if (!boxes) vo_clear_error();
+    }
+    if (boxes) {
+      msra_box_kernel<DT>
+          <<<vo_cuda_blocks(num_rois, kThreads), kThreads, 0, stream>>>(L, rois, num_rois, boxes);
+      if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+    }
+    for (int l = 0; l < levels; l++) {
+      const int64_t n = p.out[l].numel;
+      if (n == 0) continue;
+      msra_gather_kernel<DT><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
+          L, l, grad, rois, boxes, num_rois, n, vo_view_addr(&p.out[l]));
+      if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+    }
+    return VO_OK;
   }
-  // Each RoI's level and pixel box first, when they fit the workspace limit
-  // (the gather is correct without them, only slower).
-  vo_cuda_workspace box_ws(ex);
-  vo_k_ra_box *boxes = nullptr;
-  if ((uint64_t)num_rois * sizeof(vo_k_ra_box) <= vo_cr_workspace_limit(ex)) {
-    boxes = static_cast<vo_k_ra_box *>(box_ws.alloc((size_t)num_rois * sizeof(vo_k_ra_box)));
-    if (!boxes) vo_clear_error();
-  }
-  if (boxes) {
-    msra_box_kernel<DT>
-        <<<vo_cuda_blocks(num_rois, kThreads), kThreads, 0, stream>>>(L, rois, num_rois, boxes);
-    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-  }
-  for (int l = 0; l < levels; l++) {
-    const int64_t n = p.out[l].numel;
-    if (n == 0) continue;
-    msra_gather_kernel<DT><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(
-        L, l, grad, rois, boxes, num_rois, n, vo_view_addr(&p.out[l]));
-    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-  }
-  return VO_OK;
-}
-
-template <int DT>
-struct forward_op {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return forward_run<DT>(ex, s); }
-};
-template <int DT>
-struct backward_op {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return backward_run<DT>(ex, s); }
 };
 
 template <template <int> class Run>
