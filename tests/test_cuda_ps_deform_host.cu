@@ -1,13 +1,11 @@
-// Host emulation of the CUDA ps_roi_align and deform_conv2d kernels (no GPU
-// needed): their per-element __host__ __device__ functions
-// (src/cuda/ps_roi_math.cuh, src/cuda/deform_conv2d_math.cuh) run on the host
-// over every index and are compared with the CPU backend through the public
-// API. ps_roi_align must match bit for bit (forward, atomic backward
-// serialised in index order, deterministic gather); deform_conv2d, whose
-// products the CPU does in OpenBLAS, within a tolerance, with the two col2im
-// variants (atomic serialised, sorted gather) bit-identical to each other.
-// (ps_roi_pool's kernels are kernels/ps_roi_pool.h, which the CPU runs; its
-// device-only gather is tested by test_rounded_gather.)
+// Host emulation of the CUDA deform_conv2d kernels (no GPU needed): their
+// per-element __host__ __device__ functions (src/cuda/deform_conv2d_math.cuh)
+// run on the host over every index and are compared with the CPU backend
+// through the public API, within a tolerance (the CPU's products are
+// OpenBLAS's), with the two col2im variants (atomic serialised, sorted
+// gather) bit-identical to each other. The ps ops' math is portable
+// (kernels/ps_roi_*.h) and runs on the CPU itself; test_roi_align_gather and
+// test_rounded_gather check their device-only gathers.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +17,6 @@
 #include <vector>
 
 #include "cuda/deform_conv2d_math.cuh"
-#include "cuda/ps_roi_math.cuh"
 
 extern "C" {
 #include "test_util.h"
@@ -116,143 +113,6 @@ vt_tensor *make(DLDataType dt, int ndim, const int64_t *shape, const std::vector
     s *= shape[d] + (d % 2 ? 1 : 2);
   }
   return vt_tensor_strided(dt, ndim, shape, strides, 2 * vt_dtype_bytes(dt), values.data());
-}
-
-// ------------------------------------------------------------ ps ops
-
-struct ps_case {
-  int64_t n, cout, h, w, k, ph, pw, sr;
-  double scale;
-  bool strided;
-};
-
-// RoIs in image coordinates, partly or fully outside the map, some inverted
-// or degenerate.
-std::vector<double> random_rois(vt_rng *rng, const ps_case &t, DLDataType dt) {
-  const double w = (double)t.w / t.scale, h = (double)t.h / t.scale;
-  std::vector<double> r((size_t)t.k * 5);
-  for (int64_t i = 0; i < t.k; i++) {
-    double *row = &r[(size_t)i * 5];
-    row[0] = (double)vt_rng_int(rng, t.n);
-    const double x1 = vt_rng_uniform(rng, -0.5 * w, 1.2 * w);
-    const double y1 = vt_rng_uniform(rng, -0.5 * h, 1.2 * h);
-    const int kind = (int)vt_rng_int(rng, 8);
-    const double bw = kind == 0 ? -vt_rng_uniform(rng, 0, 3) : vt_rng_uniform(rng, 0, w);
-    const double bh = kind == 1 ? 0.0 : vt_rng_uniform(rng, 0, h);
-    row[1] = x1;
-    row[2] = y1;
-    row[3] = x1 + bw;
-    row[4] = y1 + bh;
-    for (int j = 1; j < 5; j++) row[j] = vt_round_to(dt, row[j]);
-  }
-  return r;
-}
-
-vo_ps_args ps_args(const ps_case &t, const DLTensor *rois, const DLTensor *src) {
-  vo_ps_args a;
-  a.rois = view_of(rois);
-  a.src = view_of(src);
-  a.spatial_scale = t.scale;
-  a.num_rois = t.k;
-  a.batch_size = t.n;
-  a.channels = t.cout * t.ph * t.pw;
-  a.height = t.h;
-  a.width = t.w;
-  a.pooled_h = t.ph;
-  a.pooled_w = t.pw;
-  a.channels_out = t.cout;
-  a.sampling_ratio = t.sr;
-  return a;
-}
-
-template <typename S>
-void check_ps(const ps_case &t, DLDataType dt, vt_rng *rng, const char *desc) {
-  typedef typename vo_cuda_compute<S>::type T;
-  const char *op = "ps_roi_align";
-  const int64_t c = t.cout * t.ph * t.pw;
-  const int64_t in_shape[4] = {t.n, c, t.h, t.w}, r_shape[2] = {t.k, 5};
-  const int64_t o_shape[4] = {t.k, t.cout, t.ph, t.pw};
-  vt_tensor *in = make(dt, 4, in_shape, random_values(rng, t.n * c * t.h * t.w, dt), t.strided);
-  vt_tensor *rois = make(dt, 2, r_shape, random_rois(rng, t, dt), t.strided);
-  vt_tensor *grad =
-      make(dt, 4, o_shape, random_values(rng, t.k * t.cout * t.ph * t.pw, dt), t.strided);
-  vt_tensor *out = vt_tensor_new(dt, 4, o_shape, nullptr);
-  vt_tensor *map = vt_tensor_new(vt_i32, 4, o_shape, nullptr);
-  vt_tensor *gin = vt_tensor_new(dt, 4, in_shape, nullptr);
-  const vo_status fs =
-      vo_ps_roi_align(nullptr, &in->dl, &rois->dl, t.scale, t.ph, t.pw, t.sr, &out->dl, &map->dl);
-  const vo_status bs =
-      fs != VO_OK ? fs
-                  : vo_ps_roi_align_backward(nullptr, &grad->dl, &rois->dl, &map->dl, t.scale, t.ph,
-                                             t.pw, t.sr, t.n, c, t.h, t.w, &gin->dl);
-  if (CHECK_STATUS(fs, VO_OK) && CHECK_STATUS(bs, VO_OK)) {
-    const vo_ps_args fa = ps_args(t, &rois->dl, &in->dl), ba = ps_args(t, &rois->dl, &grad->dl);
-    const int64_t no = vt_numel(&out->dl), ni = vt_numel(&gin->dl);
-    std::vector<double> fwd((size_t)no), mapping((size_t)no), expected((size_t)no);
-    for (int64_t o = 0; o < no; o++) {
-      int64_t c_in = -1;
-      const T v = vo_psa_forward_at<S>(fa, o, &c_in);
-      fwd[(size_t)o] = stored(v, dt);
-      mapping[(size_t)o] = (double)c_in;
-      expected[(size_t)o] = (double)vo_ps_expected_mapping(fa, o);
-    }
-    char what[96];
-    snprintf(what, sizeof what, "%s forward", op);
-    same(what, desc, fwd, read_all(&out->dl));
-    snprintf(what, sizeof what, "%s channel_mapping", op);
-    same(what, desc, mapping, read_all(&map->dl));
-    snprintf(what, sizeof what, "%s expected channel_mapping", op);
-    same(what, desc, expected, read_all(&map->dl));
-
-    // The atomic kernel, one grad element after another (the CPU's order).
-    std::vector<T> acc((size_t)ni, (T)0);
-    for (int64_t o = 0; o < no; o++) vo_psa_scatter_at<S>(ba, o, acc.data(), vo_hd_serial_add());
-    std::vector<double> sc((size_t)ni), ga((size_t)ni);
-    for (int64_t e = 0; e < ni; e++) {
-      sc[(size_t)e] = stored(acc[(size_t)e], dt);
-      ga[(size_t)e] = stored(vo_psa_gather_at<S>(ba, e), dt);
-    }
-    const std::vector<double> want = read_all(&gin->dl);
-    snprintf(what, sizeof what, "%s backward (atomic, serialised)", op);
-    same(what, desc, sc, want);
-    snprintf(what, sizeof what, "%s backward (deterministic gather)", op);
-    same(what, desc, ga, want);
-  }
-  vt_tensor_free(in);
-  vt_tensor_free(rois);
-  vt_tensor_free(grad);
-  vt_tensor_free(out);
-  vt_tensor_free(map);
-  vt_tensor_free(gin);
-}
-
-template <typename S>
-void ps_suite(DLDataType dt, uint64_t seed) {
-  vt_rng rng;
-  vt_rng_seed(&rng, seed);
-  for (int it = 0; it < 12; it++) {
-    ps_case t;
-    t.n = 1 + vt_rng_int(&rng, 3);
-    t.cout = 1 + vt_rng_int(&rng, 3);
-    t.h = 1 + vt_rng_int(&rng, 13);
-    t.w = 1 + vt_rng_int(&rng, 13);
-    t.k = 1 + vt_rng_int(&rng, 7);
-    t.ph = 1 + vt_rng_int(&rng, 3);
-    t.pw = 1 + vt_rng_int(&rng, 4);
-    const int64_t srs[4] = {0, 2, 1, 3};
-    t.sr = srs[it % 4];
-    const double scales[4] = {1.0, 0.5, 0.25, 0.6};
-    t.scale = scales[vt_rng_int(&rng, 4)];
-    t.strided = it % 3 == 1;
-    char desc[512];
-    snprintf(desc, sizeof desc,
-             "%s seed %llu case %d: N=%lld C_out=%lld H=%lld W=%lld K=%lld PH=%lld PW=%lld "
-             "sampling=%lld scale=%g%s",
-             vt_dtype_name(dt), (unsigned long long)seed, it, (long long)t.n, (long long)t.cout,
-             (long long)t.h, (long long)t.w, (long long)t.k, (long long)t.ph, (long long)t.pw,
-             (long long)t.sr, t.scale, t.strided ? " strided" : "");
-    check_ps<S>(t, dt, &rng, desc);
-  }
 }
 
 // ------------------------------------------------------------ deform_conv2d
@@ -498,10 +358,6 @@ void deform_suite(DLDataType dt, uint64_t seed) {
 
 int main() {
   for (uint64_t seed = 1; seed <= 4; seed++) {
-    ps_suite<float>(vt_f32, seed);
-    ps_suite<double>(vt_f64, seed);
-    ps_suite<__half>(vt_f16, seed);
-    ps_suite<__nv_bfloat16>(vt_bf16, seed);
     deform_suite<float>(vt_f32, seed);
     deform_suite<double>(vt_f64, seed);
   }

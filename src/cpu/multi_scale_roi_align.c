@@ -1,49 +1,32 @@
 /*
  * CPU multi_scale_roi_align (forward and backward): the FPN level of each
- * RoI, then the roi_align kernels run once per level on that level's RoIs,
- * gathered into contiguous scratch; forward rows are scattered back into
- * the caller's RoI order.
+ * RoI (the portable rule of kernels/multi_scale_roi_align.h), then the roi_align kernels run once
+ * per level on that level's RoIs, gathered into contiguous scratch; forward rows are scattered back
+ * into the caller's RoI order.
  */
 #include <math.h>
 #include <string.h>
 
 #include "cpu/common.h"
+#include "kernels/multi_scale_roi_align.h"
 
-/* FPN level index of RoI k in [0, levels), or -1 when its level is NaN
- * (negative area): torchvision's MultiScaleRoIAlign leaves those rows zero,
- * and so do we. Computed in the call's precision (float64 for float64
- * features, else float32; rois of any float dtype are read exactly) in
- * torchvision's order: floor(canonical_level + log2(sqrt(area) / canonical_scale)
- * + 1e-6), clamped to the pyramid. */
-#define VO_DEFINE_LEVELS(T, SUF, SQRT, LOG2, FLOOR)                                         \
-  static void vo_msra_levels_##SUF(const vo_multi_scale_roi_align_params *p, int *levels) { \
-    const vo_view *r = p->rois;                                                             \
-    const int64_t k_min = p->first_level, k_max = p->first_level + p->num_levels - 1;       \
-    for (int64_t k = 0; k < r->shape[0]; k++) {                                             \
-      const int64_t row = k * r->stride[0];                                                 \
-      const T x1 = (T)vo_load_host(r, row + r->stride[1]);                                  \
-      const T y1 = (T)vo_load_host(r, row + 2 * r->stride[1]);                              \
-      const T x2 = (T)vo_load_host(r, row + 3 * r->stride[1]);                              \
-      const T y2 = (T)vo_load_host(r, row + 4 * r->stride[1]);                              \
-      const T s = SQRT((x2 - x1) * (y2 - y1));                                              \
-      T lvl = FLOOR((T)p->canonical_level + LOG2(s / (T)p->canonical_scale) + (T)1e-6);     \
-      if (isnan(lvl)) {                                                                     \
-        levels[k] = -1;                                                                     \
-        continue;                                                                           \
-      }                                                                                     \
-      if (lvl < (T)k_min) lvl = (T)k_min;                                                   \
-      if (lvl > (T)k_max) lvl = (T)k_max;                                                   \
-      levels[k] = (int)((int64_t)lvl - k_min);                                              \
-    }                                                                                       \
-  }
-VO_DEFINE_LEVELS(float, f32, sqrtf, log2f, floorf)
-VO_DEFINE_LEVELS(double, f64, sqrt, log2, floor)
-
+/* Each RoI's FPN level index in [0, levels), or -1 when its level is NaN
+ * (negative area: torchvision's MultiScaleRoIAlign leaves those rows zero,
+ * and so do we): kernels/multi_scale_roi_align.h's rule in the call's
+ * precision (float64 for float64 features, else float32; rois of any float
+ * dtype are read exactly). */
 static void vo_msra_levels(const vo_exec *ex, int *levels) {
-  if (ex->dtype == VO_F64)
-    vo_msra_levels_f64(&ex->p.multi_scale_roi_align, levels);
-  else
-    vo_msra_levels_f32(&ex->p.multi_scale_roi_align, levels);
+  const vo_multi_scale_roi_align_params *p = &ex->p.multi_scale_roi_align;
+  const vo_view *r = p->rois;
+  for (int64_t k = 0; k < r->shape[0]; k++) {
+    double c[4];
+    for (int j = 0; j < 4; j++) c[j] = vo_load_host(r, k * r->stride[0] + (j + 1) * r->stride[1]);
+    levels[k] = ex->dtype == VO_F64
+                    ? vo_k_msra_level_f64(c[0], c[1], c[2], c[3], p->canonical_level,
+                                          p->canonical_scale, p->first_level, p->num_levels)
+                    : vo_k_msra_level_f32(c[0], c[1], c[2], c[3], p->canonical_level,
+                                          p->canonical_scale, p->first_level, p->num_levels);
+  }
 }
 
 static vo_view vo_contiguous_view(void *data, vo_dtype dtype, DLDevice device, int ndim,
@@ -77,7 +60,8 @@ static void vo_gather_rows(const vo_view *src, const int64_t *rows, int64_t coun
         rem /= src->shape[d];
       }
       /* off < 0 with negative strides: signed arithmetic, never a size_t wrap */
-      memcpy(dst + (size_t)(j * inner + e) * es, (const char *)vo_view_addr(src) + off * (int64_t)es, es);
+      memcpy(dst + (size_t)(j * inner + e) * es,
+             (const char *)vo_view_addr(src) + off * (int64_t)es, es);
     }
   }
 }

@@ -1,12 +1,24 @@
 /*
- * Building blocks of roi_align's channels-last fast path (cpu/roi_align.c):
- * RoIs grouped by image, per-RoI axis tables of the bilinear samples, the
- * vectorised channel loops of one bin, and the transposes between an
- * image's planes and a channels-last tile of a block of channels.
- * Channels are independent, so running each channel's arithmetic in exactly
- * the order of the plain kernels keeps every result bit-identical while the
- * channel loop runs in SIMD lanes. Builds use -ffp-contract=off, so no FMA
- * is formed even in the AVX2 versions.
+ * roi_align's channels-last fast path (cpu/roi_align.c runs it): a block of
+ * CB channels of one image as a tile [H,W,CB] in the compute type (the input
+ * itself when its channels are already contiguous and need no conversion,
+ * else a transposed copy per thread), so a sample's four corners are four
+ * contiguous channel rows and the channel loop vectorises. Work items are
+ * (image, channel block) pairs; each walks the image's RoIs in order, so in
+ * the backward every grad_input element receives exactly the plain
+ * kernel's additions in the plain kernel's order (bit-identical for any
+ * thread count), then the tile is transposed back. A tile of one block (a
+ * few MB) stays in cache far better than whole planes. Used when the sample
+ * work outweighs the transposes and the tiles fit the workspace limit.
+ * Here: RoIs grouped by image, the vectorised channel loops of one bin,
+ * the AVX2 transposes and the plan's types; per compute type
+ * (cpu/roi_align_fast.inc) the axis tables of a RoI's samples (from the
+ * portable vo_k_ra_axis_at of kernels/roi_align.h), the tile transposes,
+ * the plan and the fast forward and backward. Channels are independent, so
+ * running each channel's arithmetic in exactly the order of the plain
+ * kernels keeps every result bit-identical while the channel loop runs in
+ * SIMD lanes. Builds use -ffp-contract=off, so no FMA is formed even in the
+ * AVX2 versions.
  */
 #ifndef VISIONOPS_CPU_ROI_ALIGN_FAST_H
 #define VISIONOPS_CPU_ROI_ALIGN_FAST_H
@@ -39,94 +51,52 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
   return used;
 }
 
-/* Per compute type: one axis of one RoI's samples. A bilinear sample's
- * validity, corners and weights factor into a y part (from ph, iy) and an x
- * part (from pw, ix), computed exactly as vo_ra_sample_at does, so the
- * weights hy*hx, hy*lx, ly*hx, ly*lx are the same products of the same
- * values. off_lo/off_hi are the corner rows' (or columns') element offsets. */
-#define VO_DEFINE_RAF_AXIS(T, SUF)                                                                \
-  typedef struct vo_raf_axis_##SUF {                                                              \
-    int64_t off_lo, off_hi;                                                                       \
-    T l, h;                                                                                       \
-    int valid;                                                                                    \
-  } vo_raf_axis_##SUF;                                                                            \
-                                                                                                  \
-  /* Samples at start + p*bin + (i + 0.5)*bin/grid for p < pooled, i < grid,                      \
-   * on an axis of `size` pixels, element stride `stride`. */                                     \
-  static inline void vo_raf_axis_fill_##SUF(T start, T bin, int64_t grid, int64_t pooled,         \
-                                            int64_t size, int64_t stride, vo_raf_axis_##SUF *a) { \
-    for (int64_t p = 0; p < pooled; p++)                                                          \
-      for (int64_t i = 0; i < grid; i++, a++) {                                                   \
-        T y = start + (T)p * bin + ((T)i + (T)0.5) * bin / (T)grid;                               \
-        /* negated range test: NaN counts as outside, as in vo_ra_sample_at */                    \
-        a->valid = y >= (T)-1 && y <= (T)size;                                                    \
-        if (!a->valid) continue;                                                                  \
-        if (y <= 0) y = 0;                                                                        \
-        int64_t lo = (int64_t)y, hi;                                                              \
-        if (lo >= size - 1) {                                                                     \
-          hi = lo = size - 1;                                                                     \
-          y = (T)lo;                                                                              \
-        } else {                                                                                  \
-          hi = lo + 1;                                                                            \
-        }                                                                                         \
-        a->l = y - (T)lo;                                                                         \
-        a->h = (T)1 - a->l;                                                                       \
-        a->off_lo = lo * stride;                                                                  \
-        a->off_hi = hi * stride;                                                                  \
-      }                                                                                           \
-  }
-
-VO_DEFINE_RAF_AXIS(float, f32)
-VO_DEFINE_RAF_AXIS(double, f64)
-
-/* Per compute type T (SUF) and ISA: one bin's channel loops over its
- * samples (iy, ix) in order, for nc channels (NC_CONST: a compile-time
- * block size, so the accumulators stay in registers).
- * fwd: acc[c] += w0*x[p0+c] + w1*x[p1+c] + w2*x[p2+c] + w3*x[p3+c] for
- *      each in-map sample, exactly the plain kernel's expression.
- * bwd: for each in-map sample and corner j in order, d[pj+c] += g[c]*wj/count;
- *      when count is a power of two, /count and *(1/count) are the same
- *      correctly rounded value, and a multiply is much cheaper. */
-#define VO_DEFINE_RAF_BIN(T, SUF, NAME, ATTR, NCF, NCB)                                        \
-  ATTR static void vo_raf_fwd_##SUF##_##NAME(                                                  \
-      T *restrict acc, const T *restrict x, const vo_raf_axis_##SUF *ya, int64_t gh,           \
-      const vo_raf_axis_##SUF *xa, int64_t gw, int64_t nc_arg) {                               \
+/* Per compute type (VO_T, instantiated in cpu/roi_align_fast.inc) and ISA: one bin's channel loops
+ * over its samples (iy, ix) in order, for nc channels (NC_CONST: a compile-time block size, so the
+ * accumulators stay in registers). fwd: acc[c] += w0*x[p0+c] + w1*x[p1+c] + w2*x[p2+c] + w3*x[p3+c]
+ * for each in-map sample, exactly the plain kernel's expression. bwd: for each in-map sample and
+ * corner j in order, d[pj+c] += g[c]*wj/count; when count is a power of two, /count and *(1/count)
+ * are the same correctly rounded value, and a multiply is much cheaper. */
+#define VO_DEFINE_RAF_BIN(NAME, ATTR, NCF, NCB)                                                \
+  ATTR static void VO_TN(vo_raf_fwd_##NAME)(                                                   \
+      VO_T *restrict acc, const VO_T *restrict x, const VO_TN(vo_raf_axis) * ya, int64_t gh,   \
+      const VO_TN(vo_raf_axis) * xa, int64_t gw, int64_t nc_arg) {                             \
     const int64_t nc = NCF;                                                                    \
     (void)nc_arg;                                                                              \
     for (int64_t iy = 0; iy < gh; iy++) {                                                      \
       if (!ya[iy].valid) continue;                                                             \
-      const T hy = ya[iy].h, ly = ya[iy].l;                                                    \
+      const VO_T hy = ya[iy].h, ly = ya[iy].l;                                                 \
       for (int64_t ix = 0; ix < gw; ix++) {                                                    \
         if (!xa[ix].valid) continue;                                                           \
-        const T hx = xa[ix].h, lx = xa[ix].l;                                                  \
-        const T w0 = hy * hx, w1 = hy * lx, w2 = ly * hx, w3 = ly * lx;                        \
-        const T *restrict x0 = x + ya[iy].off_lo + xa[ix].off_lo;                              \
-        const T *restrict x1 = x + ya[iy].off_lo + xa[ix].off_hi;                              \
-        const T *restrict x2 = x + ya[iy].off_hi + xa[ix].off_lo;                              \
-        const T *restrict x3 = x + ya[iy].off_hi + xa[ix].off_hi;                              \
+        const VO_T hx = xa[ix].h, lx = xa[ix].l;                                               \
+        const VO_T w0 = hy * hx, w1 = hy * lx, w2 = ly * hx, w3 = ly * lx;                     \
+        const VO_T *restrict x0 = x + ya[iy].off_lo + xa[ix].off_lo;                           \
+        const VO_T *restrict x1 = x + ya[iy].off_lo + xa[ix].off_hi;                           \
+        const VO_T *restrict x2 = x + ya[iy].off_hi + xa[ix].off_lo;                           \
+        const VO_T *restrict x3 = x + ya[iy].off_hi + xa[ix].off_hi;                           \
         for (int64_t c = 0; c < nc; c++)                                                       \
           acc[c] += w0 * x0[c] + w1 * x1[c] + w2 * x2[c] + w3 * x3[c];                         \
       }                                                                                        \
     }                                                                                          \
   }                                                                                            \
-  ATTR static void vo_raf_bwd_##SUF##_##NAME(                                                  \
-      T *restrict d, const T *restrict g, const vo_raf_axis_##SUF *ya, int64_t gh,             \
-      const vo_raf_axis_##SUF *xa, int64_t gw, int64_t nc_arg, T count, int pow2) {            \
+  ATTR static void VO_TN(vo_raf_bwd_##NAME)(                                                   \
+      VO_T *restrict d, const VO_T *restrict g, const VO_TN(vo_raf_axis) * ya, int64_t gh,     \
+      const VO_TN(vo_raf_axis) * xa, int64_t gw, int64_t nc_arg, VO_T count, int pow2) {       \
     const int64_t nc = NCB;                                                                    \
     (void)nc_arg;                                                                              \
-    const T inv = (T)1 / count;                                                                \
+    const VO_T inv = (VO_T)1 / count;                                                          \
     for (int64_t iy = 0; iy < gh; iy++) {                                                      \
       if (!ya[iy].valid) continue;                                                             \
-      const T hy = ya[iy].h, ly = ya[iy].l;                                                    \
+      const VO_T hy = ya[iy].h, ly = ya[iy].l;                                                 \
       for (int64_t ix = 0; ix < gw; ix++) {                                                    \
         if (!xa[ix].valid) continue;                                                           \
-        const T hx = xa[ix].h, lx = xa[ix].l;                                                  \
-        const T w[4] = {hy * hx, hy * lx, ly * hx, ly * lx};                                   \
+        const VO_T hx = xa[ix].h, lx = xa[ix].l;                                               \
+        const VO_T w[4] = {hy * hx, hy * lx, ly * hx, ly * lx};                                \
         const int64_t pos[4] = {ya[iy].off_lo + xa[ix].off_lo, ya[iy].off_lo + xa[ix].off_hi,  \
                                 ya[iy].off_hi + xa[ix].off_lo, ya[iy].off_hi + xa[ix].off_hi}; \
         for (int j = 0; j < 4; j++) {                                                          \
-          T *restrict dj = d + pos[j];                                                         \
-          const T wj = w[j];                                                                   \
+          VO_T *restrict dj = d + pos[j];                                                      \
+          const VO_T wj = w[j];                                                                \
           if (pow2)                                                                            \
             for (int64_t c = 0; c < nc; c++) dj[c] += g[c] * wj * inv;                         \
           else                                                                                 \
@@ -143,26 +113,6 @@ VO_DEFINE_RAF_AXIS(double, f64)
 #define VO_RAF_CBF_F64 8
 #define VO_RAF_CBB_F32 64
 #define VO_RAF_CBB_F64 32
-
-VO_DEFINE_RAF_BIN(float, f32, generic, , nc_arg, nc_arg)
-VO_DEFINE_RAF_BIN(double, f64, generic, , nc_arg, nc_arg)
-VO_DEFINE_RAF_BIN(float, f32, generic_cb, , VO_RAF_CBF_F32, VO_RAF_CBB_F32)
-VO_DEFINE_RAF_BIN(double, f64, generic_cb, , VO_RAF_CBF_F64, VO_RAF_CBB_F64)
-#ifdef VO_RAF_HAVE_AVX2
-VO_DEFINE_RAF_BIN(float, f32, avx2, VO_RAF_AVX2_ATTR, nc_arg, nc_arg)
-VO_DEFINE_RAF_BIN(double, f64, avx2, VO_RAF_AVX2_ATTR, nc_arg, nc_arg)
-VO_DEFINE_RAF_BIN(float, f32, avx2_cb, VO_RAF_AVX2_ATTR, VO_RAF_CBF_F32, VO_RAF_CBB_F32)
-VO_DEFINE_RAF_BIN(double, f64, avx2_cb, VO_RAF_AVX2_ATTR, VO_RAF_CBF_F64, VO_RAF_CBB_F64)
-#endif
-
-typedef void (*vo_raf_fwd_f32_fn)(float *restrict, const float *restrict, const vo_raf_axis_f32 *,
-                                  int64_t, const vo_raf_axis_f32 *, int64_t, int64_t);
-typedef void (*vo_raf_fwd_f64_fn)(double *restrict, const double *restrict, const vo_raf_axis_f64 *,
-                                  int64_t, const vo_raf_axis_f64 *, int64_t, int64_t);
-typedef void (*vo_raf_bwd_f32_fn)(float *restrict, const float *restrict, const vo_raf_axis_f32 *,
-                                  int64_t, const vo_raf_axis_f32 *, int64_t, int64_t, float, int);
-typedef void (*vo_raf_bwd_f64_fn)(double *restrict, const double *restrict, const vo_raf_axis_f64 *,
-                                  int64_t, const vo_raf_axis_f64 *, int64_t, int64_t, double, int);
 
 #ifdef VO_RAF_HAVE_AVX2
 #include <immintrin.h>
@@ -225,100 +175,71 @@ VO_RAF_AVX2_ATTR static int64_t vo_raf_rows_from_nhwc_avx2(const float *src, int
 #define vo_raf_rows_from_nhwc_fast(src, nc, W, dst, s1) ((void)(src), (void)(dst), (int64_t)0)
 #endif
 
-/* The AVX2 row transposes exist for float32 only; the double instantiation
- * gets stand-ins that transpose nothing (the portable loop does it all). */
-#define VO_RAF_FAST_TO_f32(in, off, s1, nc, W, dst) \
-  vo_raf_rows_to_nhwc_fast((const float *)vo_view_addr(in) + (off), s1, nc, W, dst)
-#define VO_RAF_FAST_FROM_f32(src, nc, W, dst, s1) vo_raf_rows_from_nhwc_fast(src, nc, W, dst, s1)
-#define VO_RAF_FAST_TO_f64(in, off, s1, nc, W, dst) ((void)(in), (void)(dst), (int64_t)0)
-#define VO_RAF_FAST_FROM_f64(src, nc, W, dst, s1) ((void)(src), (void)(dst), (int64_t)0)
-
 /* 1 when count (a positive integer-valued float) is a power of two. */
 static inline int vo_raf_pow2(double count) {
   int e;
   return frexp(count, &e) == 0.5;
 }
 
-/* Per compute type: the kernels' loop selection, and the transposes of one
- * image between the input's layout ([C,H,W] with any strides, storage
- * dtype) and the channels-last buffer [H,W,C] in the compute type. */
-#define VO_DEFINE_RAF_COMMON(T, SUF)                                                               \
-  /* buf[(h*W + w)*nc + c] = channel c0 + c of image b of `in` at (h, w):                          \
-   * one channel block as a channels-last tile, in the compute type. */                            \
-  static void vo_raf_to_nhwc_##SUF(const vo_view *in, int64_t b, int64_t c0, int64_t nc,           \
-                                   int64_t H, int64_t W, T *buf, int avx2) {                       \
-    const int64_t s1 = in->stride[1], s2 = in->stride[2], s3 = in->stride[3];                      \
-    const int64_t base = b * in->stride[0] + c0 * s1;                                              \
-    const vo_dtype dt = in->dtype;                                                                 \
-    for (int64_t h = 0; h < H; h++)                                                                \
-      for (int64_t w0 = avx2 && dt == VO_F32 && s3 == 1                                            \
-                            ? VO_RAF_FAST_TO_##SUF(in, base + h * s2, s1, nc, W, buf + h * W * nc) \
-                            : 0;                                                                   \
-           w0 < W; w0 += VO_RAF_TILE) {                                                            \
-        const int64_t w1 = w0 + VO_RAF_TILE < W ? w0 + VO_RAF_TILE : W;                            \
-        T *dst = buf + h * W * nc;                                                                 \
-        for (int64_t c = 0; c < nc; c++) {                                                         \
-          const int64_t src = base + c * s1 + h * s2;                                              \
-          switch (dt) {                                                                            \
-            case VO_F32:                                                                           \
-              for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)((const float *)vo_view_addr(in))[src + w * s3];                      \
-              break;                                                                               \
-            case VO_F64:                                                                           \
-              for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)((const double *)vo_view_addr(in))[src + w * s3];                     \
-              break;                                                                               \
-            case VO_F16:                                                                           \
-              for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)vo_f16_to_f32(((const uint16_t *)vo_view_addr(in))[src + w * s3]);    \
-              break;                                                                               \
-            default:                                                                               \
-              for (int64_t w = w0; w < w1; w++)                                                    \
-                dst[w * nc + c] = (T)vo_bf16_to_f32(((const uint16_t *)vo_view_addr(in))[src + w * s3]);   \
-              break;                                                                               \
-          }                                                                                        \
-        }                                                                                          \
-      }                                                                                            \
-  }                                                                                                \
-                                                                                                   \
-  /* out[(c*H + h)*W + w] = buf[(h*W + w)*nc + c]: a tile back to planes. */                       \
-  static void vo_raf_from_nhwc_##SUF(const T *buf, int64_t nc, int64_t H, int64_t W, T *out,       \
-                                     int avx2) {                                                   \
-    for (int64_t h = 0; h < H; h++)                                                                \
-      for (int64_t w0 = avx2 ? VO_RAF_FAST_FROM_##SUF(buf + h * W * nc, nc, W, out + h * W, H * W) \
-                             : 0;                                                                  \
-           w0 < W; w0 += VO_RAF_TILE) {                                                            \
-        const int64_t w1 = w0 + VO_RAF_TILE < W ? w0 + VO_RAF_TILE : W;                            \
-        const T *src = buf + h * W * nc;                                                           \
-        for (int64_t c = 0; c < nc; c++) {                                                         \
-          T *dst = out + (c * H + h) * W;                                                          \
-          for (int64_t w = w0; w < w1; w++) dst[w] = src[w * nc + c];                              \
-        }                                                                                          \
-      }                                                                                            \
-  }
-
-VO_DEFINE_RAF_COMMON(float, f32)
-VO_DEFINE_RAF_COMMON(double, f64)
-
-/* Loop functions for ctx's ISA: [0] any channel count, [1] full blocks. */
-#ifdef VO_RAF_HAVE_AVX2
-#define VO_RAF_PICK_AVX2(SUF)                                              \
-  if (vo_cpu_effective_isa(ctx) == VO_ISA_AVX2) {                          \
-    fwd[0] = vo_raf_fwd_##SUF##_avx2, fwd[1] = vo_raf_fwd_##SUF##_avx2_cb; \
-    bwd[0] = vo_raf_bwd_##SUF##_avx2, bwd[1] = vo_raf_bwd_##SUF##_avx2_cb; \
-  }
+/* Fast-path items are few and coarse: hand them out one at a time, so a
+ * thread whose core is busy elsewhere does not hold the others up. */
+#ifdef VISIONOPS_HAVE_OPENMP
+#include <omp.h>
+#define VO_RAF_THREAD() omp_get_thread_num()
+#define VO_RAF_OMP_FOR(t) VO_PRAGMA(omp parallel for num_threads(t) schedule(dynamic, 1) if ((t) > 1))
 #else
-#define VO_RAF_PICK_AVX2(SUF)
+#define VO_RAF_THREAD() 0
+#define VO_RAF_OMP_FOR(t) (void)(t);
 #endif
-#define VO_DEFINE_RAF_PICK(SUF)                                                             \
-  static inline void vo_raf_pick_##SUF(const vo_context *ctx, vo_raf_fwd_##SUF##_fn fwd[2], \
-                                       vo_raf_bwd_##SUF##_fn bwd[2]) {                      \
-    (void)ctx;                                                                              \
-    fwd[0] = vo_raf_fwd_##SUF##_generic, fwd[1] = vo_raf_fwd_##SUF##_generic_cb;            \
-    bwd[0] = vo_raf_bwd_##SUF##_generic, bwd[1] = vo_raf_bwd_##SUF##_generic_cb;            \
-    VO_RAF_PICK_AVX2(SUF)                                                                   \
-  }
-VO_DEFINE_RAF_PICK(f32)
-VO_DEFINE_RAF_PICK(f64)
+
+/* Everything the fast path decides up front. */
+typedef struct vo_raf_plan {
+  char *meta;             /* geometry, batch indices, order, start */
+  int64_t *order;         /* RoIs grouped by image */
+  int64_t *start;         /* [N+1] */
+  int direct;             /* the forward reads the input in place (channels-last) */
+  int64_t cb;             /* channels per block */
+  int64_t axis_y, axis_x; /* axis table entries per RoI, at most */
+  char *scratch;          /* per thread: tile, then axis tables */
+  size_t per_thread;      /* bytes of scratch per thread */
+  int threads;
+} vo_raf_plan;
+
+static void vo_raf_plan_free(const vo_exec *ex, vo_raf_plan *plan) {
+  vo_workspace_free(ex->ctx, ex->device, plan->scratch);
+  vo_workspace_free(ex->ctx, ex->device, plan->meta);
+}
+
+/* RoI k's sort key: its top edge, then its index (a total order). */
+typedef struct vo_raf_key {
+  double y;
+  int64_t k;
+} vo_raf_key;
+static int vo_raf_key_cmp(const void *a, const void *b) {
+  const vo_raf_key *x = a, *y = b;
+  if (x->y != y->y) return x->y < y->y ? -1 : 1;
+  return (x->k > y->k) - (x->k < y->k);
+}
+
+/* The transposes of one image between the input's layout ([C,H,W] with
+ * any strides, storage dtype) and a channels-last tile [H,W,C] in the
+ * compute type, the loop selection, the plan and the fast forward and
+ * backward, per compute type. */
+#define VO_S_F32
+#define VO_RAF_CBF VO_RAF_CBF_F32
+#define VO_RAF_CBB VO_RAF_CBB_F32
+#include "kernels/dtype_begin.h"
+#include "cpu/roi_align_fast.inc"
+#include "kernels/dtype_end.h"
+#undef VO_RAF_CBF
+#undef VO_RAF_CBB
+#define VO_S_F64
+#define VO_RAF_CBF VO_RAF_CBF_F64
+#define VO_RAF_CBB VO_RAF_CBB_F64
+#include "kernels/dtype_begin.h"
+#include "cpu/roi_align_fast.inc"
+#include "kernels/dtype_end.h"
+#undef VO_RAF_CBF
+#undef VO_RAF_CBB
 
 #endif /* VISIONOPS_CPU_ROI_ALIGN_FAST_H */

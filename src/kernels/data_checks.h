@@ -18,6 +18,7 @@
 #define VISIONOPS_KERNELS_DATA_CHECKS_H
 
 #include "kernels/compat.h"
+#include "kernels/multi_scale_roi_align.h"
 
 /* Kinds of check. */
 #define VO_K_CHECK_ROIS 1            /* rois [K,5]: finite; column 0 an integer in [0, N) */
@@ -108,13 +109,10 @@ VO_KFN int vo_k_roi_map_of(const VO_GLOBAL void *data, const vo_k_check *c, int6
   const double y1 = vo_k_load_as_double(data, c->dtype, o + 2 * s1);
   const double x2 = vo_k_load_as_double(data, c->dtype, o + 3 * s1);
   const double y2 = vo_k_load_as_double(data, c->dtype, o + 4 * s1);
-  double lvl = floor((double)c->canonical_level +
-                     log2(sqrt((x2 - x1) * (y2 - y1)) / (double)c->canonical_scale) + 1e-6);
-  if (lvl != lvl) return -1;
-  const double last = c->first_level + c->num_maps - 1;
-  if (lvl < c->first_level) lvl = c->first_level;
-  if (lvl > last) lvl = last;
-  return (int)(lvl - c->first_level);
+  /* the kernels' level rule, in double (first_level is an integer: the
+   * scales are powers of two) */
+  return vo_k_msra_level_f64(x1, y1, x2, y2, c->canonical_level, c->canonical_scale,
+                             (int64_t)c->first_level, c->num_maps);
 }
 
 /* RoI row `row`'s height and width in pixels of map m. */
