@@ -9,10 +9,20 @@
 
 #include <stdint.h>
 
-#include "cuda/ps_roi_math.cuh"
+#include "cuda/host_device.cuh"
 #include "cuda/roi_common.cuh"
 
 constexpr int kVoPsThreads = 256;
+
+// What the ps kernels need of a call, by value.
+struct vo_ps_args {
+  vo_cuda_view rois;  // [K,5], any floating dtype (read by its runtime dtype, SPEC section 5)
+  vo_cuda_view src;   // forward: input [N,C,H,W]; backward: grad [K,C/(PH*PW),PH,PW]
+  double spatial_scale;
+  int64_t num_rois, batch_size, channels, height, width;
+  int64_t pooled_h, pooled_w, channels_out;
+  int64_t sampling_ratio;  // ps_roi_align only
+};
 
 template <typename Op, typename S>
 __global__ void vo_ps_forward_kernel(vo_ps_args a, int64_t n, S *out, int32_t *mapping) {
