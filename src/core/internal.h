@@ -158,7 +158,7 @@ typedef struct vo_pairwise_iou_params {
 } vo_pairwise_iou_params;
 
 /* box_iou_backward and its variants: the gradient of the pairwise op with
- * respect to both box sets (src/core/box_iou_grad.h has the per-pair math). */
+ * respect to both box sets (src/kernels/box_iou.h has the per-pair math). */
 typedef struct vo_pairwise_iou_backward_params {
   const vo_view *grad;   /* [N,M], the forward's output dtype or the boxes' */
   const vo_view *a;      /* [N,4] */
