@@ -84,6 +84,20 @@ static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_
                  ex->op_name, ex->ctx->workspace_limit, (long long)need);
 }
 
+/* The workspace for the largest tile the limit allows (*tile columns):
+ * `fixed` + `per_col` * tile elements of `elem` bytes. NULL, the error set,
+ * when not even one column fits or the allocation fails. */
+static void *vo_dcn_workspace(const vo_exec *ex, int64_t fixed, int64_t per_col, size_t elem,
+                              int64_t *tile) {
+  *tile = vo_dcn_tile(ex, fixed, per_col, elem);
+  if (*tile < 1) {
+    (void)vo_dcn_too_small(ex, fixed, per_col, elem);
+    return NULL;
+  }
+  return vo_workspace_alloc(ex->ctx, ex->device, (size_t)(fixed + per_col * *tile) * elem,
+                            ex->op_name);
+}
+
 /* Each compute type's BLAS product, for deform_conv2d.inc's VO_TN(vo_dcn_blas). */
 #define vo_dcn_blas_f32 VO_CPU_SGEMM
 #define vo_dcn_blas_f64 VO_CPU_DGEMM
