@@ -144,6 +144,7 @@ typedef struct vo_nms_params {
   const vo_view *scores; /* [N] same dtype */
   const vo_view *idxs;   /* [N] int64, NULL for plain nms */
   double iou_threshold;
+  float iou_threshold_f32; /* the largest float <= iou_threshold: float compute's */
   const vo_view *keep;     /* out: int64 [N], contiguous */
   const vo_view *num_kept; /* out: int64 [], contiguous */
 } vo_nms_params;

@@ -287,7 +287,7 @@ static void vo_nms_segment(const vo_nms_work *w, int64_t n, int64_t start, int64
 #endif
   } else {
     vo_nms_gather_f32(w, n, start, m, &nb);
-    nb.thr_f32 = vo_k_nms_threshold_f32(p->iou_threshold);
+    nb.thr_f32 = p->iou_threshold_f32;
     nb.apply_f32 = vo_nms_apply_scalar_f32;
 #ifdef VO_HAVE_AVX2_KERNELS
     if (w->avx2) nb.apply_f32 = vo_nms_apply_avx2_f32;

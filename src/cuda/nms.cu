@@ -61,10 +61,10 @@ __device__ __forceinline__ bool suppresses(const double *i, const double *j, dou
   const vo_k_nms_box_f64 b = vo_k_nms_box_of_f64(j[0], j[1], j[2], j[3]);
   return vo_k_nms_suppresses_f64(&a, &b, thr);
 }
-// The threshold in the compute type: float compares against the largest
-// float not above it, the same decisions as comparing in double.
-float threshold_in(float, double t) { return vo_k_nms_threshold_f32(t); }
-double threshold_in(double, double t) { return t; }
+// The threshold in the compute type (float: the largest float not above it,
+// the same decisions as comparing in double).
+float threshold_in(float, const vo_nms_params &p) { return p.iou_threshold_f32; }
+double threshold_in(double, const vo_nms_params &p) { return p.iou_threshold; }
 
 // Mask rows of row blocks [rb0, rb1) against column blocks [rb0, col_blocks):
 // word (r - rb0*64, cb - rb0) of the chunk has bit j set when sorted box
@@ -285,7 +285,7 @@ vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
     }
     const int64_t tiles = (rb1 - rb0) * width;
     nms_mask_kernel<T><<<vo_cuda_blocks(tiles, 1), kTile, 0, stream>>>(
-        sboxes, sidx, n, threshold_in(T(), p.iou_threshold), col_blocks, rb0, rb1, mask);
+        sboxes, sidx, n, threshold_in(T(), p), col_blocks, rb0, rb1, mask);
     if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
     nms_resolve_kernel<<<1, kResolveThreads, 0, stream>>>(mask, order, n, col_blocks, rb0, rb1,
                                                           removed, count, keep);

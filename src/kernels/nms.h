@@ -11,15 +11,6 @@
 
 #include "kernels/compat.h"
 
-/* The largest float f with f <= t, so that for any float x,
- * x > f  <=>  (double)x > t: float32 boxes compare their IoU in float
- * against it as the spec's comparison in double would. NaN stays NaN. */
-VO_KFN float vo_k_nms_threshold_f32(double t) {
-  float f = (float)t;
-  if (f == f && (double)f > t) f = nextafterf(f, -INFINITY);
-  return f;
-}
-
 #define VO_S_F32
 #include "kernels/dtype_begin.h"
 #include "kernels/nms.inc"
