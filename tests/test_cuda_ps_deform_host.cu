@@ -3,11 +3,9 @@
 // (src/cuda/ps_roi_math.cuh, src/cuda/deform_conv2d_math.cuh) run on the host
 // over every index and are compared with the CPU backend through the public
 // API. The ps ops must match bit for bit (forward, atomic backward serialised
-// in index order, deterministic gather). deform_conv2d's per-element math is
-// the CPU's own (kernels/deform_conv2d.h); what is the CUDA backend's alone
-// is checked: the cuBLAS products' shapes (replayed on the host, within a
-// tolerance of the CPU's OpenBLAS) and the deterministic col2im (sort and
-// gather), bit-identical to the atomic one serialised.
+// in index order, deterministic gather); deform_conv2d, whose products the CPU
+// does in OpenBLAS, within a tolerance, with the two col2im variants (atomic
+// serialised, sorted gather) bit-identical to each other.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +267,11 @@ void ps_suite(DLDataType dt, uint64_t seed) {
 }
 
 // ------------------------------------------------------------ deform_conv2d
+// Its per-element math is the CPU's own (kernels/deform_conv2d.h), so what is
+// checked here is the CUDA backend's alone: the cuBLAS products' shapes,
+// replayed on the host (forward, grad_input, grad_weight, within a tolerance
+// of the CPU's OpenBLAS), and the deterministic col2im (keys, sort, gather),
+// bit-identical to the atomic one serialised.
 
 struct dcn_case {
   int64_t n, cin, cout, h, w, kh, kw, sh, sw, ph, pw, dh, dw, groups, og;
