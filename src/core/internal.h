@@ -145,6 +145,7 @@ typedef struct vo_nms_params {
   const vo_view *scores; /* [N] same dtype */
   const vo_view *idxs;   /* [N] int64, NULL for plain nms */
   double iou_threshold;
+  float iou_threshold_f32; /* the largest float <= iou_threshold: float compute's */
   const vo_view *keep;     /* out: int64 [N], contiguous */
   const vo_view *num_kept; /* out: int64 [], contiguous */
 } vo_nms_params;
@@ -159,7 +160,7 @@ typedef struct vo_pairwise_iou_params {
 } vo_pairwise_iou_params;
 
 /* box_iou_backward and its variants: the gradient of the pairwise op with
- * respect to both box sets (src/core/box_iou_grad.h has the per-pair math). */
+ * respect to both box sets (src/kernels/box_iou.h has the per-pair math). */
 typedef struct vo_pairwise_iou_backward_params {
   const vo_view *grad;   /* [N,M], the forward's output dtype or the boxes' */
   const vo_view *a;      /* [N,4] */

@@ -12,9 +12,11 @@
 #include <string.h>
 
 #include "cpu/common.h"
+#include "kernels/nms.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
+#define VO_HAVE_AVX2_KERNELS 1
 #endif
 
 /* Below this many boxes one category stays on one thread: with the serial
@@ -78,13 +80,32 @@ static inline uint64_t vo_score_key_f32(float s) {
   return (uint64_t)(uint32_t)~u;
 }
 
-/* Largest float f with f <= t, so that for any float x,
- * x > f  <=>  (double)x > t  (the spec compares in double). */
-static float vo_threshold_f32(double t) {
-  float f = (float)t;
-  if (!isnan(f) && (double)f > t) f = nextafterf(f, -INFINITY);
-  return f;
-}
+/* Boxes of one category in score order (slots 0..m-1) in the compute type,
+ * the threshold in it, and the apply step for the ISA. */
+typedef struct vo_nms_boxes {
+  int use_f64;
+  int64_t m;
+  const void *x1, *y1, *x2, *y2, *area;
+  float thr_f32;
+  double thr_f64;
+  void (*apply_f32)(const float *, const float *, const float *, const float *, const float *,
+                    int64_t, int64_t, int64_t, float, uint8_t *);
+  void (*apply_f64)(const double *, const double *, const double *, const double *, const double *,
+                    int64_t, int64_t, int64_t, double, uint8_t *);
+} vo_nms_boxes;
+
+typedef struct vo_nms_work {
+  const vo_exec *ex;
+  int use_f64;
+  int avx2;
+  int64_t *slot_index;     /* [n] slot -> original index */
+  void *soa;               /* 5 arrays of n compute-type values: x1 y1 x2 y2 area */
+  uint8_t *sup;            /* [n] by slot */
+  uint8_t *kept;           /* [n] by slot */
+  int64_t *kept_list;      /* [n] per category at its first slot: kept slots in it */
+  int64_t *kept_end;       /* [chunks of n] for the multi-threaded pass */
+  int64_t *segment_starts; /* [n + 1] first slot of each category, then n */
+} vo_nms_work;
 
 /*
  * The greedy pass is built from one step, vo_nms_apply_*: kept box i
@@ -94,30 +115,25 @@ static float vo_threshold_f32(double t) {
  * NaN IoU compares false and never suppresses. Suppressions are rare, so
  * the result is or-ed into sup[].
  */
-#define VO_DEFINE_APPLY(T, SUFFIX, ATTR)                                                         \
-  ATTR static void vo_nms_apply_##SUFFIX(                                                        \
-      const T *restrict x1, const T *restrict y1, const T *restrict x2, const T *restrict y2,    \
-      const T *restrict area, int64_t i, int64_t j0, int64_t j1, T thr, uint8_t *restrict sup) { \
-    const T ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];                    \
-    for (int64_t j = j0; j < j1; j++) {                                                          \
-      T xx1 = ix1 < x1[j] ? x1[j] : ix1;                                                         \
-      T yy1 = iy1 < y1[j] ? y1[j] : iy1;                                                         \
-      T xx2 = x2[j] < ix2 ? x2[j] : ix2;                                                         \
-      T yy2 = y2[j] < iy2 ? y2[j] : iy2;                                                         \
-      T w = xx2 - xx1, h = yy2 - yy1;                                                            \
-      w = (T)0 < w ? w : (T)0;                                                                   \
-      h = (T)0 < h ? h : (T)0;                                                                   \
-      T inter = w * h;                                                                           \
-      T ovr = inter / (ia + area[j] - inter);                                                    \
-      sup[j] |= (uint8_t)(ovr > thr);                                                            \
-    }                                                                                            \
-  }
+#define VO_S_F32
+#include "kernels/dtype_begin.h"
+#include "cpu/nms.inc"
+#include "kernels/dtype_end.h"
 
-VO_DEFINE_APPLY(float, f32_scalar, )
-VO_DEFINE_APPLY(double, f64_scalar, )
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#define VO_HAVE_AVX2_KERNELS 1
-VO_DEFINE_APPLY(double, f64_avx2, __attribute__((target("avx2,fma"))))
+#define VO_S_F64
+#include "kernels/dtype_begin.h"
+#include "cpu/nms.inc"
+#include "kernels/dtype_end.h"
+
+#ifdef VO_HAVE_AVX2_KERNELS
+/* float64: the plain loop compiled for AVX2 (bit-identical: no contraction
+ * into FMAs, -ffp-contract=off). */
+__attribute__((flatten, target("avx2,fma"))) static void vo_nms_apply_avx2_f64(
+    const double *restrict x1, const double *restrict y1, const double *restrict x2,
+    const double *restrict y2, const double *restrict area, int64_t i, int64_t j0, int64_t j1,
+    double thr, uint8_t *restrict sup) {
+  vo_nms_apply_loop_f64(x1, y1, x2, y2, area, i, j0, j1, thr, sup);
+}
 
 /* float32, 8 candidates a step in AVX2 with the arithmetic of the scalar
  * loop: max_ps(a, b) is a > b ? a : b and min_ps(a, b) is a < b ? a : b,
@@ -125,7 +141,7 @@ VO_DEFINE_APPLY(double, f64_avx2, __attribute__((target("avx2,fma"))))
  * only when one of its eight candidates is suppressed. (Skipping the
  * division when all eight intersections are empty was measured slower:
  * that branch is unpredictable.) */
-__attribute__((target("avx2,fma"))) static void vo_nms_apply_f32_avx2(
+__attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_f32(
     const float *x1, const float *y1, const float *x2, const float *y2, const float *area,
     int64_t i, int64_t j0, int64_t j1, float thr, uint8_t *sup) {
   const __m256 zero = _mm256_setzero_ps(), vthr = _mm256_set1_ps(thr);
@@ -148,23 +164,9 @@ __attribute__((target("avx2,fma"))) static void vo_nms_apply_f32_avx2(
       bits &= bits - 1;
     }
   }
-  if (j < j1) vo_nms_apply_f32_scalar(x1, y1, x2, y2, area, i, j, j1, thr, sup);
+  if (j < j1) vo_nms_apply_scalar_f32(x1, y1, x2, y2, area, i, j, j1, thr, sup);
 }
 #endif
-
-/* Boxes of one category in score order (slots 0..m-1) in the compute type,
- * the threshold in it, and the apply step for the ISA. */
-typedef struct vo_nms_boxes {
-  int use_f64;
-  int64_t m;
-  const void *x1, *y1, *x2, *y2, *area;
-  float thr_f32;
-  double thr_f64;
-  void (*apply_f32)(const float *, const float *, const float *, const float *, const float *,
-                    int64_t, int64_t, int64_t, float, uint8_t *);
-  void (*apply_f64)(const double *, const double *, const double *, const double *, const double *,
-                    int64_t, int64_t, int64_t, double, uint8_t *);
-} vo_nms_boxes;
 
 static inline void vo_nms_apply(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
                                 uint8_t *sup) {
@@ -272,48 +274,23 @@ static int64_t vo_nms_greedy(const vo_nms_boxes *b, uint8_t *sup, int64_t *kept_
   return kept_end[chunks - 1];
 }
 
-typedef struct vo_nms_work {
-  const vo_exec *ex;
-  int use_f64;
-  int avx2;
-  int64_t *slot_index;     /* [n] slot -> original index */
-  void *soa;               /* 5 arrays of n compute-type values: x1 y1 x2 y2 area */
-  uint8_t *sup;            /* [n] by slot */
-  uint8_t *kept;           /* [n] by slot */
-  int64_t *kept_list;      /* [n] per category at its first slot: kept slots in it */
-  int64_t *kept_end;       /* [chunks of n] for the multi-threaded pass */
-  int64_t *segment_starts; /* [n + 1] first slot of each category, then n */
-} vo_nms_work;
-
 /* Greedy NMS over slots [start, start + m) on `threads` threads. */
 static void vo_nms_segment(const vo_nms_work *w, int64_t n, int64_t start, int64_t m, int threads) {
   const vo_nms_params *p = &w->ex->p.nms;
   vo_nms_boxes nb = {.use_f64 = w->use_f64, .m = m};
   if (w->use_f64) {
-    double *base = w->soa;
-    vo_cpu_boxes_f64 b = {base + start, base + n + start, base + 2 * n + start,
-                          base + 3 * n + start};
-    double *area = base + 4 * n + start;
-    vo_cpu_gather_boxes_f64(p->boxes, w->slot_index + start, m, &b);
-    for (int64_t i = 0; i < m; i++) area[i] = (b.x2[i] - b.x1[i]) * (b.y2[i] - b.y1[i]);
-    nb.x1 = b.x1, nb.y1 = b.y1, nb.x2 = b.x2, nb.y2 = b.y2, nb.area = area;
+    vo_nms_gather_f64(w, n, start, m, &nb);
     nb.thr_f64 = p->iou_threshold;
-    nb.apply_f64 = vo_nms_apply_f64_scalar;
+    nb.apply_f64 = vo_nms_apply_scalar_f64;
 #ifdef VO_HAVE_AVX2_KERNELS
-    if (w->avx2) nb.apply_f64 = vo_nms_apply_f64_avx2;
+    if (w->avx2) nb.apply_f64 = vo_nms_apply_avx2_f64;
 #endif
   } else {
-    float *base = w->soa;
-    vo_cpu_boxes_f32 b = {base + start, base + n + start, base + 2 * n + start,
-                          base + 3 * n + start};
-    float *area = base + 4 * n + start;
-    vo_cpu_gather_boxes_f32(p->boxes, w->slot_index + start, m, &b);
-    for (int64_t i = 0; i < m; i++) area[i] = (b.x2[i] - b.x1[i]) * (b.y2[i] - b.y1[i]);
-    nb.x1 = b.x1, nb.y1 = b.y1, nb.x2 = b.x2, nb.y2 = b.y2, nb.area = area;
-    nb.thr_f32 = vo_threshold_f32(p->iou_threshold);
-    nb.apply_f32 = vo_nms_apply_f32_scalar;
+    vo_nms_gather_f32(w, n, start, m, &nb);
+    nb.thr_f32 = p->iou_threshold_f32;
+    nb.apply_f32 = vo_nms_apply_scalar_f32;
 #ifdef VO_HAVE_AVX2_KERNELS
-    if (w->avx2) nb.apply_f32 = vo_nms_apply_f32_avx2;
+    if (w->avx2) nb.apply_f32 = vo_nms_apply_avx2_f32;
 #endif
   }
   int64_t *kept_list = w->kept_list + start;

@@ -1,8 +1,9 @@
 // CUDA box_iou, generalized_box_iou, distance_box_iou and complete_box_iou:
 // one thread per output element. Their backward: one warp per box, summing
-// its pairs in a fixed order (no atomics, the same bits every run).
-#include "core/box_iou_grad.h"
+// its pairs in a fixed order (no atomics, the same bits every run). The
+// per-pair math, forward and backward, is kernels/box_iou.h's.
 #include "cuda/common.cuh"
+#include "kernels/box_iou.h"
 
 #include <type_traits>
 
@@ -32,42 +33,16 @@ __device__ __forceinline__ typename box_compute<S>::type load_box(const vo_cuda_
     return vo_cuda_load_view<S>(v, offset);
 }
 
-__device__ __forceinline__ float atan_t(float v) { return atanf(v); }
-__device__ __forceinline__ double atan_t(double v) { return atan(v); }
-
-// One entry of the [N, M] matrix. Every expression follows the operation
-// order of torchvision/ops/boxes.py (generalized_box_iou, _box_diou_iou,
-// complete_box_iou), each product rounded on its own, so results match it to
-// the last bit wherever the math library's atan does.
-template <typename T>
-__device__ __forceinline__ T pair_value(vo_iou_kind kind, const T *a, const T *b, T eps) {
-  T inter, uni;
-  vo_cuda_inter_union(a, b, &inter, &uni);
-  const T iou = inter / uni;
-  if (kind == VO_IOU_PLAIN) return iou;
-
-  // Smallest enclosing box.
-  const T cw = vo_cuda_clamp0(vo_cuda_max(a[2], b[2]) - vo_cuda_min(a[0], b[0]));
-  const T ch = vo_cuda_clamp0(vo_cuda_max(a[3], b[3]) - vo_cuda_min(a[1], b[1]));
-  if (kind == VO_IOU_GENERALIZED) {
-    const T area_c = vo_cuda_mul(cw, ch);
-    return iou - (area_c - uni) / area_c;
-  }
-
-  const T diag2 = (vo_cuda_mul(cw, cw) + vo_cuda_mul(ch, ch)) + eps;
-  const T dx = (a[0] + a[2]) / T(2) - (b[0] + b[2]) / T(2);
-  const T dy = (a[1] + a[3]) / T(2) - (b[1] + b[3]) / T(2);
-  const T rho2 = vo_cuda_mul(dx, dx) + vo_cuda_mul(dy, dy);
-  const T diou = iou - rho2 / diag2;
-  if (kind == VO_IOU_DISTANCE) return diou;
-
-  // torchvision's 4 / (torch.pi ** 2) is a Python double, rounded to the
-  // tensor's dtype when it meets the float tensor.
-  constexpr double kFourOverPi2 = 4.0 / (3.141592653589793 * 3.141592653589793);
-  const T d = atan_t((a[2] - a[0]) / (a[3] - a[1])) - atan_t((b[2] - b[0]) / (b[3] - b[1]));
-  const T v = vo_cuda_mul(T(kFourOverPi2), vo_cuda_mul(d, d));
-  const T alpha = v / (((T(1) - iou) + v) + eps);
-  return diou - vo_cuda_mul(alpha, v);
+// One entry of the [N, M] matrix: kernels/box_iou.h's value of the pair.
+__device__ __forceinline__ float pair_value(vo_iou_kind kind, const float *a, const float *b,
+                                            float eps) {
+  const vo_k_iou_box_f32 ba = vo_k_iou_box_of_f32(kind, a), bb = vo_k_iou_box_of_f32(kind, b);
+  return vo_k_iou_pair_f32(kind, eps, &ba, &bb);
+}
+__device__ __forceinline__ double pair_value(vo_iou_kind kind, const double *a, const double *b,
+                                             double eps) {
+  const vo_k_iou_box_f64 ba = vo_k_iou_box_of_f64(kind, a), bb = vo_k_iou_box_of_f64(kind, b);
+  return vo_k_iou_pair_f64(kind, eps, &ba, &bb);
 }
 
 // Boxes of storage type S (float, half or integer), computed in T
@@ -85,7 +60,7 @@ __global__ void pairwise_iou_kernel(vo_cuda_view a, vo_cuda_view b, int64_t n, i
       ba[k] = load_box<S>(a, vo_cuda_offset(a, i, k));
       bb[k] = load_box<S>(b, vo_cuda_offset(b, j, k));
     }
-    out[e] = static_cast<O>(pair_value<T>(kind, ba, bb, eps));
+    out[e] = static_cast<O>(pair_value(kind, ba, bb, eps));
   }
 }
 
@@ -106,19 +81,21 @@ vo_status pairwise_run(const vo_exec *ex, cudaStream_t stream) {
 
 constexpr int kWarp = 32;
 
-__device__ __forceinline__ float atan_ratio(const float *box) { return vo_iou_atan_ratio_f32(box); }
+__device__ __forceinline__ float atan_ratio(const float *box) {
+  return vo_k_iou_atan_ratio_f32(box);
+}
 __device__ __forceinline__ double atan_ratio(const double *box) {
-  return vo_iou_atan_ratio_f64(box);
+  return vo_k_iou_atan_ratio_f64(box);
 }
 __device__ __forceinline__ void pair_grad(vo_iou_kind kind, float eps, const float *a,
                                           const float *b, float ta, float tb, float g, float *ga,
                                           float *gb) {
-  vo_iou_pair_grad_f32(kind, eps, a, b, ta, tb, g, ga, gb);
+  vo_k_iou_pair_grad_f32(kind, eps, a, b, ta, tb, g, ga, gb);
 }
 __device__ __forceinline__ void pair_grad(vo_iou_kind kind, double eps, const double *a,
                                           const double *b, double ta, double tb, double g,
                                           double *ga, double *gb) {
-  vo_iou_pair_grad_f64(kind, eps, a, b, ta, tb, g, ga, gb);
+  vo_k_iou_pair_grad_f64(kind, eps, a, b, ta, tb, g, ga, gb);
 }
 
 // The gradient of one box set: warp w owns box i = w of `own` (grid-stride

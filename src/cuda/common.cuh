@@ -1,5 +1,5 @@
 // Shared plumbing of the CUDA backend: error reporting, device and stream
-// selection, workspace ownership, dtype-generic loads/stores and the "+0" IoU.
+// selection, workspace ownership and dtype-generic loads/stores.
 #ifndef VISIONOPS_CUDA_COMMON_CUH
 #define VISIONOPS_CUDA_COMMON_CUH
 
@@ -260,48 +260,5 @@ __device__ __forceinline__ void vo_cuda_store_view(const vo_cuda_view &v, int64_
 #define VO_CUDA_GRID_STRIDE(i, n)                                                    \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(n); \
        i += (int64_t)gridDim.x * blockDim.x)
-
-// ------------------------------------------------------------ box math
-
-// Products never fused into an FMA with a following add: torchvision rounds
-// every product (each is a separate tensor op), and the CPU backend does too.
-__device__ __forceinline__ float vo_cuda_mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double vo_cuda_mul(double a, double b) { return __dmul_rn(a, b); }
-
-// std::max / std::min semantics (as torchvision's CPU NMS); NaN inputs end in
-// a NaN IoU through the areas either way.
-template <typename T>
-__device__ __forceinline__ T vo_cuda_max(T a, T b) {
-  return a < b ? b : a;
-}
-template <typename T>
-__device__ __forceinline__ T vo_cuda_min(T a, T b) {
-  return b < a ? b : a;
-}
-// clamp(min=0) keeping NaN, as torch.clamp does.
-template <typename T>
-__device__ __forceinline__ T vo_cuda_clamp0(T v) {
-  return v < T(0) ? T(0) : v;
-}
-
-// Intersection and union of boxes a and b (x1, y1, x2, y2), "+0" convention,
-// in the operation order of torchvision's _box_inter_union.
-template <typename T>
-__device__ __forceinline__ void vo_cuda_inter_union(const T *a, const T *b, T *inter, T *uni) {
-  const T area_a = vo_cuda_mul(a[2] - a[0], a[3] - a[1]);
-  const T area_b = vo_cuda_mul(b[2] - b[0], b[3] - b[1]);
-  const T w = vo_cuda_clamp0(vo_cuda_min(a[2], b[2]) - vo_cuda_max(a[0], b[0]));
-  const T h = vo_cuda_clamp0(vo_cuda_min(a[3], b[3]) - vo_cuda_max(a[1], b[1]));
-  *inter = vo_cuda_mul(w, h);
-  *uni = (area_a + area_b) - *inter;
-}
-
-// IoU with no epsilon: 0/0 gives NaN (which never suppresses in NMS).
-template <typename T>
-__device__ __forceinline__ T vo_cuda_iou(const T *a, const T *b) {
-  T inter, uni;
-  vo_cuda_inter_union(a, b, &inter, &uni);
-  return inter / uni;
-}
 
 #endif  // VISIONOPS_CUDA_COMMON_CUH

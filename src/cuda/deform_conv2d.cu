@@ -1,5 +1,5 @@
 // CUDA deform_conv2d and deform_conv2d_backward: deformable im2col / col2im
-// kernels (per-element math in cuda/deform_conv2d_math.cuh) around cuBLAS
+// kernels (the portable math of kernels/deform_conv2d.h) around cuBLAS
 // products (loaded at first use, cuda/cublas_loader.cuh), on column tiles of
 // output pixels sized to the context's workspace limit, as the CPU backend.
 // Half types compute in float32. The backward's col2im is atomic, or in a
@@ -9,6 +9,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "core/deform_conv2d_geom.h"
 #include "cuda/cublas_loader.cuh"
 #include "cuda/deform_conv2d_math.cuh"
 
@@ -16,104 +17,66 @@ namespace {
 
 constexpr int kThreads = 256;
 
-vo_dcn_args make_args(const vo_deform_conv2d_params &p) {
-  vo_dcn_args a;
-  a.input = vo_cuda_view_of(p.input);
-  a.offset = vo_cuda_view_of(p.offset);
-  a.mask = vo_cuda_view_of(p.mask);
-  a.batch = p.batch;
-  a.in_channels = p.in_channels;
-  a.height = p.height;
-  a.width = p.width;
-  a.out_channels = p.out_channels;
-  a.kernel_h = p.kernel_h;
-  a.kernel_w = p.kernel_w;
-  a.out_h = p.out_h;
-  a.out_w = p.out_w;
-  a.stride_h = p.stride_h;
-  a.stride_w = p.stride_w;
-  a.pad_h = p.pad_h;
-  a.pad_w = p.pad_w;
-  a.dilation_h = p.dilation_h;
-  a.dilation_w = p.dilation_w;
-  a.groups = p.groups;
-  a.offset_groups = p.offset_groups;
-  a.n = a.p0 = a.len = 0;
-  return a;
-}
-
 // ------------------------------------------------------------ kernels
+// Each is a grid-stride loop over one portable work item of
+// kernels/deform_conv2d.h, for the storage dtype D (vo_dcn_dtype_*).
 
 // The weight [Cout, Cin/groups, kh, kw] (any strides) as a contiguous matrix.
-template <typename S>
-__global__ void weight_kernel(vo_cuda_view w, int64_t d1, int64_t d2, int64_t d3, int64_t n,
-                              typename vo_cuda_compute<S>::type *out) {
-  VO_CUDA_GRID_STRIDE(i, n) {
-    const int64_t d = i % d3, c = (i / d3) % d2, b = (i / (d2 * d3)) % d1, a = i / (d1 * d2 * d3);
-    out[i] = vo_hd_load<S>(w.data, vo_cuda_offset(w, a, b, c, d));
-  }
+template <typename D>
+__global__ void weight_kernel(vo_k_dcn_geom a, const typename D::S *weight, int64_t n,
+                              typename D::T *out) {
+  VO_CUDA_GRID_STRIDE(i, n) { out[i] = D::weight_at(a, weight, i); }
 }
 
-template <typename S>
-__global__ void im2col_kernel(vo_dcn_args a, int64_t n, typename vo_cuda_compute<S>::type *cols) {
-  VO_CUDA_GRID_STRIDE(i, n) { cols[i] = vo_dcn_im2col_at<S>(a, i); }
+template <typename D>
+__global__ void im2col_kernel(vo_k_dcn_geom a, const typename D::S *input,
+                              const typename D::S *offset, const typename D::S *mask, int64_t n,
+                              typename D::T *cols) {
+  VO_CUDA_GRID_STRIDE(i, n) { cols[i] = D::im2col_at(a, input, offset, mask, i); }
 }
 
 // out[n, co, p0 + l] = obuf[co, l] + bias[co].
-template <typename S>
-__global__ void epilogue_kernel(vo_dcn_args a, const typename vo_cuda_compute<S>::type *obuf,
-                                vo_cuda_view bias, int64_t n, S *out) {
-  typedef typename vo_cuda_compute<S>::type T;
-  const int64_t plane = a.out_h * a.out_w;
-  VO_CUDA_GRID_STRIDE(i, n) {
-    const int64_t co = i / a.len, l = i % a.len;
-    const T b = bias.data ? vo_hd_load<S>(bias.data, vo_cuda_offset(bias, co)) : (T)0;
-    vo_hd_store(out, (a.n * a.out_channels + co) * plane + a.p0 + l, obuf[i] + b);
-  }
+template <typename D>
+__global__ void epilogue_kernel(vo_k_dcn_geom a, const typename D::T *obuf,
+                                const typename D::S *bias, int64_t n, typename D::S *out) {
+  VO_CUDA_GRID_STRIDE(i, n) { D::epilogue_at(a, obuf, bias, i, out); }
 }
 
 // The tile's incoming gradient as a [Cout, len] matrix.
-template <typename S>
-__global__ void grad_tile_kernel(vo_dcn_args a, vo_cuda_view grad, int64_t n,
-                                 typename vo_cuda_compute<S>::type *gbuf) {
-  VO_CUDA_GRID_STRIDE(i, n) {
-    const int64_t co = i / a.len, pix = a.p0 + i % a.len;
-    gbuf[i] = vo_hd_load<S>(grad.data, vo_cuda_offset(grad, a.n, co, pix / a.out_w, pix % a.out_w));
-  }
+template <typename D>
+__global__ void grad_tile_kernel(vo_k_dcn_geom a, const typename D::S *grad, int64_t n,
+                                 typename D::T *gbuf) {
+  VO_CUDA_GRID_STRIDE(i, n) { gbuf[i] = D::grad_at(a, grad, i); }
 }
 
 // One thread per (offset group, tap, pixel): owns its two offset gradients
 // and its mask gradient, so no atomics.
-template <typename S>
-__global__ void offset_grad_kernel(vo_dcn_args a, const typename vo_cuda_compute<S>::type *dcol,
-                                   int64_t n, S *grad_offset, S *grad_mask) {
-  typedef typename vo_cuda_compute<S>::type T;
-  const int64_t taps = a.kernel_h * a.kernel_w, plane = a.out_h * a.out_w;
+template <typename D>
+__global__ void offset_grad_kernel(vo_k_dcn_geom a, const typename D::S *input,
+                                   const typename D::S *offset, const typename D::S *mask,
+                                   const typename D::T *dcol, int64_t n, typename D::S *grad_offset,
+                                   typename D::S *grad_mask) {
   VO_CUDA_GRID_STRIDE(i, n) {
-    T goff[2], gm;
-    vo_dcn_offset_grad_at<S>(a, dcol, i, goff, &gm);
-    const int64_t r = i / a.len, g = r / taps, t = r % taps, pix = a.p0 + i % a.len;
-    const int64_t o = (a.n * 2 * a.offset_groups * taps + g * 2 * taps + 2 * t) * plane + pix;
-    vo_hd_store(grad_offset, o, goff[0]);
-    vo_hd_store(grad_offset, o + plane, goff[1]);
-    if (a.mask.data) vo_hd_store(grad_mask, (a.n * a.offset_groups * taps + r) * plane + pix, gm);
+    D::offset_grad_at(a, input, offset, mask, dcol, i, grad_offset, grad_mask);
   }
 }
 
-template <typename S>
-__global__ void col2im_atomic_kernel(vo_dcn_args a, const typename vo_cuda_compute<S>::type *dcol,
-                                     int64_t n, typename vo_cuda_compute<S>::type *acc) {
-  VO_CUDA_GRID_STRIDE(i, n) { vo_dcn_col2im_scatter_at<S>(a, dcol, i, acc, vo_hd_atomic_add()); }
+template <typename D>
+__global__ void col2im_atomic_kernel(vo_k_dcn_geom a, const typename D::S *offset,
+                                     const typename D::S *mask, const typename D::T *dcol,
+                                     int64_t n, typename D::T *acc) {
+  VO_CUDA_GRID_STRIDE(i, n) { D::col2im_at(a, offset, mask, dcol, i, acc); }
 }
 
-template <typename S>
-__global__ void col2im_keys_kernel(vo_dcn_args a, int64_t g, int64_t n, unsigned long long *keys,
-                                   uint32_t *vals) {
+template <typename D>
+__global__ void col2im_keys_kernel(vo_k_dcn_geom a, const typename D::S *offset,
+                                   const typename D::S *mask, int64_t g, int64_t n,
+                                   unsigned long long *keys, uint32_t *vals) {
   VO_CUDA_GRID_STRIDE(i, n) {
-    unsigned long long k[4];
-    vo_dcn_col2im_keys_at<S>(a, g, i, k);
+    int64_t k[4];
+    D::col2im_keys_at(a, offset, mask, g, i, k);
     for (int j = 0; j < 4; j++) {
-      keys[4 * i + j] = k[j];
+      keys[4 * i + j] = (unsigned long long)k[j];
       vals[4 * i + j] = (uint32_t)(4 * i + j);
     }
   }
@@ -133,32 +96,34 @@ __global__ void segments_kernel(const unsigned long long *keys, int64_t n, unsig
 
 // One thread per (channel of offset group g, plane element): the element's
 // contributions in sorted order, added to acc (the image's [Cin, H, W]).
-template <typename S>
-__global__ void col2im_gather_kernel(vo_dcn_args a, const typename vo_cuda_compute<S>::type *dcol,
+template <typename D>
+__global__ void col2im_gather_kernel(vo_k_dcn_geom a, const typename D::S *offset,
+                                     const typename D::S *mask, const typename D::T *dcol,
                                      int64_t g, const uint32_t *vals, const uint32_t *begin,
-                                     const uint32_t *end, int64_t n,
-                                     typename vo_cuda_compute<S>::type *acc) {
+                                     const uint32_t *end, int64_t n, typename D::T *acc) {
   const int64_t hw = a.height * a.width, per_og = a.in_channels / a.offset_groups;
   VO_CUDA_GRID_STRIDE(i, n) {
     const int64_t c = g * per_og + i / hw, q = i % hw;
     const int64_t b = begin[q], e = end[q];
-    if (b < e) vo_dcn_col2im_gather_at<S>(a, dcol, c, vals, b, e, acc + c * hw + q);
+    if (b < e) D::col2im_gather_at(a, offset, mask, dcol, c, vals, b, e, acc + c * hw + q);
   }
 }
 
 // grad_bias[co] = sum of grad[:, co]: one block per channel, a fixed
 // per-thread order and a fixed tree, so the same bits every run.
-template <typename S>
+template <typename D>
 __global__ void __launch_bounds__(kThreads)
-    bias_grad_kernel(vo_dcn_args a, vo_cuda_view grad, S *grad_bias) {
-  typedef typename vo_cuda_compute<S>::type T;
+    bias_grad_kernel(vo_k_dcn_geom a, const typename D::S *grad, typename D::S *grad_bias) {
+  typedef typename D::T T;
   __shared__ T part[kThreads];
   const int64_t plane = a.out_h * a.out_w, total = a.batch * plane;
+  const int64_t *gs = a.grad_stride;
   for (int64_t co = blockIdx.x; co < a.out_channels; co += gridDim.x) {
     T s = 0;
     for (int64_t i = threadIdx.x; i < total; i += kThreads) {
       const int64_t n = i / plane, pix = i % plane;
-      s += vo_hd_load<S>(grad.data, vo_cuda_offset(grad, n, co, pix / a.out_w, pix % a.out_w));
+      s +=
+          D::load(grad, n * gs[0] + co * gs[1] + (pix / a.out_w) * gs[2] + (pix % a.out_w) * gs[3]);
     }
     part[threadIdx.x] = s;
     __syncthreads();
@@ -166,14 +131,14 @@ __global__ void __launch_bounds__(kThreads)
       if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
       __syncthreads();
     }
-    if (threadIdx.x == 0) vo_hd_store(grad_bias, co, part[0]);
+    if (threadIdx.x == 0) D::store(grad_bias, co, part[0]);
     __syncthreads();
   }
 }
 
-template <typename S>
-__global__ void store_kernel(const typename vo_cuda_compute<S>::type *src, int64_t n, S *dst) {
-  VO_CUDA_GRID_STRIDE(i, n) { vo_hd_store(dst, i, src[i]); }
+template <typename D>
+__global__ void store_kernel(const typename D::T *src, int64_t n, typename D::S *dst) {
+  VO_CUDA_GRID_STRIDE(i, n) { D::store(dst, i, src[i]); }
 }
 
 // ------------------------------------------------------------ host side
@@ -250,11 +215,17 @@ int64_t choose_tile(size_t limit, int64_t cap, F bytes) {
   return lo;
 }
 
-template <typename S>
+// The tensors' first elements as D's storage type (NULL without the tensor).
+template <typename D>
+typename D::S *addr(const vo_view *v) {
+  return v ? static_cast<typename D::S *>(vo_view_addr(v)) : nullptr;
+}
+
+template <typename D>
 vo_status forward(const vo_exec *ex, cudaStream_t stream) {
-  typedef typename vo_cuda_compute<S>::type T;
+  typedef typename D::T T;
   const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
-  vo_dcn_args a = make_args(p);
+  vo_k_dcn_geom a = vo_dcn_geom_of(&p);
   const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
   const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
   if (p.out->numel == 0) return VO_OK;
@@ -279,21 +250,21 @@ vo_status forward(const vo_exec *ex, cudaStream_t stream) {
   void *cublas_ws = cbws ? c.take<char>(cbws) : nullptr;
 
   vo_status st;
-  const vo_view *w = p.weight;
-  VO_DCN_LAUNCH(weight_kernel<S>, p.out_channels * cgk, vo_cuda_view_of(w), w->shape[1],
-                w->shape[2], w->shape[3], p.out_channels * cgk, wt);
+  VO_DCN_LAUNCH(weight_kernel<D>, p.out_channels * cgk, a, addr<D>(p.weight), p.out_channels * cgk,
+                wt);
   const bool product = cgk > 0 && coutg > 0;
   vo_cublas_handle h = nullptr;
   if (product && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK) return st;
-  const vo_cuda_view bias = vo_cuda_view_of(p.bias);
+  const typename D::S *input = addr<D>(p.input), *offset = addr<D>(p.offset);
+  const typename D::S *mask = addr<D>(p.mask);
   for (int64_t n = 0; n < p.batch; n++) {
     for (int64_t p0 = 0; p0 < plane; p0 += tile) {
       const int64_t len = plane - p0 < tile ? plane - p0 : tile;
       a.n = n;
       a.p0 = p0;
       a.len = len;
-      VO_DCN_LAUNCH(im2col_kernel<S>, p.in_channels * taps * len, a, p.in_channels * taps * len,
-                    cols);
+      VO_DCN_LAUNCH(im2col_kernel<D>, p.in_channels * taps * len, a, input, offset, mask,
+                    p.in_channels * taps * len, cols);
       if (product) {
         // row-major obuf_g[coutg, len] = W_g[coutg, cgk] * cols_g[cgk, len]
         st = run_gemm(ex, h, vo_dcn_gemm_forward(cgk, coutg, len, p.groups), cols, wt, (T)0, obuf);
@@ -303,18 +274,19 @@ vo_status forward(const vo_exec *ex, cudaStream_t stream) {
             ex, cudaMemsetAsync(obuf, 0, (size_t)(p.out_channels * len) * sizeof(T), stream));
         if (st != VO_OK) return st;
       }
-      VO_DCN_LAUNCH(epilogue_kernel<S>, p.out_channels * len, a, obuf, bias, p.out_channels * len,
-                    static_cast<S *>(vo_view_addr(p.out)));
+      VO_DCN_LAUNCH(epilogue_kernel<D>, p.out_channels * len, a, obuf, addr<D>(p.bias),
+                    p.out_channels * len, addr<D>(p.out));
     }
   }
   return VO_OK;
 }
 
-template <typename S>
+template <typename D>
 vo_status backward(const vo_exec *ex, cudaStream_t stream) {
-  typedef typename vo_cuda_compute<S>::type T;
+  typedef typename D::S S;
+  typedef typename D::T T;
   const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
-  vo_dcn_args a = make_args(p);
+  vo_k_dcn_geom a = vo_dcn_geom_of(&p);
   const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
   const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
   const int64_t og = p.offset_groups, per_og = p.in_channels / og;
@@ -393,20 +365,19 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
   }
 
   vo_status st;
-  S *grad_input = static_cast<S *>(vo_view_addr(p.grad_input));
+  S *grad_input = addr<D>(p.grad_input);
   if (direct && p.grad_input->numel > 0) {
     st = vo_cuda_check(
         ex, cudaMemsetAsync(grad_input, 0, (size_t)p.grad_input->numel * sizeof(S), stream));
     if (st != VO_OK) return st;
   }
   if (!p.mask && p.grad_mask->numel > 0) {
-    st = vo_cuda_check(
-        ex, cudaMemsetAsync(vo_view_addr(p.grad_mask), 0, (size_t)p.grad_mask->numel * sizeof(S), stream));
+    st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(p.grad_mask), 0,
+                                           (size_t)p.grad_mask->numel * sizeof(S), stream));
     if (st != VO_OK) return st;
   }
-  const vo_view *w = p.weight;
-  VO_DCN_LAUNCH(weight_kernel<S>, p.out_channels * cgk, vo_cuda_view_of(w), w->shape[1],
-                w->shape[2], w->shape[3], p.out_channels * cgk, wt);
+  VO_DCN_LAUNCH(weight_kernel<D>, p.out_channels * cgk, a, addr<D>(p.weight), p.out_channels * cgk,
+                wt);
   if (p.out_channels * cgk > 0) {
     st = vo_cuda_check(ex,
                        cudaMemsetAsync(gw, 0, (size_t)(p.out_channels * cgk) * sizeof(T), stream));
@@ -416,9 +387,9 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
   vo_cublas_handle h = nullptr;
   if (product && p.batch > 0 && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK)
     return st;
-  const vo_cuda_view grad = vo_cuda_view_of(p.grad);
-  S *grad_offset = static_cast<S *>(vo_view_addr(p.grad_offset));
-  S *grad_mask = static_cast<S *>(vo_view_addr(p.grad_mask));
+  const S *grad = addr<D>(p.grad), *input = addr<D>(p.input), *offset = addr<D>(p.offset);
+  const S *mask = addr<D>(p.mask);
+  S *grad_offset = addr<D>(p.grad_offset), *grad_mask = addr<D>(p.grad_mask);
   for (int64_t n = 0; n < p.batch; n++) {
     T *acc =
         direct ? reinterpret_cast<T *>(grad_input) + n * in_plane : reinterpret_cast<T *>(acc_ws);
@@ -432,8 +403,8 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
       a.n = n;
       a.p0 = p0;
       a.len = len;
-      VO_DCN_LAUNCH(grad_tile_kernel<S>, p.out_channels * len, a, grad, p.out_channels * len, gbuf);
-      VO_DCN_LAUNCH(im2col_kernel<S>, rows, a, rows, cols);
+      VO_DCN_LAUNCH(grad_tile_kernel<D>, p.out_channels * len, a, grad, p.out_channels * len, gbuf);
+      VO_DCN_LAUNCH(im2col_kernel<D>, rows, a, input, offset, mask, rows, cols);
       if (product) {
         // row-major gw_g[coutg, cgk] += gbuf_g[coutg, len] * cols_g[cgk, len]^T
         st = run_gemm(ex, h, vo_dcn_gemm_grad_weight(cgk, coutg, len, p.groups), cols, gbuf, (T)1,
@@ -447,16 +418,17 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
         st = vo_cuda_check(ex, cudaMemsetAsync(dcol, 0, (size_t)rows * sizeof(T), stream));
         if (st != VO_OK) return st;
       }
-      VO_DCN_LAUNCH(offset_grad_kernel<S>, og * taps * len, a, dcol, og * taps * len, grad_offset,
-                    grad_mask);
+      VO_DCN_LAUNCH(offset_grad_kernel<D>, og * taps * len, a, input, offset, mask, dcol,
+                    og * taps * len, grad_offset, grad_mask);
       if (!col2im) continue;
       if (!det) {
-        VO_DCN_LAUNCH(col2im_atomic_kernel<S>, rows, a, dcol, rows, acc);
+        VO_DCN_LAUNCH(col2im_atomic_kernel<D>, rows, a, offset, mask, dcol, rows, acc);
         continue;
       }
       const int64_t entries = 4 * taps * len;
       for (int64_t g = 0; g < og; g++) {
-        VO_DCN_LAUNCH(col2im_keys_kernel<S>, taps * len, a, g, taps * len, keys0, vals0);
+        VO_DCN_LAUNCH(col2im_keys_kernel<D>, taps * len, a, offset, mask, g, taps * len, keys0,
+                      vals0);
         cub::DoubleBuffer<unsigned long long> dk(keys0, keys1);
         cub::DoubleBuffer<uint32_t> dv(vals0, vals1);
         size_t temp = sort_bytes;
@@ -469,22 +441,21 @@ vo_status backward(const vo_exec *ex, cudaStream_t stream) {
         if (st != VO_OK) return st;
         VO_DCN_LAUNCH(segments_kernel, entries, dk.Current(), entries, (unsigned long long)hw,
                       run_begin, run_end);
-        VO_DCN_LAUNCH(col2im_gather_kernel<S>, per_og * hw, a, dcol, g, dv.Current(), run_begin,
-                      run_end, per_og * hw, acc);
+        VO_DCN_LAUNCH(col2im_gather_kernel<D>, per_og * hw, a, offset, mask, dcol, g, dv.Current(),
+                      run_begin, run_end, per_og * hw, acc);
       }
     }
     if (!direct)
-      VO_DCN_LAUNCH(store_kernel<S>, in_plane, reinterpret_cast<const T *>(acc_ws), in_plane,
+      VO_DCN_LAUNCH(store_kernel<D>, in_plane, reinterpret_cast<const T *>(acc_ws), in_plane,
                     grad_input + n * in_plane);
   }
   if (p.out_channels > 0) {
     const unsigned int blocks = (unsigned int)(p.out_channels < 65535 ? p.out_channels : 65535);
-    bias_grad_kernel<S>
-        <<<blocks, kThreads, 0, stream>>>(a, grad, static_cast<S *>(vo_view_addr(p.grad_bias)));
+    bias_grad_kernel<D><<<blocks, kThreads, 0, stream>>>(a, grad, addr<D>(p.grad_bias));
     if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
   }
-  VO_DCN_LAUNCH(store_kernel<S>, p.out_channels * cgk, gw, p.out_channels * cgk,
-                static_cast<S *>(vo_view_addr(p.grad_weight)));
+  VO_DCN_LAUNCH(store_kernel<D>, p.out_channels * cgk, gw, p.out_channels * cgk,
+                addr<D>(p.grad_weight));
   return VO_OK;
 }
 
@@ -496,10 +467,10 @@ vo_status dispatch(const vo_exec *ex) {
   // CUB's dispatch can throw; nothing may unwind into the C callers.
   try {
     switch (ex->dtype) {
-      case VO_F32: return Run<float>::run(ex, stream);
-      case VO_F64: return Run<double>::run(ex, stream);
-      case VO_F16: return Run<__half>::run(ex, stream);
-      case VO_BF16: return Run<__nv_bfloat16>::run(ex, stream);
+      case VO_F32: return Run<vo_dcn_dtype_f32>::run(ex, stream);
+      case VO_F64: return Run<vo_dcn_dtype_f64>::run(ex, stream);
+      case VO_F16: return Run<vo_dcn_dtype_f16>::run(ex, stream);
+      case VO_BF16: return Run<vo_dcn_dtype_bf16>::run(ex, stream);
       default:
         return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
                        vo_dtype_name(ex->dtype));
@@ -513,13 +484,13 @@ vo_status dispatch(const vo_exec *ex) {
   }
 }
 
-template <typename S>
+template <typename D>
 struct run_forward {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return forward<S>(ex, s); }
+  static vo_status run(const vo_exec *ex, cudaStream_t s) { return forward<D>(ex, s); }
 };
-template <typename S>
+template <typename D>
 struct run_backward {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return backward<S>(ex, s); }
+  static vo_status run(const vo_exec *ex, cudaStream_t s) { return backward<D>(ex, s); }
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/common.cuh"
+#include "kernels/nms.h"
 
 namespace {
 
@@ -48,14 +49,31 @@ __global__ void nms_gather_kernel(vo_cuda_view boxes, vo_cuda_view idxs, const i
   }
 }
 
+// kernels/nms.h's suppression test for each compute type: kept box i (four
+// coordinates) against candidate j, thr the threshold in that type.
+__device__ __forceinline__ bool suppresses(const float *i, const float *j, float thr) {
+  const vo_k_nms_box_f32 a = vo_k_nms_box_of_f32(i[0], i[1], i[2], i[3]);
+  const vo_k_nms_box_f32 b = vo_k_nms_box_of_f32(j[0], j[1], j[2], j[3]);
+  return vo_k_nms_suppresses_f32(&a, &b, thr);
+}
+__device__ __forceinline__ bool suppresses(const double *i, const double *j, double thr) {
+  const vo_k_nms_box_f64 a = vo_k_nms_box_of_f64(i[0], i[1], i[2], i[3]);
+  const vo_k_nms_box_f64 b = vo_k_nms_box_of_f64(j[0], j[1], j[2], j[3]);
+  return vo_k_nms_suppresses_f64(&a, &b, thr);
+}
+// The threshold in the compute type (float: the largest float not above it,
+// the same decisions as comparing in double).
+float threshold_in(float, const vo_nms_params &p) { return p.iou_threshold_f32; }
+double threshold_in(double, const vo_nms_params &p) { return p.iou_threshold; }
+
 // Mask rows of row blocks [rb0, rb1) against column blocks [rb0, col_blocks):
 // word (r - rb0*64, cb - rb0) of the chunk has bit j set when sorted box
 // cb*64 + j comes after r and overlaps it by more than the threshold. Words
 // left of the diagonal block are never read, so never computed.
 template <typename T>
 __global__ void __launch_bounds__(kTile)
-    nms_mask_kernel(const T *sboxes, const int64_t *sidx, int64_t n, double threshold,
-                    int64_t col_blocks, int64_t rb0, int64_t rb1, uint64_t *mask) {
+    nms_mask_kernel(const T *sboxes, const int64_t *sidx, int64_t n, T thr, int64_t col_blocks,
+                    int64_t rb0, int64_t rb1, uint64_t *mask) {
   __shared__ T col_box[kTile * 4];
   __shared__ int64_t col_idx[kTile];
   const int t = threadIdx.x;
@@ -81,9 +99,7 @@ __global__ void __launch_bounds__(kTile)
       uint64_t bits = 0;
       for (int j = cb == rb ? t + 1 : 0; j < ncols; ++j) {
         if (sidx && col_idx[j] != cat) continue;
-        // Compared in double against the double threshold, like the CPU
-        // reference; a NaN IoU compares false and never suppresses.
-        if ((double)vo_cuda_iou(box, &col_box[j * 4]) > threshold) bits |= 1ull << j;
+        if (suppresses(box, &col_box[j * 4], thr)) bits |= 1ull << j;
       }
       mask[(i - rb0 * kTile) * width + (cb - rb0)] = bits;
     }
@@ -269,7 +285,7 @@ vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
     }
     const int64_t tiles = (rb1 - rb0) * width;
     nms_mask_kernel<T><<<vo_cuda_blocks(tiles, 1), kTile, 0, stream>>>(
-        sboxes, sidx, n, p.iou_threshold, col_blocks, rb0, rb1, mask);
+        sboxes, sidx, n, threshold_in(T(), p), col_blocks, rb0, rb1, mask);
     if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
     nms_resolve_kernel<<<1, kResolveThreads, 0, stream>>>(mask, order, n, col_blocks, rb0, rb1,
                                                           removed, count, keep);

@@ -9,6 +9,10 @@
 #ifndef VISIONOPS_KERNELS_COMPAT_OPENCL_H
 #define VISIONOPS_KERNELS_COMPAT_OPENCL_H
 
+/* Separate multiply and add roundings, as the C build's -ffp-contract=off
+ * and CUDA's --fmad=false: float32 results match torchvision's bit for bit
+ * only without contraction into FMAs. */
+#pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 

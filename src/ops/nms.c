@@ -2,11 +2,21 @@
  * nms and batched_nms: argument checks and output shapes. batched_nms is nms
  * with a category per box, so both share one check and one kernel per backend.
  */
+#include <math.h>
 #include <stdio.h>
 
 #include "ops/common.h"
 
 enum { ARG_BOXES, ARG_SCORES };
+
+/* The largest float f with f <= t, so that for any float x,
+ * x > f  <=>  (double)x > t: float32 compute compares its IoU in float as
+ * the spec's comparison in double would. */
+static float vo_nms_threshold_f32(double t) {
+  float f = (float)t;
+  if ((double)f > t) f = nextafterf(f, -INFINITY);
+  return f;
+}
 
 /* idxs_arg < 0 for plain nms. */
 static vo_status vo_check_nms_common(vo_exec *ex, int idxs_arg, int threshold_arg) {
@@ -36,6 +46,7 @@ static vo_status vo_check_nms_common(vo_exec *ex, int idxs_arg, int threshold_ar
   p->scores = &ex->inputs[ARG_SCORES];
   p->idxs = idxs_arg >= 0 ? &ex->inputs[idxs_arg] : NULL;
   p->iou_threshold = ex->args[threshold_arg].u.f;
+  p->iou_threshold_f32 = vo_nms_threshold_f32(p->iou_threshold);
   p->keep = &ex->outputs[0];
   p->num_kept = &ex->outputs[1];
   return VO_OK;

@@ -1,0 +1,54 @@
+/*
+ * deform_conv2d's per-element math in the portable dialect (kernels/
+ * compat.h): where one (offset group, tap, output pixel) samples and with
+ * what bilinear weights (torchvision's bilinear_interpolate rules: a sample
+ * outside (-1, H) x (-1, W), NaN included, is 0), one column of the deformable
+ * im2col, one col2im contribution, the offset and mask gradient of one
+ * (offset group, tap, pixel) and the two steps of the deterministic col2im.
+ * The CPU backend (cpu/deform_conv2d.c) and the CUDA kernels
+ * (cuda/deform_conv2d.cu) both run these; the products around them stay each
+ * backend's own (BLAS, cuBLAS). Per-dtype bodies: kernels/deform_conv2d.inc.
+ */
+#ifndef VISIONOPS_KERNELS_DEFORM_CONV2D_H
+#define VISIONOPS_KERNELS_DEFORM_CONV2D_H
+
+#include "kernels/compat.h"
+
+/* What the functions need of a call, by value: sizes, the strides (in
+ * elements) of the operands, and the current column tile, output pixels
+ * [p0, p0 + len) of image n. Columns (cols, dcol) are
+ * [in_channels * kernel_h * kernel_w, len], row c * taps + t; the outputs
+ * are contiguous. */
+typedef struct vo_k_dcn_geom {
+  int64_t batch, in_channels, height, width, out_channels, kernel_h, kernel_w;
+  int64_t out_h, out_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  int64_t groups, offset_groups;
+  int64_t in_stride[4], weight_stride[4], offset_stride[4], mask_stride[4];
+  int64_t grad_stride[4]; /* the backward's incoming gradient */
+  int64_t bias_stride;
+  int has_mask; /* without a mask, every mask value is 1 */
+  int has_bias; /* without a bias, 0 */
+  int64_t n, p0, len;
+} vo_k_dcn_geom;
+
+#define VO_S_F32
+#include "kernels/dtype_begin.h"
+#include "kernels/deform_conv2d.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_F64
+#include "kernels/dtype_begin.h"
+#include "kernels/deform_conv2d.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_F16
+#include "kernels/dtype_begin.h"
+#include "kernels/deform_conv2d.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_BF16
+#include "kernels/dtype_begin.h"
+#include "kernels/deform_conv2d.inc"
+#include "kernels/dtype_end.h"
+
+#endif /* VISIONOPS_KERNELS_DEFORM_CONV2D_H */
