@@ -60,20 +60,8 @@ struct psa_op {
 
 vo_ps_args psa_args(const vo_exec *ex, const vo_view *src) {
   const vo_ps_roi_align_params &q = ex->p.ps_roi_align;
-  const vo_roi_align_params &p = q.base;
-  vo_ps_args a;
-  a.rois = vo_cuda_view_of(p.rois);
-  a.src = vo_cuda_view_of(src);
-  a.spatial_scale = p.spatial_scale;
-  a.num_rois = p.rois->shape[0];
-  a.batch_size = p.batch_size;
-  a.channels = p.channels;
-  a.height = p.height;
-  a.width = p.width;
-  a.pooled_h = p.pooled_height;
-  a.pooled_w = p.pooled_width;
-  a.channels_out = q.channels_out;
-  a.sampling_ratio = p.sampling_ratio;
+  vo_ps_args a = vo_ps_args_of(q, src);
+  a.sampling_ratio = q.base.sampling_ratio;
   return a;
 }
 

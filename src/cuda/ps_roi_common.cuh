@@ -24,6 +24,27 @@ struct vo_ps_args {
   int64_t sampling_ratio;  // ps_roi_align only
 };
 
+// The kernels' arguments from a ps op's parameters (Params: vo_ps_roi_align_params
+// or vo_ps_roi_pool_params, whose base holds the geometry) and src, the input
+// or the grad; sampling_ratio is 0 (ps_roi_align sets its own).
+template <typename Params>
+vo_ps_args vo_ps_args_of(const Params &q, const vo_view *src) {
+  vo_ps_args a;
+  a.rois = vo_cuda_view_of(q.base.rois);
+  a.src = vo_cuda_view_of(src);
+  a.spatial_scale = q.base.spatial_scale;
+  a.num_rois = q.base.rois->shape[0];
+  a.batch_size = q.base.batch_size;
+  a.channels = q.base.channels;
+  a.height = q.base.height;
+  a.width = q.base.width;
+  a.pooled_h = q.base.pooled_height;
+  a.pooled_w = q.base.pooled_width;
+  a.channels_out = q.channels_out;
+  a.sampling_ratio = 0;
+  return a;
+}
+
 template <typename Op, typename S>
 __global__ void vo_ps_forward_kernel(vo_ps_args a, int64_t n, S *out, int32_t *mapping) {
   VO_CUDA_GRID_STRIDE(o, n) {
