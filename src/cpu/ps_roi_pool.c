@@ -27,12 +27,6 @@
  * or reading the rows ahead were no better. */
 #define VO_PSP_AHEAD 16
 
-static inline void vo_psp_prefetch_row(const char *row, int64_t cout, int64_t cs_bytes,
-                                       int64_t row_bytes) {
-  for (int64_t c = 0; c < cout; c++, row += cs_bytes)
-    for (int64_t i = 0; i < row_bytes; i += 64) __builtin_prefetch(row + i, 0, 2);
-}
-
 /* RoIs grouped by image, stable: image b's RoIs are order[first[b] ..
  * first[b+1]) in increasing k. */
 static void vo_psp_group(int64_t n, int64_t num_rois, const int64_t *batch_of, int64_t *first,
