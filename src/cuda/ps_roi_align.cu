@@ -58,23 +58,12 @@ struct psa_op {
   }
 };
 
-vo_ps_args psa_args(const vo_exec *ex, const vo_view *src) {
-  const vo_ps_roi_align_params &q = ex->p.ps_roi_align;
-  vo_ps_args a = vo_ps_args_of(q, src);
-  a.sampling_ratio = q.base.sampling_ratio;
-  return a;
-}
-
 }  // namespace
 
 extern "C" vo_status vo_cuda_ps_roi_align(const vo_exec *ex) {
-  const vo_ps_roi_align_params &q = ex->p.ps_roi_align;
-  return vo_ps_forward<psa_op>(ex, psa_args(ex, q.base.input), q.base.rois, q.base.out,
-                               q.channel_mapping);
+  return vo_ps_forward<psa_op>(ex, ex->p.ps_roi_align);
 }
 
 extern "C" vo_status vo_cuda_ps_roi_align_backward(const vo_exec *ex) {
-  const vo_ps_roi_align_params &q = ex->p.ps_roi_align;
-  return vo_ps_backward<psa_op>(ex, psa_args(ex, q.base.grad), q.base.rois, q.channel_mapping,
-                                q.base.out);
+  return vo_ps_backward<psa_op>(ex, ex->p.ps_roi_align);
 }

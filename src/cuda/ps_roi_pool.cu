@@ -40,20 +40,12 @@ struct psp_op {
   }
 };
 
-vo_ps_args psp_args(const vo_exec *ex, const vo_view *src) {
-  return vo_ps_args_of(ex->p.ps_roi_pool, src);
-}
-
 }  // namespace
 
 extern "C" vo_status vo_cuda_ps_roi_pool(const vo_exec *ex) {
-  const vo_ps_roi_pool_params &p = ex->p.ps_roi_pool;
-  return vo_ps_forward<psp_op>(ex, psp_args(ex, p.base.input), p.base.rois, p.base.out,
-                               p.channel_mapping);
+  return vo_ps_forward<psp_op>(ex, ex->p.ps_roi_pool);
 }
 
 extern "C" vo_status vo_cuda_ps_roi_pool_backward(const vo_exec *ex) {
-  const vo_ps_roi_pool_params &p = ex->p.ps_roi_pool;
-  return vo_ps_backward<psp_op>(ex, psp_args(ex, p.base.grad), p.base.rois, p.channel_mapping,
-                                p.base.out);
+  return vo_ps_backward<psp_op>(ex, ex->p.ps_roi_pool);
 }
