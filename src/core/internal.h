@@ -207,17 +207,14 @@ typedef struct vo_ps_roi_align_params {
   const vo_view *channel_mapping; /* int32 [K,C/(PH*PW),PH,PW]: forward output, backward input */
 } vo_ps_roi_align_params;
 
-/* ps_roi_pool and ps_roi_pool_backward (rounded bins, mean pooling). */
+/* ps_roi_pool and ps_roi_pool_backward (rounded bins, mean pooling):
+ * roi_pool's geometry without argmax (base.argmax and base.argmax_out are
+ * NULL; base.grad is [K,C/(PH*PW),PH,PW], base.out the forward's
+ * [K,C/(PH*PW),PH,PW] output or the backward's [N,C,H,W] grad_input). */
 typedef struct vo_ps_roi_pool_params {
-  const vo_view *input;                /* forward: [N,C,H,W] float; NULL for the backward */
-  const vo_view *grad;                 /* backward: [K,C/(PH*PW),PH,PW]; NULL for the forward */
-  const vo_view *rois;                 /* [K,5] same dtype */
-  double spatial_scale;                /* finite, > 0 */
-  int64_t pooled_height, pooled_width; /* >= 1 */
-  int64_t batch_size, channels, height, width; /* N, C, H, W of the input */
-  int64_t channels_out;                        /* C / (PH*PW) */
-  const vo_view *channel_mapping;              /* int32: forward output, backward input */
-  const vo_view *out; /* out, contiguous: forward [K,C/(PH*PW),PH,PW], backward [N,C,H,W] */
+  vo_roi_pool_params base;
+  int64_t channels_out;           /* C / (PH*PW) */
+  const vo_view *channel_mapping; /* int32: forward output, backward input */
 } vo_ps_roi_pool_params;
 
 /* multi_scale_roi_align and its backward: FPN level per RoI, then roi_align

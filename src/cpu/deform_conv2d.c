@@ -122,20 +122,16 @@ static void *vo_dcn_workspace(const vo_exec *ex, int64_t fixed, int64_t per_col,
 #include "cpu/deform_conv2d.inc"
 #include "kernels/dtype_end.h"
 
-vo_status vo_cpu_deform_conv2d(const vo_exec *ex) {
+/* The per-dtype driver of the call's dtype, in either direction. */
+static vo_status vo_dcn_run(const vo_exec *ex, int backward) {
   switch (ex->dtype) {
-    case VO_F64: return vo_dcn_forward_f64(ex);
-    case VO_F16: return vo_dcn_forward_f16(ex);
-    case VO_BF16: return vo_dcn_forward_bf16(ex);
-    default: return vo_dcn_forward_f32(ex);
+    case VO_F64: return backward ? vo_dcn_backward_f64(ex) : vo_dcn_forward_f64(ex);
+    case VO_F16: return backward ? vo_dcn_backward_f16(ex) : vo_dcn_forward_f16(ex);
+    case VO_BF16: return backward ? vo_dcn_backward_bf16(ex) : vo_dcn_forward_bf16(ex);
+    default: return backward ? vo_dcn_backward_f32(ex) : vo_dcn_forward_f32(ex);
   }
 }
 
-vo_status vo_cpu_deform_conv2d_backward(const vo_exec *ex) {
-  switch (ex->dtype) {
-    case VO_F64: return vo_dcn_backward_f64(ex);
-    case VO_F16: return vo_dcn_backward_f16(ex);
-    case VO_BF16: return vo_dcn_backward_bf16(ex);
-    default: return vo_dcn_backward_f32(ex);
-  }
-}
+vo_status vo_cpu_deform_conv2d(const vo_exec *ex) { return vo_dcn_run(ex, 0); }
+
+vo_status vo_cpu_deform_conv2d_backward(const vo_exec *ex) { return vo_dcn_run(ex, 1); }

@@ -72,12 +72,6 @@ VO_DEFINE_PSA_BINS(float, f32, uint16_t, bf16)
  * bottom in bursts, or reading the rows ahead, gained nothing. */
 #define VO_PSA_AHEAD 16
 
-static inline void vo_psa_prefetch_row(const char *row, int64_t cout, int64_t cs_bytes,
-                                       int64_t row_bytes) {
-  for (int64_t c = 0; c < cout; c++, row += cs_bytes)
-    for (int64_t i = 0; i < row_bytes; i += 64) __builtin_prefetch(row + i, 0, 2);
-}
-
 /* Rows [top, bottom] that bin row ph of RoI g can read (clamped to the
  * map; a RoI with a reversed or NaN extent gets the whole map). The bin's
  * top and bottom are computed in the compute type; they only pace the
@@ -173,7 +167,7 @@ static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64
       vo_psa_rows(g, f64, ph, p->height, r);
       const int64_t to = r[0] + VO_PSA_AHEAD < p->height ? r[0] + VO_PSA_AHEAD : p->height;
       for (; front < to; front++)
-        vo_psa_prefetch_row(x + front * sh * es, cout, cs * es, p->width * es);
+        vo_ps_prefetch_row(x + front * sh * es, cout, cs * es, p->width * es);
     }
     const int64_t o = k * channels + b;
     for (int64_t blk = 0, c0 = 0; blk < nblocks; blk++) {

@@ -27,12 +27,6 @@
  * or reading the rows ahead were no better. */
 #define VO_PSP_AHEAD 16
 
-static inline void vo_psp_prefetch_row(const char *row, int64_t cout, int64_t cs_bytes,
-                                       int64_t row_bytes) {
-  for (int64_t c = 0; c < cout; c++, row += cs_bytes)
-    for (int64_t i = 0; i < row_bytes; i += 64) __builtin_prefetch(row + i, 0, 2);
-}
-
 /* RoIs grouped by image, stable: image b's RoIs are order[first[b] ..
  * first[b+1]) in increasing k. */
 static void vo_psp_group(int64_t n, int64_t num_rois, const int64_t *batch_of, int64_t *first,
@@ -59,10 +53,10 @@ static int vo_psp_key_cmp(const void *a, const void *b) {
 
 /* The kernels' view of a call: src is the input (forward) or grad. */
 static vo_k_ps_roi_pool_args vo_psp_args(const vo_ps_roi_pool_params *p, const vo_view *src) {
-  return vo_k_ps_roi_pool_args_of(p->spatial_scale, p->rois->shape[0], p->batch_size, p->channels,
-                                  p->height, p->width, p->pooled_height, p->pooled_width,
-                                  p->channels_out, (int)p->rois->dtype, p->rois->stride,
-                                  src->stride);
+  return vo_k_ps_roi_pool_args_of(p->base.spatial_scale, p->base.rois->shape[0], p->base.batch_size,
+                                  p->base.channels, p->base.height, p->base.width,
+                                  p->base.pooled_height, p->base.pooled_width, p->channels_out,
+                                  (int)p->base.rois->dtype, p->base.rois->stride, src->stride);
 }
 
 #define VO_S_F32
@@ -100,7 +94,7 @@ static vo_status vo_psp_run(const vo_exec *ex, int backward, void *acc) {
 }
 
 vo_status vo_cpu_ps_roi_pool(const vo_exec *ex) {
-  if (ex->p.ps_roi_pool.out->numel == 0) return VO_OK;
+  if (ex->p.ps_roi_pool.base.out->numel == 0) return VO_OK;
   return vo_psp_run(ex, 0, NULL);
 }
 
@@ -108,7 +102,7 @@ vo_status vo_cpu_ps_roi_pool(const vo_exec *ex) {
  * of it for half types) in separate passes over memory; here each plane is
  * zeroed and stored while it is in cache. */
 vo_status vo_cpu_ps_roi_pool_backward(const vo_exec *ex) {
-  const vo_view *out = ex->p.ps_roi_pool.out;
+  const vo_view *out = ex->p.ps_roi_pool.base.out;
   const int64_t numel = out->numel;
   if (numel == 0) return VO_OK;
   if (ex->dtype == VO_F64 || ex->dtype == VO_F32) return vo_psp_run(ex, 1, vo_view_addr(out));

@@ -276,4 +276,12 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
   return st;
 }
 
+/* The position-sensitive forwards' prefetch (towards L2) of one row of an
+ * item's cout planes, cs_bytes apart. */
+static inline void vo_ps_prefetch_row(const char *row, int64_t cout, int64_t cs_bytes,
+                                      int64_t row_bytes) {
+  for (int64_t c = 0; c < cout; c++, row += cs_bytes)
+    for (int64_t i = 0; i < row_bytes; i += 64) __builtin_prefetch(row + i, 0, 2);
+}
+
 #endif /* VISIONOPS_CPU_ROI_COMMON_H */

@@ -12,6 +12,7 @@
 #include "core/deform_conv2d_geom.h"
 #include "cuda/cublas_loader.cuh"
 #include "cuda/deform_conv2d_math.cuh"
+#include "cuda/portable.cuh"
 
 namespace {
 
@@ -21,11 +22,17 @@ constexpr int kThreads = 256;
 // Each is a grid-stride loop over one portable work item of
 // kernels/deform_conv2d.h, for the storage dtype D (vo_dcn_dtype_*).
 
-// The weight [Cout, Cin/groups, kh, kw] (any strides) as a contiguous matrix.
-template <typename D>
-__global__ void weight_kernel(vo_k_dcn_geom a, const typename D::S *weight, int64_t n,
+// A contiguous matrix of the call: the weight [Cout, Cin/groups, kh, kw]
+// (any strides), or with kGrad the tile's incoming gradient as [Cout, len].
+template <typename D, bool kGrad>
+__global__ void matrix_kernel(vo_k_dcn_geom a, const typename D::S *src, int64_t n,
                               typename D::T *out) {
-  VO_CUDA_GRID_STRIDE(i, n) { out[i] = D::weight_at(a, weight, i); }
+  VO_CUDA_GRID_STRIDE(i, n) {
+    if constexpr (kGrad)
+      out[i] = D::grad_at(a, src, i);
+    else
+      out[i] = D::weight_at(a, src, i);
+  }
 }
 
 template <typename D>
@@ -42,15 +49,6 @@ __global__ void epilogue_kernel(vo_k_dcn_geom a, const typename D::T *obuf,
   VO_CUDA_GRID_STRIDE(i, n) { D::epilogue_at(a, obuf, bias, i, out); }
 }
 
-// The tile's incoming gradient as a [Cout, len] matrix.
-template <typename D>
-__global__ void grad_tile_kernel(vo_k_dcn_geom a, const typename D::S *grad, int64_t n,
-                                 typename D::T *gbuf) {
-  VO_CUDA_GRID_STRIDE(i, n) { gbuf[i] = D::grad_at(a, grad, i); }
-}
-
-// One thread per (offset group, tap, pixel): owns its two offset gradients
-// and its mask gradient, so no atomics.
 template <typename D>
 __global__ void offset_grad_kernel(vo_k_dcn_geom a, const typename D::S *input,
                                    const typename D::S *offset, const typename D::S *mask,
@@ -221,260 +219,281 @@ typename D::S *addr(const vo_view *v) {
   return v ? static_cast<typename D::S *>(vo_view_addr(v)) : nullptr;
 }
 
-template <typename D>
-vo_status forward(const vo_exec *ex, cudaStream_t stream) {
-  typedef typename D::T T;
-  const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
-  vo_k_dcn_geom a = vo_dcn_geom_of(&p);
-  const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
-  const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
-  if (p.out->numel == 0) return VO_OK;
-  const size_t limit = workspace_limit(ex), cbws = cublas_workspace(limit);
-  auto bytes = [&](int64_t len) {
-    carver c = carver::sizing();
-    c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
-    c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));
-    c.take<T>((size_t)(p.out_channels * len) * sizeof(T));
-    c.take<char>(cbws);
-    return c.used;
-  };
-  const int64_t tile = choose_tile(limit, plane < INT32_MAX ? plane : INT32_MAX, bytes);
-  if (tile < 1) return too_small(ex, bytes(1));
-  vo_cuda_workspace ws(ex);
-  char *base = static_cast<char *>(ws.alloc(bytes(tile)));
-  if (!base) return VO_ERROR_OUT_OF_MEMORY;
-  carver c = carver::over(base);
-  T *wt = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
-  T *cols = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
-  T *obuf = c.take<T>((size_t)(p.out_channels * tile) * sizeof(T));
-  void *cublas_ws = cbws ? c.take<char>(cbws) : nullptr;
+// The binding of the portable math (deform_conv2d_math.cuh) for dtype code DT.
+template <int DT>
+struct dcn_dtype;
+template <>
+struct dcn_dtype<VO_DT_F32> {
+  typedef vo_dcn_dtype_f32 type;
+};
+template <>
+struct dcn_dtype<VO_DT_F64> {
+  typedef vo_dcn_dtype_f64 type;
+};
+template <>
+struct dcn_dtype<VO_DT_F16> {
+  typedef vo_dcn_dtype_f16 type;
+};
+template <>
+struct dcn_dtype<VO_DT_BF16> {
+  typedef vo_dcn_dtype_bf16 type;
+};
 
-  vo_status st;
-  VO_DCN_LAUNCH(weight_kernel<D>, p.out_channels * cgk, a, addr<D>(p.weight), p.out_channels * cgk,
-                wt);
-  const bool product = cgk > 0 && coutg > 0;
-  vo_cublas_handle h = nullptr;
-  if (product && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK) return st;
-  const typename D::S *input = addr<D>(p.input), *offset = addr<D>(p.offset);
-  const typename D::S *mask = addr<D>(p.mask);
-  for (int64_t n = 0; n < p.batch; n++) {
-    for (int64_t p0 = 0; p0 < plane; p0 += tile) {
-      const int64_t len = plane - p0 < tile ? plane - p0 : tile;
-      a.n = n;
-      a.p0 = p0;
-      a.len = len;
-      VO_DCN_LAUNCH(im2col_kernel<D>, p.in_channels * taps * len, a, input, offset, mask,
-                    p.in_channels * taps * len, cols);
-      if (product) {
-        // row-major obuf_g[coutg, len] = W_g[coutg, cgk] * cols_g[cgk, len]
-        st = run_gemm(ex, h, vo_dcn_gemm_forward(cgk, coutg, len, p.groups), cols, wt, (T)0, obuf);
-        if (st != VO_OK) return st;
-      } else {
-        st = vo_cuda_check(
-            ex, cudaMemsetAsync(obuf, 0, (size_t)(p.out_channels * len) * sizeof(T), stream));
-        if (st != VO_OK) return st;
+template <int DT>
+struct run_forward {
+  static vo_status run(const vo_exec *ex, cudaStream_t stream) {
+    typedef typename dcn_dtype<DT>::type D;
+    typedef typename D::T T;
+    const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
+    vo_k_dcn_geom a = vo_dcn_geom_of(&p);
+    const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
+    const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
+    if (p.out->numel == 0) return VO_OK;
+    const size_t limit = workspace_limit(ex), cbws = cublas_workspace(limit);
+    auto bytes = [&](int64_t len) {
+      carver c = carver::sizing();
+      c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
+      c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));
+      c.take<T>((size_t)(p.out_channels * len) * sizeof(T));
+      c.take<char>(cbws);
+      return c.used;
+    };
+    const int64_t tile = choose_tile(limit, plane < INT32_MAX ? plane : INT32_MAX, bytes);
+    if (tile < 1) return too_small(ex, bytes(1));
+    vo_cuda_workspace ws(ex);
+    char *base = static_cast<char *>(ws.alloc(bytes(tile)));
+    if (!base) return VO_ERROR_OUT_OF_MEMORY;
+    carver c = carver::over(base);
+    T *wt = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
+    T *cols = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
+    T *obuf = c.take<T>((size_t)(p.out_channels * tile) * sizeof(T));
+    void *cublas_ws = cbws ? c.take<char>(cbws) : nullptr;
+
+    vo_status st;
+    VO_DCN_LAUNCH((matrix_kernel<D, false>), p.out_channels * cgk, a, addr<D>(p.weight),
+                  p.out_channels * cgk, wt);
+    const bool product = cgk > 0 && coutg > 0;
+    vo_cublas_handle h = nullptr;
+    if (product && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK) return st;
+    const typename D::S *input = addr<D>(p.input), *offset = addr<D>(p.offset);
+    const typename D::S *mask = addr<D>(p.mask);
+    for (int64_t n = 0; n < p.batch; n++) {
+      for (int64_t p0 = 0; p0 < plane; p0 += tile) {
+        const int64_t len = plane - p0 < tile ? plane - p0 : tile;
+        a.n = n;
+        a.p0 = p0;
+        a.len = len;
+        VO_DCN_LAUNCH(im2col_kernel<D>, p.in_channels * taps * len, a, input, offset, mask,
+                      p.in_channels * taps * len, cols);
+        if (product) {
+          // row-major obuf_g[coutg, len] = W_g[coutg, cgk] * cols_g[cgk, len]
+          st =
+              run_gemm(ex, h, vo_dcn_gemm_forward(cgk, coutg, len, p.groups), cols, wt, (T)0, obuf);
+          if (st != VO_OK) return st;
+        } else {
+          st = vo_cuda_check(
+              ex, cudaMemsetAsync(obuf, 0, (size_t)(p.out_channels * len) * sizeof(T), stream));
+          if (st != VO_OK) return st;
+        }
+        VO_DCN_LAUNCH(epilogue_kernel<D>, p.out_channels * len, a, obuf, addr<D>(p.bias),
+                      p.out_channels * len, addr<D>(p.out));
       }
-      VO_DCN_LAUNCH(epilogue_kernel<D>, p.out_channels * len, a, obuf, addr<D>(p.bias),
-                    p.out_channels * len, addr<D>(p.out));
     }
+    return VO_OK;
   }
-  return VO_OK;
-}
+};
 
-template <typename D>
-vo_status backward(const vo_exec *ex, cudaStream_t stream) {
-  typedef typename D::S S;
-  typedef typename D::T T;
-  const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
-  vo_k_dcn_geom a = vo_dcn_geom_of(&p);
-  const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
-  const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
-  const int64_t og = p.offset_groups, per_og = p.in_channels / og;
-  const int64_t hw = p.height * p.width, in_plane = p.in_channels * hw;
-  const bool direct = sizeof(S) != 2;  // float32/64 accumulate in grad_input itself
-  const bool det = ex->ctx->deterministic != 0;
-  const bool col2im = p.in_channels > 0 && hw > 0;
-  const size_t limit = workspace_limit(ex), cbws = cublas_workspace(limit);
-  int key_bits = 1;  // keys are plane indices or the sentinel hw
-  while (key_bits < 63 && ((int64_t)1 << key_bits) <= hw) key_bits++;
+template <int DT>
+struct run_backward {
+  static vo_status run(const vo_exec *ex, cudaStream_t stream) {
+    typedef typename dcn_dtype<DT>::type D;
+    typedef typename D::S S;
+    typedef typename D::T T;
+    const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
+    vo_k_dcn_geom a = vo_dcn_geom_of(&p);
+    const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
+    const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
+    const int64_t og = p.offset_groups, per_og = p.in_channels / og;
+    const int64_t hw = p.height * p.width, in_plane = p.in_channels * hw;
+    const bool direct = sizeof(S) != 2;  // float32/64 accumulate in grad_input itself
+    const bool det = ex->ctx->deterministic != 0;
+    const bool col2im = p.in_channels > 0 && hw > 0;
+    const size_t limit = workspace_limit(ex), cbws = cublas_workspace(limit);
+    int key_bits = 1;  // keys are plane indices or the sentinel hw
+    while (key_bits < 63 && ((int64_t)1 << key_bits) <= hw) key_bits++;
 
-  // CUB's scratch for sorting `items` (key, entry) pairs; 0 on failure,
-  // which the sort itself then reports.
-  auto sort_temp = [&](int64_t items) {
-    size_t temp = 0;
-    cub::DoubleBuffer<unsigned long long> k(nullptr, nullptr);
-    cub::DoubleBuffer<uint32_t> v(nullptr, nullptr);
-    if (cub::DeviceRadixSort::SortPairs(nullptr, temp, k, v, items, 0, key_bits, stream) !=
-        cudaSuccess) {
-      (void)cudaGetLastError();
-      return (size_t)0;
-    }
-    return temp;
-  };
-  auto bytes = [&](int64_t len) {
-    carver c = carver::sizing();
-    const int64_t entries = 4 * taps * len;
-    c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));         // wt
-    c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));         // gw
-    c.take<float>(direct ? 0 : (size_t)in_plane * sizeof(float));  // acc
-    c.take<T>((size_t)(p.out_channels * len) * sizeof(T));         // gbuf
-    c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));   // cols
-    c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));   // dcol
-    c.take<char>(cbws);                                            // cuBLAS
+    // CUB's scratch for sorting `items` (key, entry) pairs; 0 on failure,
+    // which the sort itself then reports.
+    auto sort_temp = [&](int64_t items) {
+      size_t temp = 0;
+      cub::DoubleBuffer<unsigned long long> k(nullptr, nullptr);
+      cub::DoubleBuffer<uint32_t> v(nullptr, nullptr);
+      if (cub::DeviceRadixSort::SortPairs(nullptr, temp, k, v, items, 0, key_bits, stream) !=
+          cudaSuccess) {
+        (void)cudaGetLastError();
+        return (size_t)0;
+      }
+      return temp;
+    };
+    auto bytes = [&](int64_t len) {
+      carver c = carver::sizing();
+      const int64_t entries = 4 * taps * len;
+      c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));         // wt
+      c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));         // gw
+      c.take<float>(direct ? 0 : (size_t)in_plane * sizeof(float));  // acc
+      c.take<T>((size_t)(p.out_channels * len) * sizeof(T));         // gbuf
+      c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));   // cols
+      c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));   // dcol
+      c.take<char>(cbws);                                            // cuBLAS
+      if (det && col2im) {
+        c.take<unsigned long long>((size_t)entries * 8);  // keys, double-buffered
+        c.take<unsigned long long>((size_t)entries * 8);
+        c.take<uint32_t>((size_t)entries * 4);  // entry ids, double-buffered
+        c.take<uint32_t>((size_t)entries * 4);
+        c.take<uint32_t>((size_t)hw * 4);  // run begin / end per target
+        c.take<uint32_t>((size_t)hw * 4);
+        c.take<char>(sort_temp(entries));
+      }
+      return c.used;
+    };
+    int64_t cap = plane < INT32_MAX ? plane : INT32_MAX;
+    if (det && cap > (int64_t)(UINT32_MAX / 4) / taps) cap = (int64_t)(UINT32_MAX / 4) / taps;
+    if (cap < 1) cap = 1;
+    const int64_t tile = choose_tile(limit, cap, bytes);
+    if (tile < 1) return too_small(ex, bytes(1));
+    vo_cuda_workspace ws(ex);
+    char *base = static_cast<char *>(ws.alloc(bytes(tile)));
+    if (!base) return VO_ERROR_OUT_OF_MEMORY;
+    const int64_t max_entries = 4 * taps * tile;
+    carver c = carver::over(base);
+    T *wt = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
+    T *gw = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
+    float *acc_ws = c.take<float>(direct ? 0 : (size_t)in_plane * sizeof(float));
+    T *gbuf = c.take<T>((size_t)(p.out_channels * tile) * sizeof(T));
+    T *cols = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
+    T *dcol = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
+    void *cublas_ws = c.take<char>(cbws);
+    unsigned long long *keys0 = nullptr, *keys1 = nullptr;
+    uint32_t *vals0 = nullptr, *vals1 = nullptr, *run_begin = nullptr, *run_end = nullptr;
+    void *sort_ws = nullptr;
+    size_t sort_bytes = 0;
     if (det && col2im) {
-      c.take<unsigned long long>((size_t)entries * 8);  // keys, double-buffered
-      c.take<unsigned long long>((size_t)entries * 8);
-      c.take<uint32_t>((size_t)entries * 4);  // entry ids, double-buffered
-      c.take<uint32_t>((size_t)entries * 4);
-      c.take<uint32_t>((size_t)hw * 4);  // run begin / end per target
-      c.take<uint32_t>((size_t)hw * 4);
-      c.take<char>(sort_temp(entries));
+      keys0 = c.take<unsigned long long>((size_t)max_entries * 8);
+      keys1 = c.take<unsigned long long>((size_t)max_entries * 8);
+      vals0 = c.take<uint32_t>((size_t)max_entries * 4);
+      vals1 = c.take<uint32_t>((size_t)max_entries * 4);
+      run_begin = c.take<uint32_t>((size_t)hw * 4);
+      run_end = c.take<uint32_t>((size_t)hw * 4);
+      sort_bytes = sort_temp(max_entries);
+      sort_ws = c.take<char>(sort_bytes);
     }
-    return c.used;
-  };
-  int64_t cap = plane < INT32_MAX ? plane : INT32_MAX;
-  if (det && cap > (int64_t)(UINT32_MAX / 4) / taps) cap = (int64_t)(UINT32_MAX / 4) / taps;
-  if (cap < 1) cap = 1;
-  const int64_t tile = choose_tile(limit, cap, bytes);
-  if (tile < 1) return too_small(ex, bytes(1));
-  vo_cuda_workspace ws(ex);
-  char *base = static_cast<char *>(ws.alloc(bytes(tile)));
-  if (!base) return VO_ERROR_OUT_OF_MEMORY;
-  const int64_t max_entries = 4 * taps * tile;
-  carver c = carver::over(base);
-  T *wt = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
-  T *gw = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
-  float *acc_ws = c.take<float>(direct ? 0 : (size_t)in_plane * sizeof(float));
-  T *gbuf = c.take<T>((size_t)(p.out_channels * tile) * sizeof(T));
-  T *cols = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
-  T *dcol = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
-  void *cublas_ws = c.take<char>(cbws);
-  unsigned long long *keys0 = nullptr, *keys1 = nullptr;
-  uint32_t *vals0 = nullptr, *vals1 = nullptr, *run_begin = nullptr, *run_end = nullptr;
-  void *sort_ws = nullptr;
-  size_t sort_bytes = 0;
-  if (det && col2im) {
-    keys0 = c.take<unsigned long long>((size_t)max_entries * 8);
-    keys1 = c.take<unsigned long long>((size_t)max_entries * 8);
-    vals0 = c.take<uint32_t>((size_t)max_entries * 4);
-    vals1 = c.take<uint32_t>((size_t)max_entries * 4);
-    run_begin = c.take<uint32_t>((size_t)hw * 4);
-    run_end = c.take<uint32_t>((size_t)hw * 4);
-    sort_bytes = sort_temp(max_entries);
-    sort_ws = c.take<char>(sort_bytes);
-  }
 
-  vo_status st;
-  S *grad_input = addr<D>(p.grad_input);
-  if (direct && p.grad_input->numel > 0) {
-    st = vo_cuda_check(
-        ex, cudaMemsetAsync(grad_input, 0, (size_t)p.grad_input->numel * sizeof(S), stream));
-    if (st != VO_OK) return st;
-  }
-  if (!p.mask && p.grad_mask->numel > 0) {
-    st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(p.grad_mask), 0,
-                                           (size_t)p.grad_mask->numel * sizeof(S), stream));
-    if (st != VO_OK) return st;
-  }
-  VO_DCN_LAUNCH(weight_kernel<D>, p.out_channels * cgk, a, addr<D>(p.weight), p.out_channels * cgk,
-                wt);
-  if (p.out_channels * cgk > 0) {
-    st = vo_cuda_check(ex,
-                       cudaMemsetAsync(gw, 0, (size_t)(p.out_channels * cgk) * sizeof(T), stream));
-    if (st != VO_OK) return st;
-  }
-  const bool product = cgk > 0 && coutg > 0;
-  vo_cublas_handle h = nullptr;
-  if (product && p.batch > 0 && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK)
-    return st;
-  const S *grad = addr<D>(p.grad), *input = addr<D>(p.input), *offset = addr<D>(p.offset);
-  const S *mask = addr<D>(p.mask);
-  S *grad_offset = addr<D>(p.grad_offset), *grad_mask = addr<D>(p.grad_mask);
-  for (int64_t n = 0; n < p.batch; n++) {
-    T *acc =
-        direct ? reinterpret_cast<T *>(grad_input) + n * in_plane : reinterpret_cast<T *>(acc_ws);
-    if (!direct && in_plane > 0) {
-      st = vo_cuda_check(ex, cudaMemsetAsync(acc_ws, 0, (size_t)in_plane * sizeof(float), stream));
+    vo_status st;
+    S *grad_input = addr<D>(p.grad_input);
+    if (direct && p.grad_input->numel > 0) {
+      st = vo_cuda_check(
+          ex, cudaMemsetAsync(grad_input, 0, (size_t)p.grad_input->numel * sizeof(S), stream));
       if (st != VO_OK) return st;
     }
-    for (int64_t p0 = 0; p0 < plane; p0 += tile) {
-      const int64_t len = plane - p0 < tile ? plane - p0 : tile;
-      const int64_t rows = p.in_channels * taps * len;
-      a.n = n;
-      a.p0 = p0;
-      a.len = len;
-      VO_DCN_LAUNCH(grad_tile_kernel<D>, p.out_channels * len, a, grad, p.out_channels * len, gbuf);
-      VO_DCN_LAUNCH(im2col_kernel<D>, rows, a, input, offset, mask, rows, cols);
-      if (product) {
-        // row-major gw_g[coutg, cgk] += gbuf_g[coutg, len] * cols_g[cgk, len]^T
-        st = run_gemm(ex, h, vo_dcn_gemm_grad_weight(cgk, coutg, len, p.groups), cols, gbuf, (T)1,
-                      gw);
-        if (st != VO_OK) return st;
-        // row-major dcol_g[cgk, len] = W_g[coutg, cgk]^T * gbuf_g[coutg, len]
-        st =
-            run_gemm(ex, h, vo_dcn_gemm_grad_cols(cgk, coutg, len, p.groups), gbuf, wt, (T)0, dcol);
-        if (st != VO_OK) return st;
-      } else if (rows > 0) {
-        st = vo_cuda_check(ex, cudaMemsetAsync(dcol, 0, (size_t)rows * sizeof(T), stream));
-        if (st != VO_OK) return st;
-      }
-      VO_DCN_LAUNCH(offset_grad_kernel<D>, og * taps * len, a, input, offset, mask, dcol,
-                    og * taps * len, grad_offset, grad_mask);
-      if (!col2im) continue;
-      if (!det) {
-        VO_DCN_LAUNCH(col2im_atomic_kernel<D>, rows, a, offset, mask, dcol, rows, acc);
-        continue;
-      }
-      const int64_t entries = 4 * taps * len;
-      for (int64_t g = 0; g < og; g++) {
-        VO_DCN_LAUNCH(col2im_keys_kernel<D>, taps * len, a, offset, mask, g, taps * len, keys0,
-                      vals0);
-        cub::DoubleBuffer<unsigned long long> dk(keys0, keys1);
-        cub::DoubleBuffer<uint32_t> dv(vals0, vals1);
-        size_t temp = sort_bytes;
-        st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairs(sort_ws, temp, dk, dv, entries, 0,
-                                                               key_bits, stream));
-        if (st != VO_OK) return st;
-        st = vo_cuda_check(ex, cudaMemsetAsync(run_begin, 0, (size_t)hw * 4, stream));
-        if (st != VO_OK) return st;
-        st = vo_cuda_check(ex, cudaMemsetAsync(run_end, 0, (size_t)hw * 4, stream));
-        if (st != VO_OK) return st;
-        VO_DCN_LAUNCH(segments_kernel, entries, dk.Current(), entries, (unsigned long long)hw,
-                      run_begin, run_end);
-        VO_DCN_LAUNCH(col2im_gather_kernel<D>, per_og * hw, a, offset, mask, dcol, g, dv.Current(),
-                      run_begin, run_end, per_og * hw, acc);
-      }
+    if (!p.mask && p.grad_mask->numel > 0) {
+      st = vo_cuda_check(ex, cudaMemsetAsync(vo_view_addr(p.grad_mask), 0,
+                                             (size_t)p.grad_mask->numel * sizeof(S), stream));
+      if (st != VO_OK) return st;
     }
-    if (!direct)
-      VO_DCN_LAUNCH(store_kernel<D>, in_plane, reinterpret_cast<const T *>(acc_ws), in_plane,
-                    grad_input + n * in_plane);
+    VO_DCN_LAUNCH((matrix_kernel<D, false>), p.out_channels * cgk, a, addr<D>(p.weight),
+                  p.out_channels * cgk, wt);
+    if (p.out_channels * cgk > 0) {
+      st = vo_cuda_check(
+          ex, cudaMemsetAsync(gw, 0, (size_t)(p.out_channels * cgk) * sizeof(T), stream));
+      if (st != VO_OK) return st;
+    }
+    const bool product = cgk > 0 && coutg > 0;
+    vo_cublas_handle h = nullptr;
+    if (product && p.batch > 0 && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK)
+      return st;
+    const S *grad = addr<D>(p.grad), *input = addr<D>(p.input), *offset = addr<D>(p.offset);
+    const S *mask = addr<D>(p.mask);
+    S *grad_offset = addr<D>(p.grad_offset), *grad_mask = addr<D>(p.grad_mask);
+    for (int64_t n = 0; n < p.batch; n++) {
+      T *acc =
+          direct ? reinterpret_cast<T *>(grad_input) + n * in_plane : reinterpret_cast<T *>(acc_ws);
+      if (!direct && in_plane > 0) {
+        st =
+            vo_cuda_check(ex, cudaMemsetAsync(acc_ws, 0, (size_t)in_plane * sizeof(float), stream));
+        if (st != VO_OK) return st;
+      }
+      for (int64_t p0 = 0; p0 < plane; p0 += tile) {
+        const int64_t len = plane - p0 < tile ? plane - p0 : tile;
+        const int64_t rows = p.in_channels * taps * len;
+        a.n = n;
+        a.p0 = p0;
+        a.len = len;
+        VO_DCN_LAUNCH((matrix_kernel<D, true>), p.out_channels * len, a, grad, p.out_channels * len,
+                      gbuf);
+        VO_DCN_LAUNCH(im2col_kernel<D>, rows, a, input, offset, mask, rows, cols);
+        if (product) {
+          // row-major gw_g[coutg, cgk] += gbuf_g[coutg, len] * cols_g[cgk, len]^T
+          st = run_gemm(ex, h, vo_dcn_gemm_grad_weight(cgk, coutg, len, p.groups), cols, gbuf, (T)1,
+                        gw);
+          if (st != VO_OK) return st;
+          // row-major dcol_g[cgk, len] = W_g[coutg, cgk]^T * gbuf_g[coutg, len]
+          st = run_gemm(ex, h, vo_dcn_gemm_grad_cols(cgk, coutg, len, p.groups), gbuf, wt, (T)0,
+                        dcol);
+          if (st != VO_OK) return st;
+        } else if (rows > 0) {
+          st = vo_cuda_check(ex, cudaMemsetAsync(dcol, 0, (size_t)rows * sizeof(T), stream));
+          if (st != VO_OK) return st;
+        }
+        VO_DCN_LAUNCH(offset_grad_kernel<D>, og * taps * len, a, input, offset, mask, dcol,
+                      og * taps * len, grad_offset, grad_mask);
+        if (!col2im) continue;
+        if (!det) {
+          VO_DCN_LAUNCH(col2im_atomic_kernel<D>, rows, a, offset, mask, dcol, rows, acc);
+          continue;
+        }
+        const int64_t entries = 4 * taps * len;
+        for (int64_t g = 0; g < og; g++) {
+          VO_DCN_LAUNCH(col2im_keys_kernel<D>, taps * len, a, offset, mask, g, taps * len, keys0,
+                        vals0);
+          cub::DoubleBuffer<unsigned long long> dk(keys0, keys1);
+          cub::DoubleBuffer<uint32_t> dv(vals0, vals1);
+          size_t temp = sort_bytes;
+          st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairs(sort_ws, temp, dk, dv, entries, 0,
+                                                                 key_bits, stream));
+          if (st != VO_OK) return st;
+          st = vo_cuda_check(ex, cudaMemsetAsync(run_begin, 0, (size_t)hw * 4, stream));
+          if (st != VO_OK) return st;
+          st = vo_cuda_check(ex, cudaMemsetAsync(run_end, 0, (size_t)hw * 4, stream));
+          if (st != VO_OK) return st;
+          VO_DCN_LAUNCH(segments_kernel, entries, dk.Current(), entries, (unsigned long long)hw,
+                        run_begin, run_end);
+          VO_DCN_LAUNCH(col2im_gather_kernel<D>, per_og * hw, a, offset, mask, dcol, g,
+                        dv.Current(), run_begin, run_end, per_og * hw, acc);
+        }
+      }
+      if (!direct)
+        VO_DCN_LAUNCH(store_kernel<D>, in_plane, reinterpret_cast<const T *>(acc_ws), in_plane,
+                      grad_input + n * in_plane);
+    }
+    if (p.out_channels > 0) {
+      const unsigned int blocks = (unsigned int)(p.out_channels < 65535 ? p.out_channels : 65535);
+      bias_grad_kernel<D><<<blocks, kThreads, 0, stream>>>(a, grad, addr<D>(p.grad_bias));
+      if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+    }
+    VO_DCN_LAUNCH(store_kernel<D>, p.out_channels * cgk, gw, p.out_channels * cgk,
+                  addr<D>(p.grad_weight));
+    return VO_OK;
   }
-  if (p.out_channels > 0) {
-    const unsigned int blocks = (unsigned int)(p.out_channels < 65535 ? p.out_channels : 65535);
-    bias_grad_kernel<D><<<blocks, kThreads, 0, stream>>>(a, grad, addr<D>(p.grad_bias));
-    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-  }
-  VO_DCN_LAUNCH(store_kernel<D>, p.out_channels * cgk, gw, p.out_channels * cgk,
-                addr<D>(p.grad_weight));
-  return VO_OK;
-}
+};
 
-template <template <typename> class Run>
+template <template <int> class Run>
 vo_status dispatch(const vo_exec *ex) {
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const cudaStream_t stream = vo_cuda_stream(ex);
   // CUB's dispatch can throw; nothing may unwind into the C callers.
   try {
-    switch (ex->dtype) {
-      case VO_F32: return Run<vo_dcn_dtype_f32>::run(ex, stream);
-      case VO_F64: return Run<vo_dcn_dtype_f64>::run(ex, stream);
-      case VO_F16: return Run<vo_dcn_dtype_f16>::run(ex, stream);
-      case VO_BF16: return Run<vo_dcn_dtype_bf16>::run(ex, stream);
-      default:
-        return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                       vo_dtype_name(ex->dtype));
-    }
+    return vo_k_run_dtype<Run>(ex, stream);
   } catch (const std::exception &e) {
     (void)cudaGetLastError();
     return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: CUDA error: %s", ex->op_name, e.what());
@@ -483,15 +502,6 @@ vo_status dispatch(const vo_exec *ex) {
     return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: CUDA error: unexpected exception", ex->op_name);
   }
 }
-
-template <typename D>
-struct run_forward {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return forward<D>(ex, s); }
-};
-template <typename D>
-struct run_backward {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return backward<D>(ex, s); }
-};
 
 }  // namespace
 

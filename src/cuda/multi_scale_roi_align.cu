@@ -186,19 +186,12 @@ struct backward_op {
   }
 };
 
-template <template <int> class Run>
-vo_status dispatch(const vo_exec *ex) {
-  vo_cuda_device_guard guard(ex->device.device_id);
-  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  return vo_k_run_dtype<Run>(ex, vo_cuda_stream(ex));
-}
-
 }  // namespace
 
 extern "C" vo_status vo_cuda_multi_scale_roi_align(const vo_exec *ex) {
-  return dispatch<forward_op>(ex);
+  return vo_k_dispatch<forward_op>(ex, nullptr);
 }
 
 extern "C" vo_status vo_cuda_multi_scale_roi_align_backward(const vo_exec *ex) {
-  return dispatch<backward_op>(ex);
+  return vo_k_dispatch<backward_op>(ex, nullptr);
 }

@@ -69,26 +69,39 @@ __host__ __device__ __forceinline__ const uint16_t *vo_kbits(const __nv_bfloat16
 
 // `return NAME_<suffix of S>(args)`, inside a template on the CUDA storage
 // type S.
-#define VO_KCALL(S, name, ...)                                                     \
-  if constexpr (vo_k_code<S>::value == VO_DT_F64) return name##_f64(__VA_ARGS__);  \
-  else if constexpr (vo_k_code<S>::value == VO_DT_F16) return name##_f16(__VA_ARGS__); \
-  else if constexpr (vo_k_code<S>::value == VO_DT_BF16)                            \
-    return name##_bf16(__VA_ARGS__);                                               \
-  else                                                                             \
+#define VO_KCALL(S, name, ...)                          \
+  if constexpr (vo_k_code<S>::value == VO_DT_F64)       \
+    return name##_f64(__VA_ARGS__);                     \
+  else if constexpr (vo_k_code<S>::value == VO_DT_F16)  \
+    return name##_f16(__VA_ARGS__);                     \
+  else if constexpr (vo_k_code<S>::value == VO_DT_BF16) \
+    return name##_bf16(__VA_ARGS__);                    \
+  else                                                  \
     return name##_f32(__VA_ARGS__)
 
-// Run<DT>::run(ex, stream) for the call's dtype (ex->dtype), DT its code.
-template <template <int> class Run>
-vo_status vo_k_run_dtype(const vo_exec *ex, cudaStream_t stream) {
+// Run<DT>::run(ex, stream, args...) for the call's dtype (ex->dtype), DT its
+// code: every CUDA op's one dtype switch.
+template <template <int> class Run, typename... Args>
+vo_status vo_k_run_dtype(const vo_exec *ex, cudaStream_t stream, const Args &...args) {
   switch (ex->dtype) {
-    case VO_F32: return Run<VO_DT_F32>::run(ex, stream);
-    case VO_F64: return Run<VO_DT_F64>::run(ex, stream);
-    case VO_F16: return Run<VO_DT_F16>::run(ex, stream);
-    case VO_BF16: return Run<VO_DT_BF16>::run(ex, stream);
+    case VO_F32: return Run<VO_DT_F32>::run(ex, stream, args...);
+    case VO_F64: return Run<VO_DT_F64>::run(ex, stream, args...);
+    case VO_F16: return Run<VO_DT_F16>::run(ex, stream, args...);
+    case VO_BF16: return Run<VO_DT_BF16>::run(ex, stream, args...);
     default:
       return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
                      vo_dtype_name(ex->dtype));
   }
+}
+
+// A kernel entry: on the call's device, nothing to do when out (if not
+// null) is empty, else vo_k_run_dtype<Run> on the call's stream.
+template <template <int> class Run, typename... Args>
+vo_status vo_k_dispatch(const vo_exec *ex, const vo_view *out, const Args &...args) {
+  vo_cuda_device_guard guard(ex->device.device_id);
+  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
+  if (out && out->numel == 0) return VO_OK;
+  return vo_k_run_dtype<Run>(ex, vo_cuda_stream(ex), args...);
 }
 
 // `out = NAME_<suffix of DT>(args)`; VO_K_SET_T for per-compute-type

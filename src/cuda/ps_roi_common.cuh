@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cuda/host_device.cuh"
+#include "cuda/portable.cuh"
 #include "cuda/roi_common.cuh"
 
 constexpr int kVoPsThreads = 256;
@@ -23,6 +24,31 @@ struct vo_ps_args {
   int64_t pooled_h, pooled_w, channels_out;
   int64_t sampling_ratio;  // ps_roi_align only
 };
+
+// The sampling ratio of a ps op's base parameters: ps_roi_align's, or 0.
+inline int64_t vo_ps_sampling_ratio(const vo_roi_align_params &b) { return b.sampling_ratio; }
+inline int64_t vo_ps_sampling_ratio(const vo_roi_pool_params &) { return 0; }
+
+// The kernels' arguments from a ps op's parameters (Params: vo_ps_roi_align_params
+// or vo_ps_roi_pool_params, whose base holds the geometry) and src, the input
+// or the grad.
+template <typename Params>
+vo_ps_args vo_ps_args_of(const Params &q, const vo_view *src) {
+  vo_ps_args a;
+  a.rois = vo_cuda_view_of(q.base.rois);
+  a.src = vo_cuda_view_of(src);
+  a.spatial_scale = q.base.spatial_scale;
+  a.num_rois = q.base.rois->shape[0];
+  a.batch_size = q.base.batch_size;
+  a.channels = q.base.channels;
+  a.height = q.base.height;
+  a.width = q.base.width;
+  a.pooled_h = q.base.pooled_height;
+  a.pooled_w = q.base.pooled_width;
+  a.channels_out = q.channels_out;
+  a.sampling_ratio = vo_ps_sampling_ratio(q.base);
+  return a;
+}
 
 template <typename Op, typename S>
 __global__ void vo_ps_forward_kernel(vo_ps_args a, int64_t n, S *out, int32_t *mapping) {
@@ -57,27 +83,6 @@ vo_status vo_ps_forward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_v
   vo_ps_forward_kernel<Op, S><<<vo_cuda_blocks(n, kVoPsThreads), kVoPsThreads, 0, stream>>>(
       a, n, static_cast<S *>(vo_view_addr(out)), static_cast<int32_t *>(vo_view_addr(mapping)));
   return vo_cuda_check_launch(ex);
-}
-
-// The forward of either op: every output element (and its channel_mapping
-// entry) by one thread.
-template <typename Op>
-vo_status vo_ps_forward(const vo_exec *ex, const vo_ps_args &a, const vo_view *rois,
-                        const vo_view *out, const vo_view *mapping) {
-  vo_cuda_device_guard guard(ex->device.device_id);
-  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  const cudaStream_t stream = vo_cuda_stream(ex);
-  (void)rois;  // its values were checked by vo_call, before the kernel
-  if (out->numel == 0) return VO_OK;
-  switch (ex->dtype) {
-    case VO_F32: return vo_ps_forward_typed<Op, float>(ex, a, out, mapping, stream);
-    case VO_F64: return vo_ps_forward_typed<Op, double>(ex, a, out, mapping, stream);
-    case VO_F16: return vo_ps_forward_typed<Op, __half>(ex, a, out, mapping, stream);
-    case VO_BF16: return vo_ps_forward_typed<Op, __nv_bfloat16>(ex, a, out, mapping, stream);
-    default:
-      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                     vo_dtype_name(ex->dtype));
-  }
 }
 
 // Backward into out (contiguous [N,C,H,W]): deterministic contexts gather
@@ -120,24 +125,40 @@ vo_status vo_ps_backward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_
   return VO_OK;
 }
 
+// vo_k_run_dtype's Run for Op's typed forward and backward.
 template <typename Op>
-vo_status vo_ps_backward(const vo_exec *ex, const vo_ps_args &a, const vo_view *rois,
-                         const vo_view *mapping, const vo_view *out) {
-  vo_cuda_device_guard guard(ex->device.device_id);
-  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  const cudaStream_t stream = vo_cuda_stream(ex);
-  (void)rois;  // their values were checked by vo_call, before the kernel
-  (void)mapping;
-  if (out->numel == 0) return VO_OK;
-  switch (ex->dtype) {
-    case VO_F32: return vo_ps_backward_typed<Op, float>(ex, a, out, stream);
-    case VO_F64: return vo_ps_backward_typed<Op, double>(ex, a, out, stream);
-    case VO_F16: return vo_ps_backward_typed<Op, __half>(ex, a, out, stream);
-    case VO_BF16: return vo_ps_backward_typed<Op, __nv_bfloat16>(ex, a, out, stream);
-    default:
-      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                     vo_dtype_name(ex->dtype));
-  }
+struct vo_ps_run {
+  template <int DT>
+  struct forward {
+    static vo_status run(const vo_exec *ex, cudaStream_t stream, const vo_ps_args &a,
+                         const vo_view *out, const vo_view *mapping) {
+      return vo_ps_forward_typed<Op, typename vo_k_dtype<DT>::cuda>(ex, a, out, mapping, stream);
+    }
+  };
+  template <int DT>
+  struct backward {
+    static vo_status run(const vo_exec *ex, cudaStream_t stream, const vo_ps_args &a,
+                         const vo_view *out) {
+      return vo_ps_backward_typed<Op, typename vo_k_dtype<DT>::cuda>(ex, a, out, stream);
+    }
+  };
+};
+
+// The forward of either op (q its parameters): every output element (and
+// its channel_mapping entry) by one thread. The rois' values were checked
+// by vo_call, before the kernel.
+template <typename Op, typename Params>
+vo_status vo_ps_forward(const vo_exec *ex, const Params &q) {
+  return vo_k_dispatch<vo_ps_run<Op>::template forward>(
+      ex, q.base.out, vo_ps_args_of(q, q.base.input), q.base.out, q.channel_mapping);
+}
+
+// The backward of either op (q its parameters) into q.base.out; the rois'
+// and channel_mapping's values were checked by vo_call, before the kernel.
+template <typename Op, typename Params>
+vo_status vo_ps_backward(const vo_exec *ex, const Params &q) {
+  return vo_k_dispatch<vo_ps_run<Op>::template backward>(ex, q.base.out,
+                                                         vo_ps_args_of(q, q.base.grad), q.base.out);
 }
 
 #endif  // VISIONOPS_CUDA_PS_ROI_COMMON_CUH

@@ -11,8 +11,8 @@ namespace {
 // The portable args of the drivers' vo_ps_args (a.src: input or grad).
 __host__ __device__ vo_k_ps_roi_pool_args psp_kargs(const vo_ps_args &a) {
   return vo_k_ps_roi_pool_args_of(a.spatial_scale, a.num_rois, a.batch_size, a.channels, a.height,
-                                  a.width, a.pooled_h, a.pooled_w, a.channels_out, (int)a.rois.dtype,
-                                  a.rois.stride, a.src.stride);
+                                  a.width, a.pooled_h, a.pooled_w, a.channels_out,
+                                  (int)a.rois.dtype, a.rois.stride, a.src.stride);
 }
 
 struct psp_op {
@@ -40,32 +40,12 @@ struct psp_op {
   }
 };
 
-vo_ps_args psp_args(const vo_exec *ex, const vo_view *src) {
-  const vo_ps_roi_pool_params &p = ex->p.ps_roi_pool;
-  vo_ps_args a;
-  a.rois = vo_cuda_view_of(p.rois);
-  a.src = vo_cuda_view_of(src);
-  a.spatial_scale = p.spatial_scale;
-  a.num_rois = p.rois->shape[0];
-  a.batch_size = p.batch_size;
-  a.channels = p.channels;
-  a.height = p.height;
-  a.width = p.width;
-  a.pooled_h = p.pooled_height;
-  a.pooled_w = p.pooled_width;
-  a.channels_out = p.channels_out;
-  a.sampling_ratio = 0;
-  return a;
-}
-
 }  // namespace
 
 extern "C" vo_status vo_cuda_ps_roi_pool(const vo_exec *ex) {
-  const vo_ps_roi_pool_params &p = ex->p.ps_roi_pool;
-  return vo_ps_forward<psp_op>(ex, psp_args(ex, p.input), p.rois, p.out, p.channel_mapping);
+  return vo_ps_forward<psp_op>(ex, ex->p.ps_roi_pool);
 }
 
 extern "C" vo_status vo_cuda_ps_roi_pool_backward(const vo_exec *ex) {
-  const vo_ps_roi_pool_params &p = ex->p.ps_roi_pool;
-  return vo_ps_backward<psp_op>(ex, psp_args(ex, p.grad), p.rois, p.channel_mapping, p.out);
+  return vo_ps_backward<psp_op>(ex, ex->p.ps_roi_pool);
 }

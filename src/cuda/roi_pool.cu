@@ -142,37 +142,26 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
   return vo_cuda_check_launch(ex);
 }
 
-template <typename S>
+// vo_k_run_dtype's Run: the runs above on DT's CUDA storage type.
+template <int DT>
 struct forward_op {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return forward_run<S>(ex, s); }
-};
-template <typename S>
-struct backward_op {
-  static vo_status run(const vo_exec *ex, cudaStream_t s) { return backward_run<S>(ex, s); }
-};
-
-template <template <typename> class Run>
-vo_status dispatch(const vo_exec *ex) {
-  vo_cuda_device_guard guard(ex->device.device_id);
-  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  const vo_roi_pool_params &p = ex->p.roi_pool;
-  if (p.out->numel == 0) return VO_OK;
-  const cudaStream_t stream = vo_cuda_stream(ex);
-  switch (ex->dtype) {
-    case VO_F32: return Run<float>::run(ex, stream);
-    case VO_F64: return Run<double>::run(ex, stream);
-    case VO_F16: return Run<__half>::run(ex, stream);
-    case VO_BF16: return Run<__nv_bfloat16>::run(ex, stream);
-    default:
-      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: CUDA kernel has no dtype %s", ex->op_name,
-                     vo_dtype_name(ex->dtype));
+  static vo_status run(const vo_exec *ex, cudaStream_t s) {
+    return forward_run<typename vo_k_dtype<DT>::cuda>(ex, s);
   }
-}
+};
+template <int DT>
+struct backward_op {
+  static vo_status run(const vo_exec *ex, cudaStream_t s) {
+    return backward_run<typename vo_k_dtype<DT>::cuda>(ex, s);
+  }
+};
 
 }  // namespace
 
-extern "C" vo_status vo_cuda_roi_pool(const vo_exec *ex) { return dispatch<forward_op>(ex); }
+extern "C" vo_status vo_cuda_roi_pool(const vo_exec *ex) {
+  return vo_k_dispatch<forward_op>(ex, ex->p.roi_pool.out);
+}
 
 extern "C" vo_status vo_cuda_roi_pool_backward(const vo_exec *ex) {
-  return dispatch<backward_op>(ex);
+  return vo_k_dispatch<backward_op>(ex, ex->p.roi_pool.out);
 }

@@ -162,8 +162,12 @@ vo_k_check *vo_declare_roi_grid_check(vo_exec *ex, int rois_arg, const vo_roi_ma
   return c;
 }
 
-vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
-                            int pw_arg) {
+/* The arguments every RoI op shares: rois [K,5] of any floating dtype beside
+ * argument `like` (features or grad, which set the precision), spatial_scale
+ * finite and > 0, pooled height and width >= 1. */
+static vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like,
+                                   const vo_roi_layout *l) {
+  const int scale_arg = l->scale;
   vo_status st;
   const int64_t roi_dims[2] = {-1, 5};
   if ((st = vo_expect_shape(ex, rois_arg, 2, roi_dims, "K, 5")) != VO_OK) return st;
@@ -180,8 +184,8 @@ vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale
                    "%s: %s = %g is not finite in float32, the precision %s %s computes in",
                    ex->op_name, vo_arg_name(ex, scale_arg), scale, vo_dtype_name(data),
                    vo_arg_name(ex, like));
-  if ((st = vo_expect_int_at_least(ex, ph_arg, 1)) != VO_OK) return st;
-  if ((st = vo_expect_int_at_least(ex, pw_arg, 1)) != VO_OK) return st;
+  if ((st = vo_expect_int_at_least(ex, l->pooled_height, 1)) != VO_OK) return st;
+  if ((st = vo_expect_int_at_least(ex, l->pooled_width, 1)) != VO_OK) return st;
   return VO_OK;
 }
 
@@ -208,7 +212,7 @@ vo_status vo_check_channel_groups(const vo_exec *ex, int arg, int64_t c, int64_t
 
 vo_status vo_declare_channel_mapping_check(vo_exec *ex, int arg) {
   return vo_declare_data_check(ex, VO_K_CHECK_CHANNEL_MAPPING, arg) ? VO_OK
-                                                                     : VO_ERROR_BACKEND_FAILURE;
+                                                                    : VO_ERROR_BACKEND_FAILURE;
 }
 
 vo_status vo_expect_fits4(const vo_exec *ex, const char *what, const int64_t dims[4]) {
@@ -227,25 +231,182 @@ vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]) 
   return vo_expect_fits4(ex, "grad_input", sizes);
 }
 
-vo_status vo_check_ps_backward_args(vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
-                                    int pw_arg, int n_arg, int64_t sizes[4]) {
+/* The grad_input sizes a backward's grad and index tensors are measured
+ * against after them: K from rois, then C (or C/(PH*PW)), PH, PW. */
+static vo_status vo_check_roi_backward(vo_exec *ex, const vo_roi_layout *l, int64_t sizes[4]) {
   enum { GRAD = 0, ROIS = 1 };
   vo_status st;
   const int64_t any4[4] = {-1, -1, -1, -1};
-  if ((st = vo_expect_shape(ex, GRAD, 4, any4, "K, C/(PH*PW), PH, PW")) != VO_OK) return st;
+  const char *grad_layout = l->grouped ? "K, C/(PH*PW), PH, PW" : "K, C, PH, PW";
+  if ((st = vo_expect_shape(ex, GRAD, 4, any4, grad_layout)) != VO_OK) return st;
   if ((st = vo_expect_float(ex, GRAD)) != VO_OK) return st;
-  if ((st = vo_check_roi_args(ex, ROIS, GRAD, scale_arg, ph_arg, pw_arg)) != VO_OK) return st;
-  if ((st = vo_expect_input_sizes(ex, n_arg, sizes)) != VO_OK) return st;
+  if ((st = vo_check_roi_args(ex, ROIS, GRAD, l)) != VO_OK) return st;
+  if ((st = vo_expect_input_sizes(ex, l->batch_size, sizes)) != VO_OK) return st;
   const int64_t k = ex->inputs[ROIS].shape[0];
-  const int64_t ph = ex->args[ph_arg].u.i, pw = ex->args[pw_arg].u.i;
-  if ((st = vo_check_channel_groups(ex, n_arg + 1, sizes[1], ph, pw)) != VO_OK) return st;
-  const int64_t grad_dims[4] = {k, sizes[1] / (ph * pw), ph, pw};
-  char what[96]; /* K from rois; C/(PH*PW), PH, PW from the int arguments */
+  const int64_t ph = ex->args[l->pooled_height].u.i, pw = ex->args[l->pooled_width].u.i;
+  if (l->grouped &&
+      (st = vo_check_channel_groups(ex, l->batch_size + 1, sizes[1], ph, pw)) != VO_OK)
+    return st;
+  const int64_t grad_dims[4] = {k, l->grouped ? sizes[1] / (ph * pw) : sizes[1], ph, pw};
+  char what[96]; /* K from rois; C or C/(PH*PW), PH, PW from the int arguments */
   snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)grad_dims[1],
            (long long)ph, (long long)pw);
   if ((st = vo_expect_shape(ex, GRAD, 4, grad_dims, what)) != VO_OK) return st;
-  if ((st = vo_expect_shape(ex, mapping_arg, 4, grad_dims, what)) != VO_OK) return st;
-  if ((st = vo_expect_dtype(ex, mapping_arg, VO_I32)) != VO_OK) return st;
+  if (l->index >= 0) {
+    if ((st = vo_expect_shape(ex, l->index, 4, grad_dims, what)) != VO_OK) return st;
+    if ((st = vo_expect_dtype(ex, l->index, VO_I32)) != VO_OK) return st;
+  }
   if ((st = vo_declare_rois_check(ex, ROIS, sizes[0])) != VO_OK) return st;
-  return vo_declare_channel_mapping_check(ex, mapping_arg);
+  ex->dtype = ex->inputs[GRAD].dtype;
+  vo_set_output(ex, 0, ex->dtype, 4, sizes);
+  return VO_OK;
+}
+
+static vo_status vo_check_roi_forward(vo_exec *ex, const vo_roi_layout *l, int64_t out_shape[4]) {
+  enum { INPUT = 0, ROIS = 1 };
+  vo_status st;
+  const int64_t in_dims[4] = {-1, -1, -1, -1};
+  if ((st = vo_expect_shape(ex, INPUT, 4, in_dims, "N, C, H, W")) != VO_OK) return st;
+  if ((st = vo_expect_float(ex, INPUT)) != VO_OK) return st;
+  if ((st = vo_check_roi_args(ex, ROIS, INPUT, l)) != VO_OK) return st;
+  const vo_view *in = &ex->inputs[INPUT];
+  const int64_t c = in->shape[1];
+  const int64_t ph = ex->args[l->pooled_height].u.i, pw = ex->args[l->pooled_width].u.i;
+  if (l->grouped && (st = vo_check_channel_groups(ex, INPUT, c, ph, pw)) != VO_OK) return st;
+  out_shape[0] = ex->inputs[ROIS].shape[0];
+  out_shape[1] = l->grouped ? c / (ph * pw) : c;
+  out_shape[2] = ph;
+  out_shape[3] = pw;
+  if ((st = vo_expect_fits4(ex, "output", out_shape)) != VO_OK) return st;
+  if ((st = vo_declare_rois_check(ex, ROIS, in->shape[0])) != VO_OK) return st;
+  ex->dtype = in->dtype;
+  vo_set_output(ex, 0, ex->dtype, 4, out_shape);
+  return VO_OK;
+}
+
+/* sampling_ratio, and (declared) the adaptive grid of every RoI on an h x w
+ * map: with aligned half a pixel's shift and no 1x1 minimum, without it
+ * neither (ps_roi_align, with no aligned argument, is always aligned). */
+static vo_status vo_check_roi_sampling(vo_exec *ex, const vo_roi_layout *l, int64_t h, int64_t w) {
+  vo_status st = vo_check_sampling_ratio(ex, l->sampling);
+  if (st != VO_OK) return st;
+  const int aligned = l->aligned < 0 || ex->args[l->aligned].u.b != 0;
+  const vo_roi_map m = {ex->args[l->scale].u.f,
+                        aligned ? 0.5 : 0.0,
+                        l->aligned >= 0 && !aligned,
+                        ex->args[l->sampling].u.i,
+                        ex->args[l->pooled_height].u.i,
+                        ex->args[l->pooled_width].u.i,
+                        h,
+                        w};
+  if (m.sampling_ratio > 0 || vo_declare_roi_grid_check(ex, 1, &m)) return VO_OK;
+  return VO_ERROR_BACKEND_FAILURE;
+}
+
+/* backward, scale, pooled_height, pooled_width, sampling, aligned, batch_size,
+ * index, grouped, int32_out: the argument lists of ops.def's schemas. */
+const vo_roi_layout vo_roi_align_layouts[2] = {{0, 2, 3, 4, 5, 6, -1, -1, 0, 0},
+                                               {1, 2, 3, 4, 9, 10, 5, -1, 0, 0}};
+const vo_roi_layout vo_ps_roi_align_layouts[2] = {{0, 2, 3, 4, 5, -1, -1, -1, 1, 1},
+                                                  {1, 3, 4, 5, 6, -1, 7, 2, 1, 0}};
+const vo_roi_layout vo_roi_pool_layouts[2] = {{0, 2, 3, 4, -1, -1, -1, -1, 0, 1},
+                                              {1, 3, 4, 5, -1, -1, 6, 2, 0, 0}};
+const vo_roi_layout vo_ps_roi_pool_layouts[2] = {{0, 2, 3, 4, -1, -1, -1, -1, 1, 1},
+                                                 {1, 3, 4, 5, -1, -1, 6, 2, 1, 0}};
+
+vo_status vo_check_roi_op(vo_exec *ex, const vo_roi_layout *l, vo_roi_finish_fn finish) {
+  int64_t sizes[4], out_shape[4] = {0, 0, 0, 0};
+  vo_status st;
+  if (l->backward) {
+    st = vo_check_roi_backward(ex, l, sizes);
+    if (st == VO_OK && l->grouped) st = vo_declare_channel_mapping_check(ex, l->index);
+  } else {
+    st = vo_check_roi_forward(ex, l, out_shape);
+    memcpy(sizes, ex->inputs[0].shape, sizeof sizes);
+  }
+  if (st == VO_OK && l->sampling >= 0) st = vo_check_roi_sampling(ex, l, sizes[2], sizes[3]);
+  if (st != VO_OK) return st;
+  if (l->int32_out) vo_set_output(ex, 1, VO_I32, 4, out_shape);
+  return finish(ex, l, sizes);
+}
+
+void vo_fill_roi_align_params(vo_exec *ex, const vo_roi_layout *l, const int64_t sizes[4],
+                              vo_roi_align_params *p) {
+  p->input = l->backward ? NULL : &ex->inputs[0];
+  p->grad = l->backward ? &ex->inputs[0] : NULL;
+  p->rois = &ex->inputs[1];
+  p->spatial_scale = ex->args[l->scale].u.f;
+  p->pooled_height = ex->args[l->pooled_height].u.i;
+  p->pooled_width = ex->args[l->pooled_width].u.i;
+  p->sampling_ratio = ex->args[l->sampling].u.i;
+  p->aligned = l->aligned < 0 || ex->args[l->aligned].u.b;
+  p->batch_size = sizes[0];
+  p->channels = sizes[1];
+  p->height = sizes[2];
+  p->width = sizes[3];
+  p->out = &ex->outputs[0];
+}
+
+void vo_fill_roi_pool_params(vo_exec *ex, const vo_roi_layout *l, const int64_t sizes[4],
+                             vo_roi_pool_params *p) {
+  p->input = l->backward ? NULL : &ex->inputs[0];
+  p->grad = l->backward ? &ex->inputs[0] : NULL;
+  p->argmax = NULL;
+  p->argmax_out = NULL;
+  p->rois = &ex->inputs[1];
+  p->spatial_scale = ex->args[l->scale].u.f;
+  p->pooled_height = ex->args[l->pooled_height].u.i;
+  p->pooled_width = ex->args[l->pooled_width].u.i;
+  p->batch_size = sizes[0];
+  p->channels = sizes[1];
+  p->height = sizes[2];
+  p->width = sizes[3];
+  p->out = &ex->outputs[0];
+}
+
+int vo_box_roi_args(vo_value *args, const DLTensor *data, const DLTensor *rois, int has_index,
+                    const DLTensor *index, double spatial_scale, int64_t pooled_height,
+                    int64_t pooled_width) {
+  int k = 0;
+  args[k++] = vo_tensor_value(data);
+  args[k++] = vo_tensor_value(rois);
+  if (has_index) args[k++] = vo_tensor_value(index);
+  args[k++] = vo_float_value(spatial_scale);
+  args[k++] = vo_int_value(pooled_height);
+  args[k++] = vo_int_value(pooled_width);
+  return k;
+}
+
+int vo_box_ints(vo_value *args, const int64_t *values, int count) {
+  for (int i = 0; i < count; i++) args[i] = vo_int_value(values[i]);
+  return count;
+}
+
+vo_status vo_infer_roi_pooling(const vo_context *ctx, vo_op_id op, const DLTensor *input,
+                               const DLTensor *rois, double spatial_scale, int64_t pooled_height,
+                               int64_t pooled_width, vo_tensor_desc out[2]) {
+  vo_value args[5];
+  int k = vo_box_roi_args(args, input, rois, 0, NULL, spatial_scale, pooled_height, pooled_width);
+  return vo_infer(ctx, vo_op_get(op), args, k, out, 2);
+}
+
+vo_status vo_call_roi_pooling(const vo_context *ctx, vo_op_id op, const DLTensor *input,
+                              const DLTensor *rois, double spatial_scale, int64_t pooled_height,
+                              int64_t pooled_width, DLTensor *out, DLTensor *index) {
+  vo_value args[5];
+  int k = vo_box_roi_args(args, input, rois, 0, NULL, spatial_scale, pooled_height, pooled_width);
+  DLTensor *const outs[] = {out, index};
+  return vo_call(ctx, vo_op_get(op), args, k, outs, 2);
+}
+
+vo_status vo_call_roi_pooling_backward(const vo_context *ctx, vo_op_id op, const DLTensor *grad,
+                                       const DLTensor *rois, const DLTensor *index,
+                                       double spatial_scale, int64_t pooled_height,
+                                       int64_t pooled_width, const int64_t sizes[4],
+                                       DLTensor *grad_input) {
+  vo_value args[10];
+  int k = vo_box_roi_args(args, grad, rois, 1, index, spatial_scale, pooled_height, pooled_width);
+  k += vo_box_ints(args + k, sizes, 4);
+  DLTensor *const outs[] = {grad_input};
+  return vo_call(ctx, vo_op_get(op), args, k, outs, 1);
 }

@@ -41,18 +41,6 @@ vo_k_check *vo_declare_data_check(vo_exec *ex, int kind, int arg);
 /* Declares the check of RoIs [K,5]: every batch index an integer in [0, n),
  * every coordinate finite (kernels index with them). */
 vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n);
-/* The arguments every RoI op shares: rois [K,5] of any floating dtype beside
- * argument `like` (features or grad, which set the precision), spatial_scale
- * finite and > 0, pooled height and width >= 1. */
-vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like, int scale_arg, int ph_arg,
-                            int pw_arg);
-/* The backward arguments both position-sensitive ops share: grad (arg 0)
- * [K, C/(PH*PW), PH, PW] float, rois (arg 1), channel_mapping int32 of
- * grad's shape, the RoI arguments, and the grad_input sizes from n_arg on
- * (into sizes; C a multiple of PH*PW); declares the checks of the rois and
- * of channel_mapping holding what the forward writes. */
-vo_status vo_check_ps_backward_args(vo_exec *ex, int mapping_arg, int scale_arg, int ph_arg,
-                                    int pw_arg, int n_arg, int64_t sizes[4]);
 /* Int argument `arg` is <= max; `why` says what the bound protects. */
 vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why);
 /* sampling_ratio (int argument) is at most VO_K_MAX_SAMPLING_RATIO. */
@@ -69,6 +57,74 @@ typedef struct vo_roi_map {
  * by the map (see common.c); declare it after the rois check, which makes
  * the coordinates finite. NULL (message set) past VO_MAX_DATA_CHECKS. */
 vo_k_check *vo_declare_roi_grid_check(vo_exec *ex, int rois_arg, const vo_roi_map *m);
+/* Where a RoI op's arguments stand (input or grad is argument 0, rois 1):
+ * -1 for an argument the op does not have. */
+typedef struct vo_roi_layout {
+  int backward;
+  int scale, pooled_height, pooled_width; /* spatial_scale, pooled sizes */
+  int sampling;                           /* sampling_ratio (the roi_align family) */
+  int aligned;    /* aligned; -1 with sampling: always aligned (ps_roi_align) */
+  int batch_size; /* backward: batch_size, then channels, height, width */
+  int index;      /* backward: int32 tensor of grad's shape (argmax, channel_mapping) */
+  int grouped;    /* position-sensitive: C is a multiple of PH*PW, pooled to C/(PH*PW) */
+  int int32_out;  /* forward: output 1 is int32 of output 0's shape (argmax, channel_mapping) */
+} vo_roi_layout;
+/* The four RoI ops' layouts, [0] the forward, [1] the backward. */
+extern const vo_roi_layout vo_roi_align_layouts[2], vo_ps_roi_align_layouts[2],
+    vo_roi_pool_layouts[2], vo_ps_roi_pool_layouts[2];
+/* What a RoI op checks and fills itself, once the shared checks passed:
+ * sizes are the input's N, C, H, W. */
+typedef vo_status (*vo_roi_finish_fn)(vo_exec *ex, const vo_roi_layout *l, const int64_t sizes[4]);
+/* A RoI op's checks. Forward: input [N,C,H,W] float, rois [K,5] of any
+ * floating dtype beside it, spatial_scale finite and > 0 (and in float32
+ * below float64), pooled sizes >= 1, C grouped with l->grouped, the output
+ * [K, C or C/(PH*PW), PH, PW] fits. Backward: grad [K, C or C/(PH*PW), PH,
+ * PW] float, the same RoI arguments, the grad_input sizes (C grouped with
+ * l->grouped), the index tensor int32 of grad's shape. Both: declares the
+ * rois check (and, grouped backward, the channel_mapping check), checks the
+ * sampling (declaring the adaptive grid check), sets ex->dtype and the
+ * outputs, then runs finish. */
+vo_status vo_check_roi_op(vo_exec *ex, const vo_roi_layout *l, vo_roi_finish_fn finish);
+/* Defines a RoI op's two check entry points (vo_check_<name> and
+ * vo_check_<name>_backward, as ops.def names them) on its layouts and its
+ * finish. */
+#define VO_ROI_OP_CHECKS(name, finish)                           \
+  vo_status vo_check_##name(vo_exec *ex) {                       \
+    return vo_check_roi_op(ex, &vo_##name##_layouts[0], finish); \
+  }                                                              \
+  vo_status vo_check_##name##_backward(vo_exec *ex) {            \
+    return vo_check_roi_op(ex, &vo_##name##_layouts[1], finish); \
+  }
+/* The parameters roi_align and ps_roi_align (base), roi_pool and
+ * ps_roi_pool (base; argmax left NULL) share, from the arguments and the
+ * input sizes; input or grad is argument 0 per l->backward. */
+void vo_fill_roi_align_params(vo_exec *ex, const vo_roi_layout *l, const int64_t sizes[4],
+                              vo_roi_align_params *p);
+void vo_fill_roi_pool_params(vo_exec *ex, const vo_roi_layout *l, const int64_t sizes[4],
+                             vo_roi_pool_params *p);
+/* The typed wrappers' boxing of a RoI op's leading arguments: data (input
+ * or grad), rois, with has_index the index tensor (argmax,
+ * channel_mapping), spatial_scale, pooled sizes. Returns how many it wrote. */
+int vo_box_roi_args(vo_value *args, const DLTensor *data, const DLTensor *rois, int has_index,
+                    const DLTensor *index, double spatial_scale, int64_t pooled_height,
+                    int64_t pooled_width);
+/* Boxes count int arguments (e.g. a backward's grad_input sizes); returns
+ * count. */
+int vo_box_ints(vo_value *args, const int64_t *values, int count);
+/* The typed wrappers of the pooling RoI ops (roi_pool, ps_roi_pool), whose
+ * arguments are alike: out and an int32 index (argmax, channel_mapping);
+ * the backward's grad_input sizes are batch_size, channels, height, width. */
+vo_status vo_infer_roi_pooling(const vo_context *ctx, vo_op_id op, const DLTensor *input,
+                               const DLTensor *rois, double spatial_scale, int64_t pooled_height,
+                               int64_t pooled_width, vo_tensor_desc out[2]);
+vo_status vo_call_roi_pooling(const vo_context *ctx, vo_op_id op, const DLTensor *input,
+                              const DLTensor *rois, double spatial_scale, int64_t pooled_height,
+                              int64_t pooled_width, DLTensor *out, DLTensor *index);
+vo_status vo_call_roi_pooling_backward(const vo_context *ctx, vo_op_id op, const DLTensor *grad,
+                                       const DLTensor *rois, const DLTensor *index,
+                                       double spatial_scale, int64_t pooled_height,
+                                       int64_t pooled_width, const int64_t sizes[4],
+                                       DLTensor *grad_input);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);
 /* Position-sensitive RoI ops: the channel count `c` (of tensor argument

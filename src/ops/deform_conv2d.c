@@ -25,6 +25,29 @@ enum {
   NUM_FORWARD_ARGS
 };
 
+/* offset or mask (named `name`) against the input's batch size n and the
+ * output grid hout x wout; the mask's channels (mask_channels >= 0: og * kh
+ * * kw) between them. */
+static vo_status vo_expect_per_output(const vo_exec *ex, const vo_view *v, const char *name,
+                                      int64_t n, int64_t mask_channels, int64_t og, int64_t kh,
+                                      int64_t kw, int64_t hout, int64_t wout) {
+  if (v->shape[0] != n)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has batch size %lld but input has N = %lld",
+                   ex->op_name, name, (long long)v->shape[0], (long long)n);
+  if (mask_channels >= 0 && v->shape[1] != mask_channels)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: mask has %lld channels, expected offset_groups * kh * kw = %lld * %lld "
+                   "* %lld = %lld",
+                   ex->op_name, (long long)v->shape[1], (long long)og, (long long)kh,
+                   (long long)kw, (long long)mask_channels);
+  if (v->shape[2] != hout || v->shape[3] != wout)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: %s must have spatial size Hout x Wout = %lldx%lld, got %lldx%lld",
+                   ex->op_name, name, (long long)hout, (long long)wout, (long long)v->shape[2],
+                   (long long)v->shape[3]);
+  return VO_OK;
+}
+
 /* Checks everything the forward and backward share; `b` is 0 for the
  * forward and 1 for the backward (argument positions shift by one). */
 static vo_status vo_check_deform_common(vo_exec *ex, int b) {
@@ -113,33 +136,11 @@ static vo_status vo_check_deform_common(vo_exec *ex, int b) {
                    "kernel %lldx%lld, dilation %lldx%lld",
                    ex->op_name, (long long)h, (long long)wd, (long long)ph, (long long)pw,
                    (long long)kh, (long long)kw, (long long)dh, (long long)dw);
-  if (o->shape[0] != n)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: offset has batch size %lld but input has N = %lld", ex->op_name,
-                   (long long)o->shape[0], (long long)n);
-  if (o->shape[2] != hout || o->shape[3] != wout)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: offset must have spatial size Hout x Wout = %lldx%lld, got %lldx%lld",
-                   ex->op_name, (long long)hout, (long long)wout, (long long)o->shape[2],
-                   (long long)o->shape[3]);
-  if (has_mask) {
-    const vo_view *m = &ex->inputs[mk];
-    if (m->shape[0] != n)
-      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                     "%s: mask has batch size %lld but input has N = %lld", ex->op_name,
-                     (long long)m->shape[0], (long long)n);
-    if (m->shape[1] != mask_channels)
-      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                     "%s: mask has %lld channels, expected offset_groups * kh * kw = %lld * %lld "
-                     "* %lld = %lld",
-                     ex->op_name, (long long)m->shape[1], (long long)og, (long long)kh,
-                     (long long)kw, (long long)mask_channels);
-    if (m->shape[2] != hout || m->shape[3] != wout)
-      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                     "%s: mask must have spatial size Hout x Wout = %lldx%lld, got %lldx%lld",
-                     ex->op_name, (long long)hout, (long long)wout, (long long)m->shape[2],
-                     (long long)m->shape[3]);
-  }
+  if ((st = vo_expect_per_output(ex, o, "offset", n, -1, og, kh, kw, hout, wout)) != VO_OK)
+    return st;
+  if (has_mask && (st = vo_expect_per_output(ex, &ex->inputs[mk], "mask", n, mask_channels, og, kh,
+                                             kw, hout, wout)) != VO_OK)
+    return st;
   if (has_bias) {
     const int64_t bias_dims[1] = {cout};
     char what[32];
@@ -236,14 +237,9 @@ static int vo_deform_args(vo_value *args, const DLTensor *grad, const DLTensor *
   args[k++] = vo_tensor_value(offset);
   args[k++] = vo_tensor_value(mask);
   args[k++] = vo_tensor_value(bias);
-  args[k++] = vo_int_value(stride_h);
-  args[k++] = vo_int_value(stride_w);
-  args[k++] = vo_int_value(pad_h);
-  args[k++] = vo_int_value(pad_w);
-  args[k++] = vo_int_value(dilation_h);
-  args[k++] = vo_int_value(dilation_w);
-  args[k++] = vo_int_value(groups);
-  args[k++] = vo_int_value(offset_groups);
+  const int64_t ints[8] = {stride_h,   stride_w,   pad_h,  pad_w,
+                           dilation_h, dilation_w, groups, offset_groups};
+  k += vo_box_ints(args + k, ints, 8);
   args[k++] = vo_bool_value(mask != NULL);
   return k;
 }
