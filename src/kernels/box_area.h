@@ -110,8 +110,9 @@ VO_KFN VO_T VO_SN(vo_k_box_area_at)(const VO_GLOBAL VO_S *boxes, const vo_k_box_
 /* Element e (box e / 4, coordinate e % 4) of the gradient with respect to
  * the boxes, given grad [N]: torchvision's autograd through
  * (x2 - x1) * (y2 - y1) gives x2 grad * h and y2 grad * w (the product's
- * rule, h and w in the compute type), and x1, y1 their negatives, computed
- * as 0 - x so that a zero is +0 as torch's sum of the column gradients. */
+ * rule, h and w in the compute type), and x1, y1 their negatives. torch
+ * sums each column's gradient with the other columns' zeros, which turns a
+ * -0 into +0: hence 0 - d and d + 0, which change nothing else. */
 VO_KFN VO_T VO_SN(vo_k_box_area_grad_at)(const VO_GLOBAL VO_S *boxes, const VO_GLOBAL void *grad,
                                          const vo_k_box_area_args *a, int64_t e) {
   const int64_t i = e / 4, k = e - 4 * i;
@@ -120,7 +121,7 @@ VO_KFN VO_T VO_SN(vo_k_box_area_grad_at)(const VO_GLOBAL VO_S *boxes, const VO_G
   const VO_T g = (VO_T)vo_k_load_as_double(grad, a->grad_dtype, i * a->grad_stride);
   const VO_T side = (k & 1) ? VO_LD(b, 2 * s) - VO_LD(b, 0) : VO_LD(b, 3 * s) - VO_LD(b, s);
   const VO_T d = g * side;
-  return k < 2 ? (VO_T)0 - d : d;
+  return k < 2 ? (VO_T)0 - d : d + (VO_T)0;
 }
 
 #endif /* VO_K_BOX_AREA_BODY */

@@ -31,10 +31,14 @@ def degenerate_boxes(dtype=torch.float32):
 
 
 def same(got, want):
-    """Equal values (NaN where NaN) and the same dtype and shape."""
+    """Equal values (NaN where NaN, zeros of one sign) and the same dtype
+    and shape."""
     assert got.dtype == want.dtype and got.shape == want.shape
     both_nan = torch.isnan(got) & torch.isnan(want) if got.is_floating_point() else False
     assert bool(((got == want) | both_nan).all()), (got, want)
+    if got.is_floating_point():  # zeros of the same sign
+        zero = (want == 0) & (got == 0)
+        assert torch.equal(torch.signbit(got[zero]), torch.signbit(want[zero]))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
