@@ -315,8 +315,8 @@ static void call_box_area_by_name(const vo_op_info *op) {
   DLTensor *outs[1] = {&out->dl};
   if (CHECK_STATUS(vo_call(NULL, op, args, backward ? 2 : 1, outs, 1), VO_OK)) {
     for (int i = 0; i < (backward ? 4 : 1); i++)
-      CHECK_MSG(vt_get(&out->dl, i) == (backward ? want[i] : 4), "%s: element %d = %g", op->name,
-                i, vt_get(&out->dl, i));
+      CHECK_MSG(vt_get(&out->dl, i) == (backward ? want[i] : 4), "%s: element %d = %g", op->name, i,
+                vt_get(&out->dl, i));
   }
   vt_tensor_free(box);
   vt_tensor_free(g);

@@ -51,7 +51,7 @@ VO_KFN int64_t vo_k_box_area_int_coord(const VO_GLOBAL void *boxes, const vo_k_b
   }
 }
 
-/* The area of box i of int64 boxes, in int64 (unsigned arithmetic: torch's
+/* The area of box i of integer boxes in int64 (unsigned arithmetic: torch's
  * wrap-around, without C's undefined signed overflow). */
 VO_KFN int64_t vo_k_box_area_i64_at(const VO_GLOBAL void *boxes, const vo_k_box_area_args *a,
                                     int64_t i) {
@@ -63,14 +63,11 @@ VO_KFN int64_t vo_k_box_area_i64_at(const VO_GLOBAL void *boxes, const vo_k_box_
 }
 
 /* The area of box i of the narrower integer boxes, in int32 as torchvision
- * (which converts them to int32 first). */
+ * (which converts them to int32 first): int32's wrap-around is the low 32
+ * bits of int64's, and their coordinates are exact in both. */
 VO_KFN int32_t vo_k_box_area_i32_at(const VO_GLOBAL void *boxes, const vo_k_box_area_args *a,
                                     int64_t i) {
-  const uint32_t w = (uint32_t)vo_k_box_area_int_coord(boxes, a, i, 2) -
-                     (uint32_t)vo_k_box_area_int_coord(boxes, a, i, 0);
-  const uint32_t h = (uint32_t)vo_k_box_area_int_coord(boxes, a, i, 3) -
-                     (uint32_t)vo_k_box_area_int_coord(boxes, a, i, 1);
-  return (int32_t)(w * h);
+  return (int32_t)(uint32_t)(uint64_t)vo_k_box_area_i64_at(boxes, a, i);
 }
 
 #define VO_K_BOX_AREA_BODY
@@ -96,7 +93,7 @@ VO_KFN int32_t vo_k_box_area_i32_at(const VO_GLOBAL void *boxes, const vo_k_box_
 #undef VO_K_BOX_AREA_BODY
 
 #endif /* VISIONOPS_KERNELS_BOX_AREA_H */
-#else /* VO_K_BOX_AREA_BODY: the body for one storage type VO_S */
+#else  /* VO_K_BOX_AREA_BODY: the body for one storage type VO_S */
 
 /* The area of box i of float boxes, in the compute type (half types are
  * upcast to float32 first, as torchvision's _upcast). */

@@ -718,10 +718,10 @@ static void build_box_area_common(vs_sample *s, const vs_params *q, int grad) {
     kind = BOXES_MIXED;
     if (q->seed % VS_RANDOM_SEEDS == 1 && !grad) {
       kind = BOXES_SMALL;
-      dt = q->dt.bits == 64                                ? vt_i64
-           : q->dt.code == kDLBfloat                       ? vt_u8
+      dt = q->dt.bits == 64                             ? vt_i64
+           : q->dt.code == kDLBfloat                    ? vt_u8
            : q->dt.code == kDLFloat && q->dt.bits == 16 ? vt_i16
-                                                            : vt_i32;
+                                                        : vt_i32;
     }
   } else if (q->variant == VS_EDGE) {
     n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
