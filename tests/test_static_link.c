@@ -302,11 +302,36 @@ static void call_iou_backward_by_name(const vo_op_info *op) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vt_tensor_free(all[i]);
 }
 
+/* box_area of the first box [0,0,2,2]: 4; its backward of a unit gradient:
+ * (-h, -w, h, w) = (-2, -2, 2, 2). */
+static void call_box_area_by_name(const vo_op_info *op) {
+  const int backward = strcmp(op->name, "box_area_backward") == 0;
+  const int64_t s14[2] = {1, 4}, s1[1] = {1};
+  const double one[1] = {1}, want[4] = {-2, -2, 2, 2};
+  vt_tensor *box = vt_tensor_new(vt_f64, 2, s14, boxes);
+  vt_tensor *g = vt_tensor_new(vt_f64, 1, s1, one);
+  vt_tensor *out = vt_tensor_new(vt_f64, backward ? 2 : 1, backward ? s14 : s1, NULL);
+  vo_value args[2] = {vo_tensor_value(backward ? &g->dl : &box->dl), vo_tensor_value(&box->dl)};
+  DLTensor *outs[1] = {&out->dl};
+  if (CHECK_STATUS(vo_call(NULL, op, args, backward ? 2 : 1, outs, 1), VO_OK)) {
+    for (int i = 0; i < (backward ? 4 : 1); i++)
+      CHECK_MSG(vt_get(&out->dl, i) == (backward ? want[i] : 4), "%s: element %d = %g", op->name, i,
+                vt_get(&out->dl, i));
+  }
+  vt_tensor_free(box);
+  vt_tensor_free(g);
+  vt_tensor_free(out);
+}
+
 /* Runs `op` by name on the two boxes and checks its documented value. */
 static void call_by_name(const vo_op_info *op) {
   const size_t len = strlen(op->name);
   if (len >= 16 && strcmp(op->name + len - 16, "box_iou_backward") == 0) {
     call_iou_backward_by_name(op);
+    return;
+  }
+  if (strncmp(op->name, "box_area", 8) == 0) {
+    call_box_area_by_name(op);
     return;
   }
   if (strncmp(op->name, "deform_conv2d", 13) == 0) {

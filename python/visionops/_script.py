@@ -117,6 +117,10 @@ def complete_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tenso
     return _pairwise("complete_box_iou", boxes1, boxes2, float(eps))
 
 
+def box_area(boxes: Tensor) -> Tensor:
+    return torch.ops.visionops.box_area(boxes)
+
+
 # ---------------------------------------------------------------- RoI ops
 
 

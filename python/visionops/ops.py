@@ -22,7 +22,7 @@ from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 __all__ = [
     "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-    "complete_box_iou", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
+    "complete_box_iou", "box_area", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
     "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
     "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
     "VisionOpsTypeError",
@@ -280,6 +280,19 @@ def complete_box_iou(boxes1, boxes2, eps=1e-7):
     if _is_torch(boxes1) or _is_torch(boxes2):
         return _script.complete_box_iou(boxes1, boxes2, float(eps))
     return _pairwise("complete_box_iou", boxes1, boxes2, float(eps))
+
+
+@_fx_leaf
+def box_area(boxes):
+    """Areas [N] of [N, 4] boxes (x1, y1, x2, y2), (x2 - x1) * (y2 - y1), with
+    torchvision's upcasting: float64 boxes give float64, the other float
+    boxes float32; int64 boxes give int64, the other integer boxes int32
+    (wrapping on overflow, as torch's integer arithmetic). Differentiable
+    with respect to float boxes."""
+    boxes = _tensor(boxes, "box_area", "boxes")
+    if _is_torch(boxes):
+        return _script.box_area(boxes)
+    return _call("box_area", boxes)
 
 
 # ---------------------------------------------------------------- RoI ops
@@ -667,7 +680,7 @@ else:
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
 _FX_LEAVES = ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-              "complete_box_iou", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
+              "complete_box_iou", "box_area", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
               "multi_scale_roi_align", "deform_conv2d")
 if _torch is not None:
     import torch.fx as _fx

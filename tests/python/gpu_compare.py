@@ -330,6 +330,12 @@ def tv_iou_backward(fn):
     return tv
 
 
+def tv_box_area_backward(x):
+    """box_area's backward: torchvision's autograd through box_area."""
+    b = x[1].detach().requires_grad_()
+    return list(torch.autograd.grad(torchvision.ops.box_area(b), (b,), x[0]))
+
+
 def tv_multi_scale(feats, r, scales, pooled, sampling_ratio, grad=None):
     """torchvision's MultiScaleRoIAlign on the same pyramid: the image size
     is the finest level's size over its scale."""
@@ -373,6 +379,8 @@ TV_CALLS = {
     "generalized_box_iou_backward": tv_iou_backward(_op("generalized_box_iou")),
     "distance_box_iou_backward": tv_iou_backward(_op("distance_box_iou")),
     "complete_box_iou_backward": tv_iou_backward(_op("complete_box_iou")),
+    "box_area": tv_iou(_op("box_area")),
+    "box_area_backward": tv_box_area_backward,
 }
 NOTES = {"multi_scale_roi_align_backward":
          "torchvision: autograd of MultiScaleRoIAlign, timed with its forward"}

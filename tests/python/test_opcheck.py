@@ -57,6 +57,10 @@ def samples(name, dt=torch.float64):
     if name.endswith("box_iou_backward"):
         extra = (1e-7,) if name.startswith(("distance", "complete")) else ()
         return [(_rand(6, 4, seed=9, dtype=dt), b1, b2) + extra]
+    if name == "box_area":
+        return [(b1.requires_grad_(grad),), (_boxes(0, 3, dtype=dt),)]
+    if name == "box_area_backward":
+        return [(_rand(6, seed=9, dtype=dt), b1)]
     if name == "roi_align":
         return [(x, rois, 0.5, 3, 2, -1, False), (x, rois, 1.0, 2, 2, 2, True)]
     if name == "roi_align_backward":

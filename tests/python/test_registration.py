@@ -70,6 +70,8 @@ def meta_cases(dt):
         "generalized_box_iou": ((m(7, 4, dtype=dt), m(0, 4, dtype=dt)), [((7, 0), iou_dt)]),
         "distance_box_iou": ((m(7, 4, dtype=dt), m(3, 4, dtype=dt), 1e-7), [((7, 3), iou_dt)]),
         "complete_box_iou": ((m(1, 4, dtype=dt), m(3, 4, dtype=dt), 1e-7), [((1, 3), iou_dt)]),
+        "box_area": ((m(7, 4, dtype=dt),), [((7,), iou_dt)]),
+        "box_area_backward": ((m(7, dtype=iou_dt), m(7, 4, dtype=dt)), [((7, 4), dt)]),
         "roi_align": ((m(2, 3, 8, 9, dtype=dt), m(5, 5, dtype=dt), 0.5, 2, 3, -1, False),
                       [((5, 3, 2, 3), dt)]),
         "roi_align_backward": ((m(5, 3, 2, 3, dtype=dt), m(5, 5, dtype=dt), 0.5, 2, 3, 2, 3, 8, 9,

@@ -703,6 +703,55 @@ static void sample_deform_conv2d_backward(vs_sample *s, const vs_params *q) {
   build_dcn_common(s, q, 1);
 }
 
+/* box_area (and, with `grad`, its backward: grad [N] first): random 97,
+ * 257 and 64 mixed boxes, and at seed 1 (forward) 45 integer boxes (int32
+ * beside float32, int64 beside float64, int16 beside float16, uint8 beside
+ * bfloat16; every fifth one reversed where the dtype is signed); edge: none,
+ * or degenerate boxes; model: 6000 detections. */
+static void build_box_area_common(vs_sample *s, const vs_params *q, int grad) {
+  static const int64_t random_n[VS_RANDOM_SEEDS] = {97, 45, 257, 64};
+  int64_t n = 6;
+  box_kind kind = BOXES_SMALL;
+  DLDataType dt = q->dt;
+  if (q->variant == VS_RANDOM) {
+    n = random_n[q->seed % VS_RANDOM_SEEDS];
+    kind = BOXES_MIXED;
+    if (q->seed % VS_RANDOM_SEEDS == 1 && !grad) {
+      kind = BOXES_SMALL;
+      dt = q->dt.bits == 64                             ? vt_i64
+           : q->dt.code == kDLBfloat                    ? vt_u8
+           : q->dt.code == kDLFloat && q->dt.bits == 16 ? vt_i16
+                                                        : vt_i32;
+    }
+  } else if (q->variant == VS_EDGE) {
+    n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
+    kind = BOXES_DEGENERATE;
+  } else if (q->variant == VS_MODEL) {
+    n = 6000;
+    kind = BOXES_DETECTIONS;
+  }
+  double *b = xmalloc(sizeof(double) * (size_t)(4 * n));
+  gen_boxes(kind, q->rng, n, b);
+  if (dt.code != q->dt.code || dt.bits != q->dt.bits) {
+    for (int64_t i = 0; i < 4 * n; i++) b[i] = floor(8 * b[i]);
+    for (int64_t i = 0; dt.code == kDLInt && i < n; i += 5) {
+      const double x1 = b[4 * i], y1 = b[4 * i + 1];
+      b[4 * i] = b[4 * i + 2], b[4 * i + 1] = b[4 * i + 3];
+      b[4 * i + 2] = x1, b[4 * i + 3] = y1;
+    }
+  }
+  const int64_t bs[2] = {n, 4}, gs[1] = {n};
+  if (grad) arg_tensor(s, add_uniform(s, q->dt, 1, gs, q->rng, -1, 1));
+  const int tb = add_values(s, dt, 2, bs, b);
+  arg_tensor(s, tb);
+  s->shape_tensor = tb;
+  free(b);
+}
+static void sample_box_area(vs_sample *s, const vs_params *q) { build_box_area_common(s, q, 0); }
+static void sample_box_area_backward(vs_sample *s, const vs_params *q) {
+  build_box_area_common(s, q, 1);
+}
+
 /* ------------------------------------------------------------ the table */
 
 /* One builder per op of ops.def, in its order: an op without sample_<name>
