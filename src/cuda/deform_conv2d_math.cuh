@@ -2,7 +2,7 @@
 // from: the portable per-element math of kernels/deform_conv2d.h bound per
 // storage dtype (vo_dcn_dtype_f32 .. _bf16, cuda/deform_conv2d_dtype.inc),
 // and the shapes of the cuBLAS products. Host code can run both, so
-// tests/test_cuda_ps_deform_host.cu replays a call's products and col2im
+// tests/test_cuda_deform_host.cu replays a call's products and col2im
 // variants on the host.
 #ifndef VISIONOPS_CUDA_DEFORM_CONV2D_MATH_CUH
 #define VISIONOPS_CUDA_DEFORM_CONV2D_MATH_CUH

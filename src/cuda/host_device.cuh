@@ -1,6 +1,6 @@
 // Loads, stores and rounding helpers usable on the host and on the device, for
 // the per-element functions the host-emulation test runs on the CPU
-// (tests/test_cuda_ps_deform_host.cu).
+// (tests/test_cuda_deform_host.cu).
 #ifndef VISIONOPS_CUDA_HOST_DEVICE_CUH
 #define VISIONOPS_CUDA_HOST_DEVICE_CUH
 
