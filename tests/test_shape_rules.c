@@ -329,8 +329,8 @@ static int check_call(call *c, const char *what) {
     if (!same) {
       int used = 0;
       for (int d = 0; d < desc[k].ndim; d++)
-        used += snprintf(want + used, sizeof want - (size_t)used, "%lld ",
-                         (long long)desc[k].shape[d]);
+        used +=
+            snprintf(want + used, sizeof want - (size_t)used, "%lld ", (long long)desc[k].shape[d]);
       used = 0;
       got[0] = '\0';
       for (int d = 0; d < ndim; d++)

@@ -322,8 +322,8 @@ static void call_sample_by_name(const vo_op_info *op) {
       for (int k = 0; k < count; k++) {
         const int64_t n = vt_numel(outs[k]);
         for (int64_t i = 0; i < n; i++)
-          if (!CHECK_MSG(isfinite(vt_get(outs[k], i)), "%s: output %d element %lld = %g",
-                         s.label, k, (long long)i, vt_get(outs[k], i)))
+          if (!CHECK_MSG(isfinite(vt_get(outs[k], i)), "%s: output %d element %lld = %g", s.label,
+                         k, (long long)i, vt_get(outs[k], i)))
             break;
       }
   }

@@ -31,8 +31,8 @@ static void store_area(const void *boxes, const vo_k_box_area_args *a, int64_t i
 }
 
 /* Gradient element e into out[e], in the boxes' dtype. */
-static void store_grad(const void *boxes, const void *grad, const vo_k_box_area_args *a,
-                       int64_t e, void *out) {
+static void store_grad(const void *boxes, const void *grad, const vo_k_box_area_args *a, int64_t e,
+                       void *out) {
   switch (a->boxes_dtype) {
     case VO_F64: ((double *)out)[e] = vo_k_box_area_grad_at_f64(boxes, grad, a, e); break;
     case VO_F16:
