@@ -1,7 +1,8 @@
 /* Shape rules (vo_op_info.shape_rule, syntax in src/ops/ops.def) against the
  * check functions: for every op, random valid arguments (tensors without
- * data) through vo_infer, and the rule evaluated on the same arguments, must
- * give the same output shapes. The rule is what the Python layer evaluates
+ * data; an op without a generator below: every sample of the sample registry,
+ * tests/samples/) through vo_infer, and the rule evaluated on the same
+ * arguments, must give the same output shapes. The rule is what the Python layer evaluates
  * over symbolic sizes, so a disagreement would be a wrong shape under
  * torch.export / torch.compile(dynamic=True). */
 #include <ctype.h>
@@ -9,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "samples/samples.h"
 #include "test_util.h"
 
 #define MAX_TENSORS 64
-#define MAX_ARGS 16
+#define MAX_ARGS VS_MAX_ARGS
 
 /* ------------------------------------------------------------ the arguments */
 
@@ -66,7 +68,8 @@ static void put_int(call *c, int64_t i) { put(c, vo_int_value(i)); }
 
 static int64_t rnd(vt_rng *r, int64_t lo, int64_t hi) { return lo + vt_rng_int(r, hi - lo + 1); }
 
-/* Random valid arguments of op `name` (0 if the test knows no such op). */
+/* Random valid arguments of op `name` (0 if the test has no generator for it:
+ * then the op's samples serve, check_samples). */
 static int make_args(call *c, const char *name, vt_rng *r) {
   const int backward = strstr(name, "_backward") != NULL;
   const int64_t n = rnd(r, 1, 4), k = rnd(r, 0, 9), ch = rnd(r, 1, 6);
@@ -76,9 +79,6 @@ static int make_args(call *c, const char *name, vt_rng *r) {
     put_tensor(c, tensor(c, vt_f32, 1, k, 0, 0, 0));
     if (name[0] == 'b') put_tensor(c, tensor(c, vt_i64, 1, k, 0, 0, 0));
     put(c, vo_float_value(0.5));
-  } else if (strncmp(name, "box_area", 8) == 0) {
-    if (backward) put_tensor(c, tensor(c, vt_f32, 1, k, 0, 0, 0));
-    put_tensor(c, tensor(c, vt_f32, 2, k, 4, 0, 0));
   } else if (strstr(name, "box_iou")) {
     const int64_t m = rnd(r, 0, 9);
     if (backward) put_tensor(c, tensor(c, vt_f32, 2, k, m, 0, 0));
@@ -304,47 +304,79 @@ static int rule_shape(const call *c, int k, int verbose, int64_t *dims, int *ndi
 
 /* ------------------------------------------------------------------ tests */
 
+/* vo_infer and the rule on the arguments of c; `what` names the call. */
+static int check_call(call *c, const char *what) {
+  const vo_op_info *op = c->op;
+  int count = 0;
+  vo_tensor_desc desc[VO_MAX_LIST];
+  vo_status st = vo_infer_num_outputs(NULL, op, c->args, c->num_args, &count);
+  if (st == VO_OK) st = vo_infer(NULL, op, c->args, c->num_args, desc, count);
+  if (!CHECK_MSG(st == VO_OK, "%s: arguments rejected: %s", what, vo_last_error())) return 0;
+  const int rule_outputs = op->num_outputs < 0 ? count : op->num_outputs;
+  if (!CHECK_MSG(rule_outputs == count, "%s: %d outputs, the rule has %d", what, count,
+                 rule_outputs))
+    return 0;
+  for (int k = 0; k < count; k++) {
+    int64_t dims[VO_MAX_DIMS];
+    int ndim = 0;
+    if (!CHECK_MSG(rule_shape(c, k, 1, dims, &ndim), "%s: rule \"%s\" does not evaluate", what,
+                   op->shape_rule))
+      return 0;
+    char want[96], got[96];
+    snprintf(want, sizeof want, "%s", "");
+    int same = ndim == desc[k].ndim;
+    for (int d = 0; same && d < ndim; d++) same = dims[d] == desc[k].shape[d];
+    if (!same) {
+      int used = 0;
+      for (int d = 0; d < desc[k].ndim; d++)
+        used +=
+            snprintf(want + used, sizeof want - (size_t)used, "%lld ", (long long)desc[k].shape[d]);
+      used = 0;
+      got[0] = '\0';
+      for (int d = 0; d < ndim; d++)
+        used += snprintf(got + used, sizeof got - (size_t)used, "%lld ", (long long)dims[d]);
+    }
+    if (!CHECK_MSG(same, "%s output %d: vo_infer gives [%s], the rule [%s]", what, k, want,
+                   same ? "" : got))
+      return 0;
+  }
+  return 1;
+}
+
+/* An op without a generator: the rule on every sample of the registry (every
+ * variant, seed and dtype). */
+static void check_samples(const vo_op_info *op) {
+  static const int seeds[VS_NUM_VARIANTS] = {VS_RANDOM_SEEDS, VS_EDGE_SEEDS, 1, 1};
+  for (int v = 0; v < VS_NUM_VARIANTS; v++)
+    for (int seed = 0; seed < seeds[v]; seed++)
+      for (int d = 0; d < VS_NUM_DTYPES; d++) {
+        vs_sample s;
+        vs_build(&s, op->index, (vs_variant)v, *vs_dtypes[d], (uint64_t)seed);
+        call c;
+        memset(&c, 0, sizeof c);
+        c.op = op;
+        read_names(&c);
+        memcpy(c.args, s.args, sizeof(vo_value) * (size_t)s.num_args);
+        c.num_args = s.num_args;
+        const int ok = check_call(&c, s.label);
+        vs_free(&s);
+        if (!ok) return;
+      }
+}
+
 static void check_op(const vo_op_info *op, vt_rng *r, int trials) {
   for (int t = 0; t < trials; t++) {
     call c;
     memset(&c, 0, sizeof c);
     c.op = op;
     read_names(&c);
-    if (!CHECK_MSG(make_args(&c, op->name, r), "%s: no argument generator", op->name)) return;
-    int count = 0;
-    vo_tensor_desc desc[VO_MAX_LIST];
-    vo_status st = vo_infer_num_outputs(NULL, op, c.args, c.num_args, &count);
-    if (st == VO_OK) st = vo_infer(NULL, op, c.args, c.num_args, desc, count);
-    if (!CHECK_MSG(st == VO_OK, "%s: generated arguments rejected: %s", op->name, vo_last_error()))
+    if (!make_args(&c, op->name, r)) {
+      check_samples(op);
       return;
-    const int rule_outputs = op->num_outputs < 0 ? count : op->num_outputs;
-    if (!CHECK_MSG(rule_outputs == count, "%s: %d outputs, the rule has %d", op->name, count,
-                   rule_outputs))
-      return;
-    for (int k = 0; k < count; k++) {
-      int64_t dims[VO_MAX_DIMS];
-      int ndim = 0;
-      if (!CHECK_MSG(rule_shape(&c, k, 1, dims, &ndim), "%s: rule \"%s\" does not evaluate",
-                     op->name, op->shape_rule))
-        return;
-      char want[96], got[96];
-      snprintf(want, sizeof want, "%s", "");
-      int same = ndim == desc[k].ndim;
-      for (int d = 0; same && d < ndim; d++) same = dims[d] == desc[k].shape[d];
-      if (!same) {
-        int used = 0;
-        for (int d = 0; d < desc[k].ndim; d++)
-          used += snprintf(want + used, sizeof want - (size_t)used, "%lld ",
-                           (long long)desc[k].shape[d]);
-        used = 0;
-        got[0] = '\0';
-        for (int d = 0; d < ndim; d++)
-          used += snprintf(got + used, sizeof got - (size_t)used, "%lld ", (long long)dims[d]);
-      }
-      if (!CHECK_MSG(same, "%s output %d: vo_infer gives [%s], the rule [%s] (trial %d)", op->name,
-                     k, want, same ? "" : got, t))
-        return;
     }
+    char what[96];
+    snprintf(what, sizeof what, "%s (trial %d)", op->name, t);
+    if (!check_call(&c, what)) return;
   }
 }
 

@@ -19,10 +19,9 @@ from . import _C
 from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 from ._core import (backends, get_num_threads, is_deterministic, set_deterministic,
                     set_num_threads)
-from .ops import (DeformConv2d, MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign, RoIPool,
-                  batched_nms, box_area, box_iou, complete_box_iou, deform_conv2d, distance_box_iou,
-                  generalized_box_iou, multi_scale_roi_align, nms, ps_roi_align, ps_roi_pool,
-                  roi_align, roi_pool)
+from . import ops as _ops
+# The functions and modules: ops.__all__ is the one list of their names.
+from .ops import *  # noqa: F401,F403
 
 __version__ = _C.version
 
@@ -36,17 +35,10 @@ else:
 
     # visionops.roi_align(...) in traced code is a leaf (fx's own mechanism;
     # the functions also record themselves when given a Proxy).
-    for _name in ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-                  "complete_box_iou", "box_area", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
-                  "multi_scale_roi_align", "deform_conv2d"):
+    for _name in _ops._FX_LEAVES:
         _fx.wrap(_name)
     del _name
 
-__all__ = [
-    "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-    "complete_box_iou", "box_area", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
-    "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
-    "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
-    "VisionOpsTypeError", "backends", "set_num_threads", "get_num_threads", "set_deterministic",
-    "is_deterministic",
+__all__ = list(_ops.__all__) + [
+    "backends", "set_num_threads", "get_num_threads", "set_deterministic", "is_deterministic",
 ]

@@ -52,15 +52,11 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream, const vo_k_box_ar
   return vo_cuda_check_launch(ex);
 }
 
-}  // namespace
-
-extern "C" vo_status vo_cuda_box_area(const vo_exec *ex) {
-  vo_cuda_device_guard guard(ex->device.device_id);
-  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  const cudaStream_t stream = vo_cuda_stream(ex);
+// The forward's launch for the boxes' storage dtype (ex->dtype is the
+// upcast output's).
+vo_status forward(const vo_exec *ex, cudaStream_t stream) {
   const vo_view *boxes = &ex->inputs[0];
   const int64_t n = boxes->shape[0];
-  if (n == 0) return VO_OK;
   const vo_k_box_area_args a = vo_k_box_area_args_of((int)boxes->dtype, boxes->stride, 0, 0);
   const void *src = vo_view_addr(boxes);
   void *out = vo_view_addr(&ex->outputs[0]);
@@ -80,13 +76,10 @@ extern "C" vo_status vo_cuda_box_area(const vo_exec *ex) {
   }
 }
 
-extern "C" vo_status vo_cuda_box_area_backward(const vo_exec *ex) {
-  vo_cuda_device_guard guard(ex->device.device_id);
-  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  const cudaStream_t stream = vo_cuda_stream(ex);
+// The backward's launch for the boxes' storage dtype.
+vo_status backward(const vo_exec *ex, cudaStream_t stream) {
   const vo_view *grad = &ex->inputs[0], *boxes = &ex->inputs[1];
   const int64_t n = 4 * boxes->shape[0];
-  if (n == 0) return VO_OK;
   const vo_k_box_area_args a =
       vo_k_box_area_args_of((int)boxes->dtype, boxes->stride, (int)grad->dtype, grad->stride[0]);
   switch (boxes->dtype) {
@@ -95,4 +88,14 @@ extern "C" vo_status vo_cuda_box_area_backward(const vo_exec *ex) {
     case VO_BF16: return backward_run<VO_DT_BF16>(ex, stream, a, n);
     default: return backward_run<VO_DT_F32>(ex, stream, a, n);
   }
+}
+
+}  // namespace
+
+extern "C" vo_status vo_cuda_box_area(const vo_exec *ex) {
+  return vo_k_on_device(ex, &ex->outputs[0], [ex](cudaStream_t s) { return forward(ex, s); });
+}
+
+extern "C" vo_status vo_cuda_box_area_backward(const vo_exec *ex) {
+  return vo_k_on_device(ex, &ex->outputs[0], [ex](cudaStream_t s) { return backward(ex, s); });
 }

@@ -94,14 +94,21 @@ vo_status vo_k_run_dtype(const vo_exec *ex, cudaStream_t stream, const Args &...
   }
 }
 
-// A kernel entry: on the call's device, nothing to do when out (if not
-// null) is empty, else vo_k_run_dtype<Run> on the call's stream.
-template <template <int> class Run, typename... Args>
-vo_status vo_k_dispatch(const vo_exec *ex, const vo_view *out, const Args &...args) {
+// A kernel entry's opening: on the call's device, nothing to do when out
+// (if not null) is empty, else launch(stream) on the call's stream.
+template <typename Launch>
+vo_status vo_k_on_device(const vo_exec *ex, const vo_view *out, const Launch &launch) {
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   if (out && out->numel == 0) return VO_OK;
-  return vo_k_run_dtype<Run>(ex, vo_cuda_stream(ex), args...);
+  return launch(vo_cuda_stream(ex));
+}
+
+// A kernel entry: vo_k_run_dtype<Run> there.
+template <template <int> class Run, typename... Args>
+vo_status vo_k_dispatch(const vo_exec *ex, const vo_view *out, const Args &...args) {
+  return vo_k_on_device(
+      ex, out, [&](cudaStream_t stream) { return vo_k_run_dtype<Run>(ex, stream, args...); });
 }
 
 // `out = NAME_<suffix of DT>(args)`; VO_K_SET_T for per-compute-type

@@ -13,12 +13,8 @@ vo_status vo_check_box_area(vo_exec *ex) {
   vo_status st;
   const int64_t dims[2] = {-1, 4};
   if ((st = vo_expect_shape(ex, ARG_BOXES, 2, dims, "N, 4")) != VO_OK) return st;
+  if ((st = vo_expect_float_or_int(ex, ARG_BOXES)) != VO_OK) return st;
   const vo_dtype dt = ex->inputs[ARG_BOXES].dtype;
-  if (!vo_dtype_is_float(dt) && !vo_dtype_is_int(dt))
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
-                   "%s: %s must be float32, float64, float16, bfloat16 or an integer dtype "
-                   "(int64, int32, int16, int8, uint8), got %s",
-                   ex->op_name, vo_arg_name(ex, ARG_BOXES), vo_dtype_name(dt));
   vo_dtype out_dtype = VO_F32;
   if (dt == VO_F64 || dt == VO_I64)
     out_dtype = dt;

@@ -12,14 +12,8 @@ static vo_status vo_check_pairwise(vo_exec *ex, vo_iou_kind kind) {
   const int64_t dims[2] = {-1, 4};
   if ((st = vo_expect_shape(ex, ARG_A, 2, dims, "N, 4")) != VO_OK) return st;
   if ((st = vo_expect_shape(ex, ARG_B, 2, dims, "M, 4")) != VO_OK) return st;
-  for (int arg = ARG_A; arg <= ARG_B; arg++) {
-    const vo_dtype dt = ex->inputs[arg].dtype;
-    if (!vo_dtype_is_float(dt) && !vo_dtype_is_int(dt))
-      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
-                     "%s: %s must be float32, float64, float16, bfloat16 or an integer dtype "
-                     "(int64, int32, int16, int8, uint8), got %s",
-                     ex->op_name, vo_arg_name(ex, arg), vo_dtype_name(dt));
-  }
+  for (int arg = ARG_A; arg <= ARG_B; arg++)
+    if ((st = vo_expect_float_or_int(ex, arg)) != VO_OK) return st;
   double eps = 0;
   if (kind == VO_IOU_DISTANCE || kind == VO_IOU_COMPLETE) {
     if ((st = vo_expect_finite(ex, ARG_EPS)) != VO_OK) return st;

@@ -18,6 +18,15 @@ vo_status vo_expect_float(const vo_exec *ex, int arg) {
                  vo_arg_name(ex, arg), vo_dtype_name(dt));
 }
 
+vo_status vo_expect_float_or_int(const vo_exec *ex, int arg) {
+  vo_dtype dt = ex->inputs[arg].dtype;
+  if (vo_dtype_is_float(dt) || vo_dtype_is_int(dt)) return VO_OK;
+  return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                 "%s: %s must be float32, float64, float16, bfloat16 or an integer dtype "
+                 "(int64, int32, int16, int8, uint8), got %s",
+                 ex->op_name, vo_arg_name(ex, arg), vo_dtype_name(dt));
+}
+
 vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like) {
   vo_dtype dt = ex->inputs[arg].dtype, want = ex->inputs[like].dtype;
   if (dt == want) return VO_OK;

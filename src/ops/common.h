@@ -8,6 +8,9 @@
 
 /* Argument `arg` is a floating tensor (float32/64, float16, bfloat16). */
 vo_status vo_expect_float(const vo_exec *ex, int arg);
+/* Argument `arg` is a floating or an integer tensor (boxes, which
+ * torchvision's box ops take in any of them). */
+vo_status vo_expect_float_or_int(const vo_exec *ex, int arg);
 /* Argument `arg` has the dtype of argument `like`. */
 vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like);
 /* Argument `arg` (rois, scores, a second box set, a gradient) is a floating

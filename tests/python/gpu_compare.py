@@ -2,7 +2,9 @@
 every registered op in float32 (and float16 where torchvision takes it) at
 model-like sizes, printed as a Markdown table (max differences, times by CUDA
 events, ratio). Exits 1 on a difference above tolerance or an op without a
-CUDA kernel, 0 with "skipped" where torch.cuda is unavailable.
+CUDA kernel, 0 with "skipped" where torch.cuda is unavailable. An op that
+torchvision does not have is compared with visionops' CPU only ("no
+reference").
 
 Usage: gpu_compare.py [path/to/libvisionops.so] [--cpu-selftest]
 The library comes from the argument, $VISIONOPS_LIB, or build-gpu/ or build/
@@ -312,7 +314,9 @@ def load_samples():
 #
 # What torchvision computes for each op, from the op's arguments on the
 # device: the outputs to compare with visionops' in order (None to skip one),
-# or None where torchvision has no such op.
+# or None where torchvision has no such op. An op not in TV_CALLS gets
+# tv_default's: torchvision.ops.<name> on the same arguments, and for
+# <name>_backward autograd of torchvision.ops.<name>.
 
 TV = torch.ops.torchvision
 
@@ -328,12 +332,6 @@ def tv_iou_backward(fn):
         a_, b_ = x[1].detach().requires_grad_(), x[2].detach().requires_grad_()
         return list(torch.autograd.grad(fn(a_, b_, *x[3:]), (a_, b_), x[0]))
     return tv
-
-
-def tv_box_area_backward(x):
-    """box_area's backward: torchvision's autograd through box_area."""
-    b = x[1].detach().requires_grad_()
-    return list(torch.autograd.grad(torchvision.ops.box_area(b), (b,), x[0]))
 
 
 def tv_multi_scale(feats, r, scales, pooled, sampling_ratio, grad=None):
@@ -379,9 +377,36 @@ TV_CALLS = {
     "generalized_box_iou_backward": tv_iou_backward(_op("generalized_box_iou")),
     "distance_box_iou_backward": tv_iou_backward(_op("distance_box_iou")),
     "complete_box_iou_backward": tv_iou_backward(_op("complete_box_iou")),
-    "box_area": tv_iou(_op("box_area")),
-    "box_area_backward": tv_box_area_backward,
 }
+
+
+def tv_default(name):
+    """torchvision.ops.<name> called with the op's arguments; for a backward
+    (grad, forward's arguments...) the gradients of torchvision.ops.<forward>
+    with respect to its floating-point tensor arguments, in order; None where
+    torchvision has no such function."""
+    backward = name.endswith("_backward")
+    fn = _op(name[: -len("_backward")] if backward else name)
+    if fn is None:
+        return None
+    if not backward:
+        def tv(a):
+            out = fn(*a)
+            return list(out) if isinstance(out, (tuple, list)) else [out]
+        return tv
+
+    def tv_backward(x):
+        args = [a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point()
+                else a for a in x[1:]]
+        wrt = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        return list(torch.autograd.grad(fn(*args), wrt, x[0]))
+    return tv_backward
+
+
+def tv_call(name):
+    return TV_CALLS[name] if name in TV_CALLS else tv_default(name)
+
+
 NOTES = {"multi_scale_roi_align_backward":
          "torchvision: autograd of MultiScaleRoIAlign, timed with its forward"}
 
@@ -453,8 +478,8 @@ def compare_op(name, dtype, rows):
 
 def _compare_op(name, dtype, rows):
     args, nout, note = SAMPLES[(name, dtype)]
-    tv = TV_CALLS[name]
-    note = "; ".join(n for n in (note, NOTES.get(name, "")) if n)
+    tv = tv_call(name)
+    note = "; ".join(n for n in (note, NOTES.get(name, ""), "" if tv else "no reference") if n)
     problems = []
     # visionops on the CPU (the reference) and on the device
     run_cpu, cpu_out = vo_prepare(None, name, args, nout)
@@ -536,10 +561,7 @@ def main():
     rows = []  # each op's rows are printed as soon as they are known
     for name in OPS:
         new = []
-        if name not in TV_CALLS:
-            new.append([name, "-", "-", "-", "-", "-", "-",
-                        "FAIL: no torchvision counterpart (or None) in tests/python/gpu_compare.py"])
-        for dtype in (torch.float32, torch.float16) if name in TV_CALLS else ():
+        for dtype in (torch.float32, torch.float16):
             try:
                 compare_op(name, dtype, new)
             except VoError as e:  # the CPU reference itself failed

@@ -3,7 +3,9 @@ matches what the kernels do (no hidden mutation or aliasing), the Autograd
 registration is complete, the Meta/fake kernels agree with the real ones
 (shapes, dtypes, strides), and the ops trace through AOTAutograd with static
 and dynamic shapes. Samples are realistic: valid boxes and RoIs inside the
-feature maps, gradients required where the op is differentiable."""
+feature maps, gradients required where the op is differentiable; an op
+without a case in `samples` runs on its sample from the C sample registry
+(exported_samples)."""
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -15,7 +17,10 @@ if not hasattr(torch.library, "opcheck"):
     pytest.skip("torch.library.opcheck needs torch >= 2.4 (this is %s)" % torch.__version__,
                 allow_module_level=True)
 
+import exported_samples  # noqa: E402
+
 OP_NAMES = [name for name, _, _ in _C.ops()] + sorted(vo_torch.NMS_KEPT)
+BACKWARDS = {name: backward for name, _, backward in _C.ops()}
 
 
 def _boxes(n, seed, size=32.0, dtype=torch.float32):
@@ -57,10 +62,6 @@ def samples(name, dt=torch.float64):
     if name.endswith("box_iou_backward"):
         extra = (1e-7,) if name.startswith(("distance", "complete")) else ()
         return [(_rand(6, 4, seed=9, dtype=dt), b1, b2) + extra]
-    if name == "box_area":
-        return [(b1.requires_grad_(grad),), (_boxes(0, 3, dtype=dt),)]
-    if name == "box_area_backward":
-        return [(_rand(6, seed=9, dtype=dt), b1)]
     if name == "roi_align":
         return [(x, rois, 0.5, 3, 2, -1, False), (x, rois, 1.0, 2, 2, 2, True)]
     if name == "roi_align_backward":
@@ -99,7 +100,24 @@ def samples(name, dt=torch.float64):
     if name == "deform_conv2d_backward":
         return [(_rand(2, 6, 5, 4, seed=18, dtype=dt), dx.detach(), weight.detach(),
                  offset.detach(), mask.detach(), bias.detach(), 1, 1, 0, 0, 1, 1, 2, 2, True)]
-    raise AssertionError("no opcheck sample for " + name)
+    return exported_sample(name, dt, grad)
+
+
+def exported_sample(name, dt, grad):
+    """An op without a case above: its small sample of the C sample registry,
+    with gradients required on its floating tensors where the op has a
+    backward."""
+    args = exported_samples.sample(name, dt)
+    if args is None:
+        pytest.skip(name + ": no opcheck sample here and no tests/vo_samples_export in this build")
+    grad = grad and BACKWARDS.get(name) is not None
+
+    def prepare(t):
+        t = t.clone()
+        return t.requires_grad_() if grad and t.is_floating_point() else t
+    return [tuple(prepare(a) if isinstance(a, torch.Tensor)
+                  else [prepare(t) for t in a] if isinstance(a, list) and a
+                  and isinstance(a[0], torch.Tensor) else a for a in args)]
 
 
 @pytest.mark.parametrize("dt", [torch.float64, torch.float32, torch.bfloat16])
