@@ -17,12 +17,29 @@ static int vo_host_readable(DLDeviceType t) { return t == kDLCPU || t == kDLCUDA
 static void vo_find_on_host(const vo_view *t, const vo_k_check *c, vo_k_check_found *found) {
   const void *data = vo_view_addr(t);
   const int64_t rows = vo_k_check_rows(c), len = vo_k_check_row_length(c);
+  /* rows in order, their offsets stepped rather than divided out (argmax
+   * and channel_mapping have K*C*PH rows: millions in a detector's step) */
+  int64_t idx[3] = {0, 0, 0}, o = 0;
   for (int64_t r = 0; r < rows; r++) {
-    const int64_t j = vo_k_check_bad_column(data, c, r);
-    if (j < 0) continue;
-    found->first = (uint64_t)(r * len + j);
-    vo_k_check_values(data, c, r * len + j, found->value);
-    return;
+    if (vo_k_check_is_roi(c)) {
+      idx[0] = r;
+      o = r * c->stride[0];
+    }
+    const int64_t j = vo_k_check_bad_column_at(data, c, r, o, idx);
+    if (j >= 0) {
+      found->first = (uint64_t)(r * len + j);
+      vo_k_check_values(data, c, r * len + j, found->value);
+      return;
+    }
+    if (vo_k_check_is_roi(c)) continue;
+    o += c->stride[2];
+    if (++idx[2] < c->shape[2]) continue;
+    idx[2] = 0;
+    o += c->stride[1] - c->shape[2] * c->stride[2];
+    if (++idx[1] < c->shape[1]) continue;
+    idx[1] = 0;
+    idx[0]++;
+    o = idx[0] * c->stride[0];
   }
 }
 

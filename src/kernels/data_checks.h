@@ -134,10 +134,11 @@ VO_KFN void vo_k_roi_extent(const VO_GLOBAL void *data, const vo_k_check *c, int
 }
 
 /* The first bad column of row `row` of the tensor at `data` (its first
- * element), or -1 when the row is fine. */
-VO_KFN int64_t vo_k_check_bad_column(const VO_GLOBAL void *data, const vo_k_check *c, int64_t row) {
-  int64_t idx[3];
-  const int64_t o = vo_k_check_row_offset(c, row, idx);
+ * element), or -1 when the row is fine; o and idx are the row's element
+ * offset and (i0, i1, i2), as vo_k_check_row_offset gives them (a host loop
+ * walks them without its divisions). */
+VO_KFN int64_t vo_k_check_bad_column_at(const VO_GLOBAL void *data, const vo_k_check *c,
+                                        int64_t row, int64_t o, const int64_t idx[3]) {
   if (c->kind == VO_K_CHECK_ROIS) {
     for (int64_t j = 0; j < 5; j++) {
       const double v = vo_k_load_as_double(data, c->dtype, o + j * c->stride[1]);
@@ -171,6 +172,13 @@ VO_KFN int64_t vo_k_check_bad_column(const VO_GLOBAL void *data, const vo_k_chec
   for (int64_t j = 0; j < len; j++)
     if ((int64_t)d[o + j * s3] != first + j) return j;
   return -1;
+}
+
+/* The same for row `row` alone (a device work item). */
+VO_KFN int64_t vo_k_check_bad_column(const VO_GLOBAL void *data, const vo_k_check *c, int64_t row) {
+  int64_t idx[3];
+  const int64_t o = vo_k_check_row_offset(c, row, idx);
+  return vo_k_check_bad_column_at(data, c, row, o, idx);
 }
 
 /* What the message about bad item `key` needs (see vo_k_check_found). */
