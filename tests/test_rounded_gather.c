@@ -121,8 +121,8 @@ static void check_roi_pool(const pool_case *t, DLDataType dt, vt_rng *rng, const
   vt_tensor *am = vt_tensor_new(vt_i32, 4, o_shape, NULL);
   vt_tensor *gin = vt_tensor_new(dt, 4, in_shape, NULL);
   const int64_t no = vt_numel(&out->dl), ni = vt_numel(&gin->dl);
-  double *ga = malloc(sizeof(double) * (size_t)(ni + 1)),
-         *full = malloc(sizeof(double) * (size_t)(ni + 1));
+  double *ga = calloc((size_t)(ni + 1), sizeof(double)),
+         *full = calloc((size_t)(ni + 1), sizeof(double));
   int ok = CHECK_STATUS(
       vo_roi_pool(NULL, &in->dl, &rois->dl, t->scale, t->ph, t->pw, &out->dl, &am->dl), VO_OK);
   for (int pass = 0; ok && pass < 2; pass++) {
@@ -133,7 +133,7 @@ static void check_roi_pool(const pool_case *t, DLDataType dt, vt_rng *rng, const
                                            t->pw, t->n, c, t->h, t->w, &gin->dl),
                       VO_OK))
       break;
-    int64_t rs[2], gs[4], as[4];
+    int64_t rs[2] = {0}, gs[4] = {0}, as[4] = {0};
     strides_of(rois, rs);
     strides_of(grad, gs);
     strides_of(am, as);
@@ -178,12 +178,12 @@ static void check_ps_roi_pool(const pool_case *t, DLDataType dt, vt_rng *rng, co
       CHECK_STATUS(vo_ps_roi_pool_backward(NULL, &grad->dl, &rois->dl, &map->dl, t->scale, t->ph,
                                            t->pw, t->n, c, t->h, t->w, &gin->dl),
                    VO_OK)) {
-    int64_t rs[2], gs[4];
+    int64_t rs[2] = {0}, gs[4] = {0};
     strides_of(rois, rs);
     strides_of(grad, gs);
     const vo_k_ps_roi_pool_args a = vo_k_ps_roi_pool_args_of(
         t->scale, t->k, t->n, c, t->h, t->w, t->ph, t->pw, t->cout, vo_code(dt), rs, gs);
-    double *ga = malloc(sizeof(double) * (size_t)(ni + 1));
+    double *ga = calloc((size_t)(ni + 1), sizeof(double));
     for (int64_t e = 0; e < ni; e++) ga[e] = psp_gather(dt, data_of(grad), data_of(rois), &a, e);
     same("ps_roi_pool backward (gather)", desc, ga, gin);
     free(ga);
