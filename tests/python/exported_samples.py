@@ -3,7 +3,9 @@ Python tests' generic cases: an op without a hand-written case there takes
 its arguments from here. They are written by the build's
 tests/vo_samples_export (next to the package's build: <build>/python is
 where visionops comes from, <build>/tests/vo_samples_export the program),
-or by $VISIONOPS_SAMPLES_EXPORT."""
+or by $VISIONOPS_SAMPLES_EXPORT. load_arg reads one argument of the
+exporter's listing (index.json and its raw tensor files); gpu_compare.py
+uses it too."""
 import functools
 import json
 import os
@@ -11,7 +13,6 @@ import subprocess
 import tempfile
 
 import torch
-import visionops
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
@@ -23,12 +24,13 @@ def find_exporter():
     """The vo_samples_export program, or None where this build has none."""
     if os.environ.get("VISIONOPS_SAMPLES_EXPORT"):
         return os.environ["VISIONOPS_SAMPLES_EXPORT"]
+    import visionops  # only here: gpu_compare.py reads listings without the package
     package = os.path.dirname(os.path.abspath(visionops.__file__))
     path = os.path.join(os.path.dirname(os.path.dirname(package)), "tests", "vo_samples_export")
     return path if os.path.exists(path) else None
 
 
-def _tensor(folder, spec):
+def load_tensor(folder, spec):
     dtype, shape = DTYPES[spec["dtype"]], tuple(spec["shape"])
     with open(os.path.join(folder, spec["file"]), "rb") as f:
         data = bytearray(f.read())
@@ -37,16 +39,16 @@ def _tensor(folder, spec):
     return torch.frombuffer(data, dtype=dtype).reshape(shape).clone()
 
 
-def _arg(folder, spec):
+def load_arg(folder, spec):
     kind = spec["kind"]
     if kind == "tensor":
-        return _tensor(folder, spec)
+        return load_tensor(folder, spec)
     if kind == "none":
         return None
     if kind in ("float", "int", "bool"):
         return spec["value"]
     if kind == "tensor_list":
-        return [_tensor(folder, t) for t in spec["items"]]
+        return [load_tensor(folder, t) for t in spec["items"]]
     if kind == "float_list":
         return [float(v) for v in spec["values"]]
     raise ValueError("unknown argument kind " + kind)
@@ -62,7 +64,7 @@ def _load(variant, dtype_name):
                        stdout=subprocess.DEVNULL)
         with open(os.path.join(folder, "index.json")) as f:
             index = json.load(f)
-        return {e["op"]: [_arg(folder, a) for a in e["args"]] for e in index}
+        return {e["op"]: [load_arg(folder, a) for a in e["args"]] for e in index}
 
 
 def sample(name, dtype, variant="small"):

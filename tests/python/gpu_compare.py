@@ -259,10 +259,9 @@ def on(dev, args):
 #
 # The inputs are the C sample registry's model-sized samples (tests/samples:
 # the same builders test_backend_ops and the fuzz seeds use), written by its
-# vo_samples_export program as index.json and raw tensor files.
-
-DL_NAMES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-            "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32}
+# vo_samples_export program as index.json and raw tensor files, read by
+# exported_samples.py (beside this script) as the pytest cases read them.
+from exported_samples import DTYPES, load_arg  # noqa: E402
 
 
 def find_exporter():
@@ -274,30 +273,6 @@ def find_exporter():
     sys.exit(f"gpu_compare: no {path} (build the tests) and VISIONOPS_SAMPLES_EXPORT is unset")
 
 
-def load_tensor(folder, spec):
-    dtype, shape = DL_NAMES[spec["dtype"]], tuple(spec["shape"])
-    with open(os.path.join(folder, spec["file"]), "rb") as f:
-        data = bytearray(f.read())
-    if not data:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(data, dtype=dtype).reshape(shape).clone()
-
-
-def load_arg(folder, spec):
-    kind = spec["kind"]
-    if kind == "tensor":
-        return load_tensor(folder, spec)
-    if kind == "none":
-        return None
-    if kind in ("float", "int", "bool"):
-        return spec["value"]
-    if kind == "tensor_list":
-        return [load_tensor(folder, t) for t in spec["items"]]
-    if kind == "float_list":
-        return [float(v) for v in spec["values"]]
-    raise ValueError(f"unknown argument kind {kind}")
-
-
 def load_samples():
     """(op name, torch dtype) -> (args as CPU tensors, num_outputs, note)."""
     with tempfile.TemporaryDirectory(prefix="vo-samples-") as folder:
@@ -305,7 +280,7 @@ def load_samples():
                        stdout=subprocess.DEVNULL)
         with open(os.path.join(folder, "index.json")) as f:
             index = json.load(f)
-        return {(e["op"], DL_NAMES[e["dtype"]]):
+        return {(e["op"], DTYPES[e["dtype"]]):
                 ([load_arg(folder, a) for a in e["args"]], e["num_outputs"], e["note"])
                 for e in index}
 
