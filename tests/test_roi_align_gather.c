@@ -26,17 +26,6 @@ static int dt_code(DLDataType t) {
   return VO_DT_F32;
 }
 
-static const void *addr(const vt_tensor *t) { return (const char *)t->dl.data + t->dl.byte_offset; }
-
-/* Element strides of t (contiguous when it has none). */
-static void strides_of(const vt_tensor *t, int64_t *s) {
-  int64_t n = 1;
-  for (int d = t->dl.ndim - 1; d >= 0; d--) {
-    s[d] = t->dl.strides ? t->dl.strides[d] : n;
-    n *= t->dl.shape[d];
-  }
-}
-
 /* A compute-type result as the storage type holds it. */
 static double stored(double v, int dt) {
   if (dt == VO_DT_F16) return (double)vo_k_f16_to_f32(vo_k_f32_to_f16((float)v));
@@ -160,8 +149,8 @@ static vo_k_roi_align_args args_of(const ra_case *t, const vt_tensor *rois, cons
   a.height = t->h;
   a.width = t->w;
   a.rois_dtype = dt_code(rois->dl.dtype);
-  strides_of(rois, a.rois_stride);
-  strides_of(src, a.src_stride);
+  vt_strides(rois, a.rois_stride);
+  vt_strides(src, a.src_stride);
   return a;
 }
 
@@ -210,18 +199,19 @@ static void check_case(const ra_case *t, int ps, DLDataType dt, vt_rng *rng, con
       if (ps) {
         switch (d) {
           case VO_DT_F64:
-            v = vo_k_ps_roi_align_forward_item_f64(&fa, addr(in), addr(rois), i, &c_in);
+            v = vo_k_ps_roi_align_forward_item_f64(&fa, vt_first(in), vt_first(rois), i, &c_in);
             break;
           case VO_DT_F16:
-            v = vo_k_ps_roi_align_forward_item_f16(&fa, addr(in), addr(rois), i, &c_in);
+            v = vo_k_ps_roi_align_forward_item_f16(&fa, vt_first(in), vt_first(rois), i, &c_in);
             break;
           case VO_DT_BF16:
-            v = vo_k_ps_roi_align_forward_item_bf16(&fa, addr(in), addr(rois), i, &c_in);
+            v = vo_k_ps_roi_align_forward_item_bf16(&fa, vt_first(in), vt_first(rois), i, &c_in);
             break;
-          default: v = vo_k_ps_roi_align_forward_item_f32(&fa, addr(in), addr(rois), i, &c_in);
+          default:
+            v = vo_k_ps_roi_align_forward_item_f32(&fa, vt_first(in), vt_first(rois), i, &c_in);
         }
       } else {
-        v = ra_forward(d, &fa, addr(in), addr(rois), i);
+        v = ra_forward(d, &fa, vt_first(in), vt_first(rois), i);
       }
       got[i] = stored(v, d);
       mapping[i] = (double)c_in;
@@ -234,15 +224,15 @@ static void check_case(const ra_case *t, int ps, DLDataType dt, vt_rng *rng, con
     void *acc = calloc((size_t)ni + 1, es);
     for (int64_t i = 0; i < no; i++) {
       if (!ps)
-        ra_scatter(d, &ba, addr(grad), addr(rois), i, acc);
+        ra_scatter(d, &ba, vt_first(grad), vt_first(rois), i, acc);
       else if (d == VO_DT_F64)
-        vo_k_ps_roi_align_scatter_item_f64(&ba, addr(grad), addr(rois), i, acc);
+        vo_k_ps_roi_align_scatter_item_f64(&ba, vt_first(grad), vt_first(rois), i, acc);
       else if (d == VO_DT_F16)
-        vo_k_ps_roi_align_scatter_item_f16(&ba, addr(grad), addr(rois), i, acc);
+        vo_k_ps_roi_align_scatter_item_f16(&ba, vt_first(grad), vt_first(rois), i, acc);
       else if (d == VO_DT_BF16)
-        vo_k_ps_roi_align_scatter_item_bf16(&ba, addr(grad), addr(rois), i, acc);
+        vo_k_ps_roi_align_scatter_item_bf16(&ba, vt_first(grad), vt_first(rois), i, acc);
       else
-        vo_k_ps_roi_align_scatter_item_f32(&ba, addr(grad), addr(rois), i, acc);
+        vo_k_ps_roi_align_scatter_item_f32(&ba, vt_first(grad), vt_first(rois), i, acc);
     }
     for (int64_t i = 0; i < ni; i++) got[i] = stored(acc_get(acc, d, i), d);
     same(ps ? "ps_roi_align scatter items (serialised)" : "roi_align scatter items (serialised)",
@@ -252,21 +242,21 @@ static void check_case(const ra_case *t, int ps, DLDataType dt, vt_rng *rng, con
     /* the deterministic backward; roi_align with and without RoI boxes */
     vo_k_ra_box *boxes = malloc(sizeof *boxes * (size_t)(t->k + 1));
     for (int64_t k = 0; k < t->k; k++)
-      boxes[k] = d == VO_DT_F64 ? vo_k_ra_box_of_f64(&ba, addr(rois), k)
-                                : vo_k_ra_box_of_f32(&ba, addr(rois), k);
+      boxes[k] = d == VO_DT_F64 ? vo_k_ra_box_of_f64(&ba, vt_first(rois), k)
+                                : vo_k_ra_box_of_f32(&ba, vt_first(rois), k);
     for (int pass = 0; pass < (ps ? 1 : 2); pass++) {
       for (int64_t i = 0; i < ni; i++) {
         double v;
         if (!ps)
-          v = ra_gather(d, &ba, addr(grad), addr(rois), pass ? boxes : NULL, t->k, i);
+          v = ra_gather(d, &ba, vt_first(grad), vt_first(rois), pass ? boxes : NULL, t->k, i);
         else if (d == VO_DT_F64)
-          v = vo_k_ps_roi_align_gather_item_f64(&ba, addr(grad), addr(rois), t->k, i);
+          v = vo_k_ps_roi_align_gather_item_f64(&ba, vt_first(grad), vt_first(rois), t->k, i);
         else if (d == VO_DT_F16)
-          v = vo_k_ps_roi_align_gather_item_f16(&ba, addr(grad), addr(rois), t->k, i);
+          v = vo_k_ps_roi_align_gather_item_f16(&ba, vt_first(grad), vt_first(rois), t->k, i);
         else if (d == VO_DT_BF16)
-          v = vo_k_ps_roi_align_gather_item_bf16(&ba, addr(grad), addr(rois), t->k, i);
+          v = vo_k_ps_roi_align_gather_item_bf16(&ba, vt_first(grad), vt_first(rois), t->k, i);
         else
-          v = vo_k_ps_roi_align_gather_item_f32(&ba, addr(grad), addr(rois), t->k, i);
+          v = vo_k_ps_roi_align_gather_item_f32(&ba, vt_first(grad), vt_first(rois), t->k, i);
         got[i] = stored(v, d);
       }
       same(ps     ? "ps_roi_align gather items"
@@ -344,15 +334,15 @@ static void check_msra(int64_t n, int64_t c, int64_t img_h, int64_t img_w, int l
     m.batch_size = n;
     m.channels = c;
     m.rois_dtype = dt_code(rois->dl.dtype);
-    strides_of(rois, m.rois_stride);
-    strides_of(grad, m.grad_stride);
+    vt_strides(rois, m.rois_stride);
+    vt_strides(grad, m.grad_stride);
     for (int l = 0; l < levels; l++) {
       m.height[l] = fp[l]->shape[2];
       m.width[l] = fp[l]->shape[3];
       m.scale[l] = scales[l];
-      strides_of(feat[l], m.feature_stride[l]);
+      vt_strides(feat[l], m.feature_stride[l]);
     }
-    const void *rv = addr(rois), *gv = addr(grad);
+    const void *rv = vt_first(rois), *gv = vt_first(grad);
     const int64_t no = vt_numel(&out->dl), per_roi = c * ph * pw;
     double *got = calloc((size_t)(no + 1), sizeof *got);
     for (int64_t i = 0; i < no; i++) {
@@ -361,7 +351,7 @@ static void check_msra(int64_t n, int64_t c, int64_t img_h, int64_t img_w, int l
       double v = 0;
       if (l >= 0) {
         const vo_k_roi_align_args a = vo_k_msra_level_args(&m, l, 0);
-        v = ra_forward(d, &a, addr(feat[l]), rv, i);
+        v = ra_forward(d, &a, vt_first(feat[l]), rv, i);
       }
       got[i] = stored(v, d);
     }

@@ -22,19 +22,6 @@ static int vo_code(DLDataType t) {
   return VO_DT_F32;
 }
 
-static const void *data_of(const vt_tensor *t) {
-  return (const char *)t->dl.data + t->dl.byte_offset;
-}
-
-/* Element strides of a host tensor (row-major when it has none). */
-static void strides_of(const vt_tensor *t, int64_t *s) {
-  int64_t m = 1;
-  for (int d = t->dl.ndim - 1; d >= 0; d--) {
-    s[d] = t->dl.strides ? t->dl.strides[d] : m;
-    m *= t->dl.shape[d];
-  }
-}
-
 /* A random 4-d tensor in `layout`: uniform values in [-1, 1), and with
  * `nan_ties` some NaNs and ties (argmax must pick the same element). */
 static vt_tensor *random_tensor(vt_rng *rng, DLDataType dt, const int64_t shape[4], int layout,
@@ -134,20 +121,20 @@ static void check_roi_pool(const pool_case *t, DLDataType dt, vt_rng *rng, const
                       VO_OK))
       break;
     int64_t rs[2] = {0}, gs[4] = {0}, as[4] = {0};
-    strides_of(rois, rs);
-    strides_of(grad, gs);
-    strides_of(am, as);
+    vt_strides(rois, rs);
+    vt_strides(grad, gs);
+    vt_strides(am, as);
     const vo_k_roi_pool_args a =
         vo_k_roi_pool_args_of(t->scale, t->ph, t->pw, t->n, c, t->h, t->w, vo_code(dt), rs, gs, as);
-    const int32_t *amd = data_of(am);
+    const int32_t *amd = vt_first(am);
     int in_bins = 1;
     for (int64_t i = 0; i < no && in_bins; i++)
-      in_bins = dt.bits == 64 ? vo_k_roi_pool_argmax_in_bin_f64(amd, data_of(rois), &a, i)
-                              : vo_k_roi_pool_argmax_in_bin_f32(amd, data_of(rois), &a, i);
+      in_bins = dt.bits == 64 ? vo_k_roi_pool_argmax_in_bin_f64(amd, vt_first(rois), &a, i)
+                              : vo_k_roi_pool_argmax_in_bin_f32(amd, vt_first(rois), &a, i);
     CHECK_MSG(pass == 1 || in_bins, "roi_pool [%s]: a forward argmax outside its bin", desc);
     for (int64_t i = 0; i < ni; i++) {
-      ga[i] = rp_gather(dt, data_of(grad), amd, data_of(rois), &a, t->k, in_bins, i);
-      full[i] = rp_gather(dt, data_of(grad), amd, data_of(rois), &a, t->k, 0, i);
+      ga[i] = rp_gather(dt, vt_first(grad), amd, vt_first(rois), &a, t->k, in_bins, i);
+      full[i] = rp_gather(dt, vt_first(grad), amd, vt_first(rois), &a, t->k, 0, i);
     }
     same("roi_pool backward (gather)", desc, ga, gin);
     same("roi_pool backward (gather over every bin)", desc, full, gin);
@@ -179,12 +166,12 @@ static void check_ps_roi_pool(const pool_case *t, DLDataType dt, vt_rng *rng, co
                                            t->pw, t->n, c, t->h, t->w, &gin->dl),
                    VO_OK)) {
     int64_t rs[2] = {0}, gs[4] = {0};
-    strides_of(rois, rs);
-    strides_of(grad, gs);
+    vt_strides(rois, rs);
+    vt_strides(grad, gs);
     const vo_k_ps_roi_pool_args a = vo_k_ps_roi_pool_args_of(
         t->scale, t->k, t->n, c, t->h, t->w, t->ph, t->pw, t->cout, vo_code(dt), rs, gs);
     double *ga = calloc((size_t)(ni + 1), sizeof(double));
-    for (int64_t e = 0; e < ni; e++) ga[e] = psp_gather(dt, data_of(grad), data_of(rois), &a, e);
+    for (int64_t e = 0; e < ni; e++) ga[e] = psp_gather(dt, vt_first(grad), vt_first(rois), &a, e);
     same("ps_roi_pool backward (gather)", desc, ga, gin);
     free(ga);
   }

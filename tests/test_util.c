@@ -269,6 +269,16 @@ static void *element(const DLTensor *t, int64_t i) {
   return (char *)t->data + t->byte_offset + (size_t)offset * vt_dtype_bytes(t->dtype);
 }
 
+const void *vt_first(const vt_tensor *t) { return (const char *)t->dl.data + t->dl.byte_offset; }
+
+void vt_strides(const vt_tensor *t, int64_t *s) {
+  int64_t n = 1;
+  for (int d = t->dl.ndim - 1; d >= 0; d--) {
+    s[d] = t->dl.strides ? t->dl.strides[d] : n;
+    n *= t->dl.shape[d];
+  }
+}
+
 double vt_get(const DLTensor *t, int64_t i) {
   if (t->device.device_type != kDLCPU) vt_die("vt_get on a device tensor");
   return load(t->dtype, element(t, i));

@@ -82,6 +82,10 @@ void vt_tensor_free(vt_tensor *t);
 int64_t vt_numel(const DLTensor *t);
 /* Element at row-major logical index i (strides honoured), as double. Host only. */
 double vt_get(const DLTensor *t, int64_t i);
+/* The address of t's first element (data + byte_offset). */
+const void *vt_first(const vt_tensor *t);
+/* t's element strides into s[0..ndim) (row-major when it has none). */
+void vt_strides(const vt_tensor *t, int64_t *s);
 void vt_set(DLTensor *t, int64_t i, double value);
 /* Every element (logical order) to `value`. */
 void vt_fill(DLTensor *t, double value);
