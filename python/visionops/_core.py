@@ -2,6 +2,7 @@
 from the C library's own list), global settings, and running an op on NumPy
 arrays or PyTorch tensors with outputs allocated in the same framework."""
 import ast
+import linecache
 import operator
 import re
 import threading
@@ -74,6 +75,20 @@ class Schema:
 
 
 SCHEMAS = {name: Schema(schema, backward) for name, schema, backward in _C.ops()}
+
+
+def define_generated(name, source, namespace, what):
+    """Function `name` defined by `source` (in `namespace`, its globals), with
+    its text in linecache under a file name of its own ("<visionops `what`
+    `name`>"), so that inspect.getsource, tracebacks and
+    torch.jit.script (which compiles a function from its source) find it,
+    as torch.fx does for the code it generates."""
+    filename = "<visionops %s %s>" % (what, name)
+    lines = source.splitlines(True)
+    linecache.cache[filename] = (len(source), None, lines, filename)  # mtime None: never evicted
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (our own generated text)
+    return namespace[name]
+
 
 # -------------------------------------------------------------- shape rules
 

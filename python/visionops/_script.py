@@ -4,7 +4,9 @@ List[Tensor], output_size as BroadcastingList2[int], the same defaults).
 The public functions in ops.py call these on torch tensors; torch.jit.script
 compiles them in place of the public functions (see ops._scriptable), lazily,
 the first time a script needs one; torch.compile traces them. They call the
-registered operators (torch.ops.visionops.*) directly."""
+registered operators (torch.ops.visionops.*) directly. The twin of an op
+whose torchvision signature is its schema (ops._SCHEMA_OPS) is not written
+here but generated from the schema (schema_twin)."""
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -15,6 +17,7 @@ from . import torch as _registered  # noqa: F401  (registers torch.ops.visionops
 from ._checks import (box_format, broadcast_leading, check_box_batch, check_box_list,
                       check_features, check_features_found, check_image_shapes, check_level,
                       check_rois, deform_groups, log2_round_float32, pair)
+from ._core import NO_DEFAULT, SCHEMAS, define_generated
 
 # ---------------------------------------------------------------- box ops
 
@@ -115,10 +118,6 @@ def distance_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tenso
 
 def complete_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
     return _pairwise("complete_box_iou", boxes1, boxes2, float(eps))
-
-
-def box_area(boxes: Tensor) -> Tensor:
-    return torch.ops.visionops.box_area(boxes)
 
 
 # ---------------------------------------------------------------- RoI ops
@@ -239,3 +238,36 @@ def _pyramid_scales(features: List[Tensor], image_shapes: List[Tuple[int, int]])
         check_level(log2, list(f.shape), max_h, max_w)
         scales.append(2.0 ** log2)
     return scales
+
+
+# ------------------------------------------------- twins made from schemas
+
+_SCHEMA_TYPES = {"Tensor": "Tensor", "Tensor?": "Optional[Tensor]", "Tensor[]": "List[Tensor]",
+                 "float": "float", "float[]": "List[float]", "int": "int", "SymInt": "int",
+                 "int[]": "List[int]", "bool": "bool"}
+
+
+def schema_twin(name):
+    """The typed twin of op `name`, made from its schema: the schema's
+    arguments with their TorchScript types and defaults, calling
+    torch.ops.visionops.<name>, e.g.
+        def box_area(boxes: Tensor) -> Tensor:
+            return torch.ops.visionops.box_area(boxes)"""
+    schema = SCHEMAS[name]
+    params = []
+    for a in schema.args:
+        text = "%s: %s" % (a.name, _SCHEMA_TYPES[a.type])
+        if a.default is not NO_DEFAULT:
+            text += " = %r" % (a.default,)
+        params.append(text)
+    if schema.returns_list:
+        returns = "List[Tensor]"
+    elif len(schema.returns) == 1:
+        returns = "Tensor"
+    else:
+        returns = "Tuple[%s]" % ", ".join(["Tensor"] * len(schema.returns))
+    source = "def %s(%s) -> %s:\n    return torch.ops.visionops.%s(%s)\n" % (
+        name, ", ".join(params), returns, name, ", ".join(a.name for a in schema.args))
+    namespace = {"torch": torch, "Tensor": Tensor, "List": List, "Optional": Optional,
+                 "Tuple": Tuple, "__name__": __name__}
+    return define_generated(name, source, namespace, "typed twin")

@@ -1,7 +1,9 @@
 """torchvision.ops-compatible functions and nn.Modules: same names,
 signatures, defaults and return types. On PyTorch tensors they call the
 typed torch implementations in _script.py (which call the registered
-operators, torch.ops.visionops.*, so autograd and Meta tensors work); on
+operators, torch.ops.visionops.*, so autograd and Meta tensors work; for
+the ops of _SCHEMA_OPS both the function and its twin are made from the
+op's schema); on
 NumPy arrays (or any other DLPack / buffer object) they call the C library
 directly and return NumPy arrays. Under torch.fx.symbolic_trace each
 function is a leaf (one call_function node), as torchvision's are; under
@@ -20,9 +22,22 @@ import sys
 from . import _checks, _core
 from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
+# The ops whose torchvision function has the op's own schema (argument
+# names, order and defaults as in src/ops/ops.def) and no behaviour beyond
+# the op: their public functions are generated from the schema (see
+# _schema_function below), and so are their typed twins (_script.schema_twin).
+# Adding such an op to the Python API is one entry here: its docstring.
+_SCHEMA_OPS = {
+    "box_area": """Areas [N] of [N, 4] boxes (x1, y1, x2, y2), (x2 - x1) * (y2 - y1), with
+    torchvision's upcasting: float64 boxes give float64, the other float
+    boxes float32; int64 boxes give int64, the other integer boxes int32
+    (wrapping on overflow, as torch's integer arithmetic). Differentiable
+    with respect to float boxes.""",
+}
+
 __all__ = [
     "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-    "complete_box_iou", "box_area", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
+    "complete_box_iou", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
     "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
     "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
     "VisionOpsTypeError",
@@ -282,17 +297,52 @@ def complete_box_iou(boxes1, boxes2, eps=1e-7):
     return _pairwise("complete_box_iou", boxes1, boxes2, float(eps))
 
 
-@_fx_leaf
-def box_area(boxes):
-    """Areas [N] of [N, 4] boxes (x1, y1, x2, y2), (x2 - x1) * (y2 - y1), with
-    torchvision's upcasting: float64 boxes give float64, the other float
-    boxes float32; int64 boxes give int64, the other integer boxes int32
-    (wrapping on overflow, as torch's integer arithmetic). Differentiable
-    with respect to float boxes."""
-    boxes = _tensor(boxes, "box_area", "boxes")
-    if _is_torch(boxes):
-        return _script.box_area(boxes)
-    return _call("box_area", boxes)
+# ------------------------------------------------ functions from schemas
+
+
+def _schema_function(name, doc):
+    """The public function of op `name` (an entry of _SCHEMA_OPS), made from
+    its schema: the schema's argument names and defaults; tensor arguments
+    checked as every function's are; on torch tensors the op's typed twin
+    (which calls torch.ops.visionops.<name>: autograd, Meta, torch.compile),
+    otherwise the C library on NumPy arrays. For box_area:
+        def box_area(boxes):
+            boxes = _tensor(boxes, "box_area", "boxes")
+            if _is_torch(boxes):
+                return _twin(boxes)
+            return _call("box_area", boxes)"""
+    schema = _core.SCHEMAS[name]
+    params, body, tensors = [], [], []
+    for a in schema.args:
+        params.append(a.name if a.default is _core.NO_DEFAULT else "%s=%r" % (a.name, a.default))
+        if a.type == "Tensor":
+            body.append("%s = _tensor(%s, %r, %r)" % (a.name, a.name, name, a.name))
+        elif a.type == "Tensor?":
+            body.append("%s = None if %s is None else _tensor(%s, %r, %r)"
+                        % (a.name, a.name, a.name, name, a.name))
+        elif a.type == "Tensor[]":
+            body.append("%s = [_tensor(t, %r, %r) for t in %s]" % (a.name, name, a.name, a.name))
+        elif a.type in ("float", "int", "bool"):  # SymInt stays symbolic
+            body.append("%s = %s(%s)" % (a.name, a.type, a.name))
+        if a.type.startswith("Tensor"):
+            tensors.append(a.name)
+    names = ", ".join(a.name for a in schema.args)
+    body.append("if %s:" % " or ".join("_is_torch(%s)" % t for t in tensors))
+    body.append("    return _twin(%s)" % names)
+    body.append("return _call(%r, %s)" % (name, names))
+    source = "def %s(%s):\n%s\n" % (name, ", ".join(params),
+                                      "\n".join("    " + line for line in body))
+    namespace = {"_tensor": _tensor, "_is_torch": _is_torch, "_call": _call,
+                 "_twin": _twins.get(name), "__name__": __name__}
+    fn = _core.define_generated(name, source, namespace, "function")
+    fn.__doc__ = doc
+    return _fx_leaf(fn)
+
+
+_twins = {name: _script.schema_twin(name) for name in _SCHEMA_OPS} if _script else {}
+for _name, _doc in _SCHEMA_OPS.items():
+    globals()[_name] = _schema_function(_name, _doc)
+del _name, _doc
 
 
 # ---------------------------------------------------------------- RoI ops
@@ -680,14 +730,14 @@ else:
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
 _FX_LEAVES = ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-              "complete_box_iou", "box_area", "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
-              "multi_scale_roi_align", "deform_conv2d")
+              "complete_box_iou", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align",
+              "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d")
 if _torch is not None:
     import torch.fx as _fx
 
     for _name in _FX_LEAVES:
         _fx.wrap(_name)
-        _scriptable(globals()[_name], getattr(_script, _name))
+        _scriptable(globals()[_name], _twins[_name] if _name in _twins else getattr(_script, _name))
     _scriptable(_select_features, _script._select_features)
     _scriptable(_pyramid_scales, _script._pyramid_scales)
     del _name

@@ -55,23 +55,31 @@ def load_arg(folder, spec):
 
 
 @functools.lru_cache(maxsize=None)
-def _load(variant, dtype_name):
+def _load(variant, dtype_name, seed):
     exporter = find_exporter()
     if exporter is None:
         return {}
     with tempfile.TemporaryDirectory(prefix="vo-samples-") as folder:
-        subprocess.run([exporter, folder, variant, dtype_name], check=True,
+        subprocess.run([exporter, folder, "%s:%d" % (variant, seed), dtype_name], check=True,
                        stdout=subprocess.DEVNULL)
         with open(os.path.join(folder, "index.json")) as f:
             index = json.load(f)
-        return {e["op"]: [load_arg(folder, a) for a in e["args"]] for e in index}
+        return {e["op"]: ([load_arg(folder, a) for a in e["args"]], e["seeds"]) for e in index}
 
 
-def sample(name, dtype, variant="small"):
-    """Op `name`'s sample arguments (CPU tensors) in float dtype `dtype`, or
-    None where no exporter is built (the caller skips)."""
-    args = _load(variant, DTYPE_NAMES[dtype]).get(name)
-    return None if args is None else list(args)
+def sample(name, dtype, variant="small", seed=0):
+    """Op `name`'s sample arguments (CPU tensors) in float dtype `dtype`
+    (variant "random", "edge", "small" or "model"; seed below
+    seeds(variant)), or None where no exporter is built (the caller skips)."""
+    entry = _load(variant, DTYPE_NAMES[dtype], seed).get(name)
+    return None if entry is None else list(entry[0])
+
+
+def seeds(variant):
+    """How many distinct samples (seeds) the variant has (VS_RANDOM_SEEDS,
+    VS_EDGE_SEEDS in tests/samples/samples.h), 0 where no exporter is built."""
+    loaded = _load(variant, "float32", 0)
+    return next(iter(loaded.values()))[1] if loaded else 0
 
 
 def on_meta(args):

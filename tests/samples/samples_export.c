@@ -1,10 +1,12 @@
 /*
- * vo_samples_export DIR [VARIANT [DTYPE...]]: writes the sample registry's
- * samples of every op (default: the model-sized variant in float32 and
- * float16) for programs outside C, as tests/python/gpu_compare.py. DIR gets
- * index.json, a list of {"op", "dtype", "variant", "num_outputs", "note",
- * "args"}, each argument {"kind": "tensor", "dtype", "shape", "file"} (the
- * file holds the elements contiguous, little-endian), {"kind": "none"},
+ * vo_samples_export DIR [VARIANT[:SEED] [DTYPE...]]: writes the sample
+ * registry's samples of every op (default: the model-sized variant, seed 0,
+ * in float32 and float16) for programs outside C, as
+ * tests/python/gpu_compare.py and the Python tests' generic cases. DIR gets
+ * index.json, a list of {"op", "dtype", "variant", "seed", "seeds" (how
+ * many distinct seeds the variant has), "num_outputs", "note", "args"},
+ * each argument {"kind": "tensor", "dtype", "shape", "file"} (the file
+ * holds the elements in logical order, little-endian), {"kind": "none"},
  * {"kind": "float"|"int"|"bool", "value"}, {"kind": "tensor_list", "items":
  * [tensors]} or {"kind": "float_list", "values"}; and the tensors' files.
  */
@@ -32,21 +34,28 @@ static void put_float(FILE *f, double v) {
   fputs(buf, f);
 }
 
+/* The tensor's elements in logical (row-major) order, whatever its strides:
+ * a strided or channels-last sample is written as its contiguous copy. */
 static void put_tensor(FILE *f, const DLTensor *t) {
   const size_t es = vt_dtype_bytes(t->dtype);
   const int64_t n = vt_numel(t);
-  for (int d = 0; t->strides && d < t->ndim; d++) {
-    int64_t want = 1;
-    for (int e = d + 1; e < t->ndim; e++) want *= t->shape[e];
-    if (t->shape[d] > 1 && t->strides[d] != want) fail("a sample tensor is not contiguous");
-  }
   char name[64], path[4096];
   snprintf(name, sizeof name, "t%d.bin", files++);
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *out = fopen(path, "wb");
+  if (!out) fail("cannot write a tensor file");
   const char *data = (const char *)t->data + t->byte_offset;
-  if (!out || (n > 0 && fwrite(data, es, (size_t)n, out) != (size_t)n) || fclose(out) != 0)
-    fail("cannot write a tensor file");
+  for (int64_t i = 0; i < n; i++) {
+    int64_t rest = i, offset = 0, step = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      const int64_t at = rest % t->shape[d];
+      rest /= t->shape[d];
+      offset += at * (t->strides ? t->strides[d] : step);
+      step *= t->shape[d];
+    }
+    if (fwrite(data + offset * (int64_t)es, es, 1, out) != 1) fail("cannot write a tensor file");
+  }
+  if (fclose(out) != 0) fail("cannot write a tensor file");
   fprintf(f, "{\"kind\": \"tensor\", \"dtype\": \"%s\", \"shape\": [", vt_dtype_name(t->dtype));
   for (int d = 0; d < t->ndim; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
   fprintf(f, "], \"file\": \"%s\"}", name);
@@ -86,16 +95,26 @@ static void put_arg(FILE *f, const vo_value *v) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: vo_samples_export DIR [random|edge|small|model [DTYPE...]]\n");
+    fprintf(stderr, "usage: vo_samples_export DIR [random|edge|small|model[:SEED] [DTYPE...]]\n");
     return 2;
   }
   dir = argv[1];
   vs_variant variant = VS_MODEL;
+  uint64_t seed = 0;
   if (argc > 2) {
+    const char *colon = strchr(argv[2], ':');
+    const size_t len = colon ? (size_t)(colon - argv[2]) : strlen(argv[2]);
     variant = VS_NUM_VARIANTS;
-    for (int v = 0; v < VS_NUM_VARIANTS; v++)
-      if (strcmp(argv[2], vs_variant_name((vs_variant)v)) == 0) variant = (vs_variant)v;
+    for (int v = 0; v < VS_NUM_VARIANTS; v++) {
+      const char *name = vs_variant_name((vs_variant)v);
+      if (strlen(name) == len && strncmp(argv[2], name, len) == 0) variant = (vs_variant)v;
+    }
     if (variant == VS_NUM_VARIANTS) fail("unknown variant");
+    if (colon) {
+      char *end;
+      seed = strtoull(colon + 1, &end, 10);
+      if (end == colon + 1 || *end) fail("the seed after ':' must be a decimal number");
+    }
   }
   const DLDataType *dtypes[VS_NUM_DTYPES] = {&vt_f32, &vt_f16};
   int num_dtypes = 2;
@@ -109,6 +128,7 @@ int main(int argc, char **argv) {
       dtypes[num_dtypes++] = found;
     }
   }
+  const int seeds = variant == VS_RANDOM ? VS_RANDOM_SEEDS : variant == VS_EDGE ? VS_EDGE_SEEDS : 1;
   mkdir(dir, 0777); /* an existing directory is fine; fopen reports the rest */
   char path[4096];
   snprintf(path, sizeof path, "%s/index.json", dir);
@@ -119,11 +139,12 @@ int main(int argc, char **argv) {
   for (int i = 0; i < vo_op_count(); i++) {
     for (int d = 0; d < num_dtypes; d++) {
       vs_sample s;
-      vs_build(&s, i, variant, *dtypes[d], 0);
-      fprintf(f,
-              "%s  {\"op\": \"%s\", \"dtype\": \"%s\", \"variant\": \"%s\", \"num_outputs\": %d, ",
-              count++ ? ",\n" : "", s.op->name, vt_dtype_name(*dtypes[d]), vs_variant_name(variant),
-              s.num_outputs);
+      vs_build(&s, i, variant, *dtypes[d], seed);
+      fprintf(f, "%s  {\"op\": \"%s\", \"dtype\": \"%s\", \"variant\": \"%s\", ",
+              count++ ? ",\n" : "", s.op->name, vt_dtype_name(*dtypes[d]),
+              vs_variant_name(variant));
+      fprintf(f, "\"seed\": %llu, \"seeds\": %d, \"num_outputs\": %d, ", (unsigned long long)seed,
+              seeds, s.num_outputs);
       fprintf(f, "\"note\": \"%s\", \"args\": [", s.note ? s.note : "");
       for (int a = 0; a < s.num_args; a++) {
         if (a) fputs(", ", f);
