@@ -77,6 +77,7 @@ const char *vo_cl_error_name(cl_int err, char *buf, size_t size) {
     VO_CL_ERR(CL_INVALID_OPERATION)
     VO_CL_ERR(CL_MISALIGNED_SUB_BUFFER_OFFSET)
 #undef VO_CL_ERR
+    case -1001: name = "CL_PLATFORM_NOT_FOUND_KHR"; break; /* cl_khr_icd: no platform */
     default: break;
   }
   if (name)
