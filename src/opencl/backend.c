@@ -202,7 +202,7 @@ static void *vo_opencl_alloc(DLDevice device, size_t size, void *queue) {
 static void vo_opencl_free(DLDevice device, void *ptr, void *queue) {
   (void)device;
   (void)queue;
-  if (ptr) vo_cl.ReleaseMemObject((cl_mem)ptr);
+  if (ptr && vo_cl.ReleaseMemObject) vo_cl.ReleaseMemObject((cl_mem)ptr);
 }
 
 static vo_status vo_cl_copy_failed(const char *what, size_t size, cl_int err) {
