@@ -563,7 +563,8 @@ static void not_implemented(const target *t) {
   for (int i = 0; i < vo_op_count(); i++) {
     const vo_op_info *op = vo_op_get(i);
     if (!op || has_kernel(t->backend, op->index)) continue;
-    const int w = snprintf(names + used, sizeof names - used, "%s%s", count++ ? ", " : "", op->name);
+    const int w =
+        snprintf(names + used, sizeof names - used, "%s%s", count++ ? ", " : "", op->name);
     if (w > 0 && used + (size_t)w < sizeof names) used += (size_t)w;
     vs_sample s;
     vs_build(&s, op->index, VS_RANDOM, vt_f32, 0);
@@ -572,8 +573,8 @@ static void not_implemented(const target *t) {
       result got;
       run_on(&s, descs, t->ctx, t, 55, &got);
       CHECK_MSG(got.status == VO_ERROR_BACKEND_UNAVAILABLE && strstr(got.error, "not implemented"),
-                "%s on %s without a kernel: status %d \"%s\"", op->name, t->name,
-                (int)got.status, got.error);
+                "%s on %s without a kernel: status %d \"%s\"", op->name, t->name, (int)got.status,
+                got.error);
       result_free(&got);
     }
     vs_free(&s);

@@ -74,7 +74,8 @@ int main(void) {
   float rois[K * 5];
   int32_t argmax[K * C * PH * PW];
   void *d_rois = be->alloc(dev, sizeof rois, NULL), *d_argmax = be->alloc(dev, sizeof argmax, NULL);
-  if (!CHECK_MSG(d_rois && d_argmax, "alloc on opencl failed")) return vt_finish("test_opencl_checks");
+  if (!CHECK_MSG(d_rois && d_argmax, "alloc on opencl failed"))
+    return vt_finish("test_opencl_checks");
   static const char *const cases[] = {"good values", "batch index out of range and a NaN",
                                       "fractional batch index", "argmax out of range"};
   for (int c = 0; c < 4; c++) {
@@ -99,8 +100,8 @@ int main(void) {
       break;
     }
     const vo_status sg = run_checks(dev, d_rois, d_argmax, got, sizeof got);
-    CHECK_MSG(sw == sg && strcmp(want, got) == 0, "%s: opencl %d \"%s\", host %d \"%s\"",
-              cases[c], (int)sg, got, (int)sw, want);
+    CHECK_MSG(sw == sg && strcmp(want, got) == 0, "%s: opencl %d \"%s\", host %d \"%s\"", cases[c],
+              (int)sg, got, (int)sw, want);
     CHECK_MSG((c == 0) == (sw == VO_OK), "%s: host status %d \"%s\"", cases[c], (int)sw, want);
     printf("  %-36s %s\n", cases[c], *got ? got : "ok");
   }

@@ -40,8 +40,7 @@ int main(void) {
       have = 1;
     }
   }
-  if (!CHECK_MSG(have, "no \"opencl\" backend listed"))
-    return vt_finish("test_opencl_unavailable");
+  if (!CHECK_MSG(have, "no \"opencl\" backend listed")) return vt_finish("test_opencl_unavailable");
   if (ocl.available) {
     printf("skipped: an OpenCL device is visible (%s)\n", ocl.detail);
     return 77;

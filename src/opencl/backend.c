@@ -172,8 +172,8 @@ static int vo_opencl_probe(char *detail, size_t n) {
   for (int i = 0; i < count; i++) {
     const vo_cl_device *d = &vo_cl_list[i];
     vo_cl_append(detail, n, &used, "%s%s (%s, %s, %s; %s, %s, %s, %llu MiB)", i ? ", " : "",
-                 d->name, d->platform_name, d->version, d->c_version,
-                 d->fp64 ? "fp64" : "no fp64", d->int64_atomics ? "int64 atomics" : "no int64 atomics",
+                 d->name, d->platform_name, d->version, d->c_version, d->fp64 ? "fp64" : "no fp64",
+                 d->int64_atomics ? "int64 atomics" : "no int64 atomics",
                  d->fp16 ? "fp16" : "no fp16", (unsigned long long)(d->mem >> 20));
   }
   return 1;
@@ -216,8 +216,8 @@ static vo_status vo_opencl_copy_to_device(DLDevice device, void *dst, uint64_t d
   cl_int err;
   cl_command_queue q = vo_cl_queue_for(device.device_id, queue, &err);
   if (q && size)
-    err = vo_cl.EnqueueWriteBuffer(q, (cl_mem)dst, CL_TRUE, (size_t)dst_offset, size, src, 0,
-                                   NULL, NULL);
+    err = vo_cl.EnqueueWriteBuffer(q, (cl_mem)dst, CL_TRUE, (size_t)dst_offset, size, src, 0, NULL,
+                                   NULL);
   return err == CL_SUCCESS ? VO_OK : vo_cl_copy_failed("copy to the device", size, err);
 }
 
@@ -267,8 +267,8 @@ vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found) {
     st = vo_cl_launch_run(&l, 1);
   }
   if (st == VO_OK)
-    st = vo_cl_check(ex, vo_cl.EnqueueReadBuffer(c.queue, dev, CL_TRUE, 0, bytes, found, 0, NULL,
-                                                 NULL),
+    st = vo_cl_check(ex,
+                     vo_cl.EnqueueReadBuffer(c.queue, dev, CL_TRUE, 0, bytes, found, 0, NULL, NULL),
                      "read of the check results");
   vo_workspace_free(ex->ctx, ex->device, dev);
   return st;

@@ -30,8 +30,8 @@ vo_status vo_opencl_pairwise_iou(const vo_exec *ex) {
   if (st != VO_OK || n == 0 || m == 0) return st;
   const int kind = (int)p->kind, out_dtype = (int)p->out->dtype;
   vo_cl_launch l;
-  st = vo_cl_launch_begin(&l, &c, "box_iou",
-                          ex->dtype == VO_F64 ? "vo_cl_pairwise_iou_f64" : "vo_cl_pairwise_iou_f32");
+  st = vo_cl_launch_begin(
+      &l, &c, "box_iou", ex->dtype == VO_F64 ? "vo_cl_pairwise_iou_f64" : "vo_cl_pairwise_iou_f32");
   if (st != VO_OK) return st;
   vo_cl_arg_matrix(&l, p->a);
   vo_cl_arg_matrix(&l, p->b);

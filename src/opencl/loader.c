@@ -26,13 +26,13 @@ static void vo_cl_load_once(void) {
     }
   }
   if (!lib) return;
-  /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
-#define VO_CL_LOOKUP(ret, name, params)                                              \
-  *(void **)(&vo_cl.name) = dlsym(lib, "cl" #name);                                  \
-  if (!vo_cl.name) {                                                                 \
-    snprintf(vo_cl_why, sizeof vo_cl_why,                                            \
+    /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
+#define VO_CL_LOOKUP(ret, name, params)                                                    \
+  *(void **)(&vo_cl.name) = dlsym(lib, "cl" #name);                                        \
+  if (!vo_cl.name) {                                                                       \
+    snprintf(vo_cl_why, sizeof vo_cl_why,                                                  \
              "the OpenCL ICD loader has no cl" #name " (an OpenCL 1.2 loader is needed)"); \
-    return;                                                                          \
+    return;                                                                                \
   }
   VO_CL_FUNCTIONS(VO_CL_LOOKUP)
 #undef VO_CL_LOOKUP

@@ -3,7 +3,8 @@
  * libOpenCL.so.1, then libOpenCL.so): libvisionops loads on machines
  * without OpenCL and the backend reports why it is unavailable. The entry
  * points the backend uses are the members of `vo_cl`, named as the API's
- * functions without the "cl" prefix (vo_cl.CreateBuffer(...)).
+ * functions without the "cl" prefix (vo_cl.CreateBuffer(...)); an op that
+ * needs another adds its line to VO_CL_FUNCTIONS.
  */
 #ifndef VISIONOPS_OPENCL_LOADER_H
 #define VISIONOPS_OPENCL_LOADER_H
@@ -11,55 +12,49 @@
 #include <CL/cl.h>
 
 /* X(return type, name without "cl", parameter list) for each entry point. */
-#define VO_CL_FUNCTIONS(X)                                                                     \
-  X(cl_int, GetPlatformIDs, (cl_uint, cl_platform_id *, cl_uint *))                            \
-  X(cl_int, GetPlatformInfo, (cl_platform_id, cl_platform_info, size_t, void *, size_t *))     \
-  X(cl_int, GetDeviceIDs, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *)) \
-  X(cl_int, GetDeviceInfo, (cl_device_id, cl_device_info, size_t, void *, size_t *))           \
-  X(cl_context, CreateContext,                                                                 \
-    (const cl_context_properties *, cl_uint, const cl_device_id *,                             \
-     void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *))       \
-  X(cl_int, RetainContext, (cl_context))                                                       \
-  X(cl_command_queue, CreateCommandQueue,                                                      \
-    (cl_context, cl_device_id, cl_command_queue_properties, cl_int *))                         \
-  X(cl_int, GetCommandQueueInfo,                                                               \
-    (cl_command_queue, cl_command_queue_info, size_t, void *, size_t *))                       \
-  X(cl_int, GetContextInfo, (cl_context, cl_context_info, size_t, void *, size_t *))           \
-  X(cl_int, GetMemObjectInfo, (cl_mem, cl_mem_info, size_t, void *, size_t *))                 \
-  X(cl_mem, CreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl_int *))                \
-  X(cl_int, ReleaseMemObject, (cl_mem))                                                        \
-  X(cl_int, EnqueueReadBuffer,                                                                 \
-    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *,     \
-     cl_event *))                                                                              \
-  X(cl_int, EnqueueWriteBuffer,                                                                \
-    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint,                 \
-     const cl_event *, cl_event *))                                                            \
-  X(cl_int, EnqueueFillBuffer,                                                                 \
-    (cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint,                  \
-     const cl_event *, cl_event *))                                                            \
-  X(cl_int, EnqueueCopyBuffer,                                                                 \
-    (cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event *,      \
-     cl_event *))                                                                              \
-  X(cl_program, CreateProgramWithSource,                                                       \
-    (cl_context, cl_uint, const char **, const size_t *, cl_int *))                            \
-  X(cl_int, CompileProgram,                                                                    \
-    (cl_program, cl_uint, const cl_device_id *, const char *, cl_uint, const cl_program *,     \
-     const char **, void(CL_CALLBACK *)(cl_program, void *), void *))                          \
-  X(cl_program, LinkProgram,                                                                   \
-    (cl_context, cl_uint, const cl_device_id *, const char *, cl_uint, const cl_program *,     \
-     void(CL_CALLBACK *)(cl_program, void *), void *, cl_int *))                               \
-  X(cl_int, GetProgramBuildInfo,                                                               \
-    (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *))               \
-  X(cl_int, ReleaseProgram, (cl_program))                                                      \
-  X(cl_kernel, CreateKernel, (cl_program, const char *, cl_int *))                             \
-  X(cl_int, SetKernelArg, (cl_kernel, cl_uint, size_t, const void *))                          \
-  X(cl_int, GetKernelWorkGroupInfo,                                                            \
-    (cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *))            \
-  X(cl_int, ReleaseKernel, (cl_kernel))                                                        \
-  X(cl_int, EnqueueNDRangeKernel,                                                              \
-    (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *,     \
-     cl_uint, const cl_event *, cl_event *))                                                   \
-  X(cl_int, Finish, (cl_command_queue))
+#define VO_CL_FUNCTIONS(X)                                                                       \
+  X(cl_int, GetPlatformIDs, (cl_uint, cl_platform_id *, cl_uint *))                              \
+  X(cl_int, GetPlatformInfo, (cl_platform_id, cl_platform_info, size_t, void *, size_t *))       \
+  X(cl_int, GetDeviceIDs, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *))  \
+  X(cl_int, GetDeviceInfo, (cl_device_id, cl_device_info, size_t, void *, size_t *))             \
+  X(cl_context, CreateContext,                                                                   \
+    (const cl_context_properties *, cl_uint, const cl_device_id *,                               \
+     void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *))         \
+  X(cl_int, RetainContext, (cl_context))                                                         \
+  X(cl_command_queue, CreateCommandQueue,                                                        \
+    (cl_context, cl_device_id, cl_command_queue_properties, cl_int *))                           \
+  X(cl_int, GetCommandQueueInfo,                                                                 \
+    (cl_command_queue, cl_command_queue_info, size_t, void *, size_t *))                         \
+  X(cl_mem, CreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl_int *))                  \
+  X(cl_int, ReleaseMemObject, (cl_mem))                                                          \
+  X(cl_int, EnqueueReadBuffer,                                                                   \
+    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *,       \
+     cl_event *))                                                                                \
+  X(cl_int, EnqueueWriteBuffer,                                                                  \
+    (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint, const cl_event *, \
+     cl_event *))                                                                                \
+  X(cl_int, EnqueueFillBuffer,                                                                   \
+    (cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint, const cl_event *,  \
+     cl_event *))                                                                                \
+  X(cl_program, CreateProgramWithSource,                                                         \
+    (cl_context, cl_uint, const char **, const size_t *, cl_int *))                              \
+  X(cl_int, CompileProgram,                                                                      \
+    (cl_program, cl_uint, const cl_device_id *, const char *, cl_uint, const cl_program *,       \
+     const char **, void(CL_CALLBACK *)(cl_program, void *), void *))                            \
+  X(cl_program, LinkProgram,                                                                     \
+    (cl_context, cl_uint, const cl_device_id *, const char *, cl_uint, const cl_program *,       \
+     void(CL_CALLBACK *)(cl_program, void *), void *, cl_int *))                                 \
+  X(cl_int, GetProgramBuildInfo,                                                                 \
+    (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *))                 \
+  X(cl_int, ReleaseProgram, (cl_program))                                                        \
+  X(cl_kernel, CreateKernel, (cl_program, const char *, cl_int *))                               \
+  X(cl_int, SetKernelArg, (cl_kernel, cl_uint, size_t, const void *))                            \
+  X(cl_int, GetKernelWorkGroupInfo,                                                              \
+    (cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *))              \
+  X(cl_int, ReleaseKernel, (cl_kernel))                                                          \
+  X(cl_int, EnqueueNDRangeKernel,                                                                \
+    (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *,       \
+     cl_uint, const cl_event *, cl_event *))
 
 typedef struct vo_cl_api {
 #define VO_CL_MEMBER(ret, name, params) ret(CL_API_CALL *name) params;

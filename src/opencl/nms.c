@@ -20,8 +20,8 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
   if (st != VO_OK) return st;
   if (n == 0) {
     const int64_t zero = 0;
-    return vo_cl_fill(&c, (cl_mem)p->num_kept->data, p->num_kept->byte_offset, &zero,
-                      sizeof zero, sizeof zero);
+    return vo_cl_fill(&c, (cl_mem)p->num_kept->data, p->num_kept->byte_offset, &zero, sizeof zero,
+                      sizeof zero);
   }
   const int f64 = ex->dtype == VO_F64, batched = p->idxs != NULL;
   const size_t un = (size_t)n, tsize = f64 ? sizeof(double) : sizeof(float);

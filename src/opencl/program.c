@@ -18,10 +18,9 @@
 vo_status vo_cl_check(const vo_exec *ex, cl_int err, const char *what) {
   if (err == CL_SUCCESS) return VO_OK;
   char b[64];
-  const vo_status st =
-      err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
-          ? VO_ERROR_OUT_OF_MEMORY
-          : VO_ERROR_BACKEND_FAILURE;
+  const vo_status st = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY
+                           ? VO_ERROR_OUT_OF_MEMORY
+                           : VO_ERROR_BACKEND_FAILURE;
   return vo_fail(st, "%s: OpenCL %s failed: %s", ex->op_name, what,
                  vo_cl_error_name(err, b, sizeof b));
 }
@@ -36,13 +35,14 @@ vo_status vo_cl_call_begin(const vo_exec *ex, vo_cl_call *c) {
   c->queue = vo_cl_queue_for(ex->device.device_id, ex->queue, &err);
   if (!c->queue) return vo_cl_check(ex, err, "creation of the default queue");
   vo_status st = vo_cl_check(
-      ex, vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_CONTEXT, sizeof c->context, &c->context, NULL),
+      ex,
+      vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_CONTEXT, sizeof c->context, &c->context, NULL),
       "query of the queue's context");
   if (st == VO_OK)
-    st = vo_cl_check(ex,
-                     vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_DEVICE, sizeof c->device,
-                                               &c->device, NULL),
-                     "query of the queue's device");
+    st = vo_cl_check(
+        ex,
+        vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_DEVICE, sizeof c->device, &c->device, NULL),
+        "query of the queue's device");
   if (st != VO_OK) return st;
   const vo_cl_device *d = vo_cl_device_find(c->device);
   char exts[8192] = "";
@@ -99,12 +99,12 @@ static char *vo_cl_build_error(cl_program p, cl_device_id dev, const char *what,
   char b[64];
   size_t log_size = 0;
   char *log = NULL;
-  if (p && vo_cl.GetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size) ==
-               CL_SUCCESS &&
+  if (p &&
+      vo_cl.GetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size) == CL_SUCCESS &&
       log_size > 1) {
     log = calloc(1, log_size + 1);
-    if (log && vo_cl.GetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) !=
-                   CL_SUCCESS)
+    if (log &&
+        vo_cl.GetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) != CL_SUCCESS)
       log[0] = '\0';
   }
   const size_t size = strlen(what) + 128 + (log ? strlen(log) : 0);
@@ -125,7 +125,7 @@ static cl_program vo_cl_build(cl_context ctx, cl_device_id dev, const char *name
   cl_int err = CL_SUCCESS;
   if (!text) {
     *error = vo_cl_build_error(NULL, dev, "finding the program in the embedded kernel sources",
-                                CL_INVALID_PROGRAM);
+                               CL_INVALID_PROGRAM);
     return NULL;
   }
   cl_program headers[128];
@@ -241,8 +241,8 @@ vo_status vo_cl_launch_run(vo_cl_launch *l, int64_t items) {
   vo_status st = VO_OK;
   if (l->err != CL_SUCCESS) {
     char b[64];
-    st = vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: OpenCL argument %u of kernel %s: %s",
-                 ex->op_name, l->num_args, l->name, vo_cl_error_name(l->err, b, sizeof b));
+    st = vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: OpenCL argument %u of kernel %s: %s", ex->op_name,
+                 l->num_args, l->name, vo_cl_error_name(l->err, b, sizeof b));
   } else if (items > 0) {
     size_t local = 1;
     if (items > 1) {
@@ -258,8 +258,8 @@ vo_status vo_cl_launch_run(vo_cl_launch *l, int64_t items) {
     if (groups > 65536) groups = 65536;
     const size_t global = (size_t)groups * local;
     st = vo_cl_check(ex,
-                     vo_cl.EnqueueNDRangeKernel(l->call->queue, l->kernel, 1, NULL, &global,
-                                                &local, 0, NULL, NULL),
+                     vo_cl.EnqueueNDRangeKernel(l->call->queue, l->kernel, 1, NULL, &global, &local,
+                                                0, NULL, NULL),
                      l->name);
   }
   vo_cl.ReleaseKernel(l->kernel);

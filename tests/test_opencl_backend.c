@@ -1,12 +1,14 @@
-/* The OpenCL box ops on the box dtypes the cross-backend harness's float
+/* The OpenCL backend beyond the cross-backend harness. First, four threads
+ * at once make the first call of a program (its compile and cache entry
+ * under the lock). Then the box ops on the box dtypes the harness's float
  * samples leave out: integer boxes (box_area's int32 / int64 areas, the IoU
- * family computed in float64) and IoU between two box sets of different
- * dtypes, against the CPU (bit for bit but for complete_box_iou's atan);
- * the latter on a caller's queue in a caller's OpenCL context
- * (vo_context_set_queue), whose buffers the backend allocates there. First
- * of all, four threads at once make the first call of a program (its
- * compile and cache entry under the lock). Linked statically for the backend's
- * memory functions. Skipped (77) without an OpenCL device. */
+ * family computed in float64), and IoU between two box sets of different
+ * dtypes on a caller's queue in a caller's OpenCL context
+ * (vo_context_set_queue), whose buffers the backend allocates there; all
+ * against the CPU, bit for bit but for complete_box_iou's atan. Last, a
+ * program that is not there fails with a clear error and the backend keeps
+ * working. Linked statically for the backend's memory functions and glue
+ * API. Skipped (77) without an OpenCL device. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,13 +16,14 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "opencl/common.h"
 #include "opencl/device.h"
 #include "test_util.h"
 
 static const vo_backend *be;
 
 static void die(const char *what) {
-  fprintf(stderr, "test_opencl_box_dtypes: %s: %s\n", what, vo_last_error());
+  fprintf(stderr, "test_opencl_backend: %s: %s\n", what, vo_last_error());
   exit(2);
 }
 static const DLDevice dev = {kDLOpenCL, 0};
@@ -46,7 +49,8 @@ static vt_tensor *boxes_of(DLDataType dt, int64_t n, uint64_t seed) {
   vt_rng rng;
   vt_rng_seed(&rng, seed);
   for (int64_t i = 0; i < n; i++) {
-    const double x = (double)(int)vt_rng_uniform(&rng, 0, 40), y = (double)(int)vt_rng_uniform(&rng, 0, 40);
+    const double x = (double)(int)vt_rng_uniform(&rng, 0, 40),
+                 y = (double)(int)vt_rng_uniform(&rng, 0, 40);
     const double b[4] = {x, y, x + (double)(int)vt_rng_uniform(&rng, 0, 20),
                          y + (double)(int)vt_rng_uniform(&rng, 0, 20)};
     for (int k = 0; k < 4; k++) vt_set(&t->dl, i * 4 + k, b[k]);
@@ -134,10 +138,9 @@ int main(void) {
     }
     for (int i = 0; i < 4; i++) {
       pthread_join(threads[i], NULL);
-      CHECK_MSG(races[i].status == VO_OK &&
-                    memcmp(races[i].out->mem, want->mem, want->mem_bytes) == 0,
-                "box_area on opencl, thread %d of 4 at first use: status %d", i,
-                (int)races[i].status);
+      CHECK_MSG(
+          races[i].status == VO_OK && memcmp(races[i].out->mem, want->mem, want->mem_bytes) == 0,
+          "box_area on opencl, thread %d of 4 at first use: status %d", i, (int)races[i].status);
       vt_tensor_free(races[i].out);
     }
     vt_tensor_free(want);
@@ -166,9 +169,10 @@ int main(void) {
   if (!CHECK_MSG(queue != NULL, "cannot make an OpenCL queue: error %d", (int)err) ||
       !CHECK_STATUS(vo_context_create(&run_ctx), VO_OK) ||
       !CHECK_STATUS(vo_context_set_queue(run_ctx, kDLOpenCL, queue), VO_OK))
-    return vt_finish("test_opencl_box_dtypes");
+    return vt_finish("test_opencl_backend");
   run_queue = queue;
-  const DLDataType pairs[][2] = {{vt_f32, vt_f64}, {vt_f16, vt_f32}, {vt_bf16, vt_f16}, {vt_i32, vt_f32}};
+  const DLDataType pairs[][2] = {
+      {vt_f32, vt_f64}, {vt_f16, vt_f32}, {vt_bf16, vt_f16}, {vt_i32, vt_f32}};
   for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
     vt_tensor *a = boxes_of(pairs[p][0], 23, 40 + p), *b = boxes_of(pairs[p][1], 31, 50 + p);
     for (size_t k = 0; k < 4; k++) {
@@ -181,5 +185,30 @@ int main(void) {
     vt_tensor_free(b);
   }
   vo_context_destroy(run_ctx);
-  return vt_finish("test_opencl_box_dtypes");
+
+  /* A program the library does not hold: the launch fails with the op's
+   * error naming the program, and later calls still work. */
+  {
+    static vo_exec ex;
+    ex.ctx = vo_default_context();
+    ex.op_name = "box_area";
+    ex.device = dev;
+    ex.dtype = VO_F32;
+    vo_cl_call c;
+    vo_cl_launch l;
+    if (CHECK_STATUS(vo_cl_call_begin(&ex, &c), VO_OK)) {
+      CHECK_STATUS(vo_cl_launch_begin(&l, &c, "no_such_op", "vo_cl_no_such_op_f32"),
+                   VO_ERROR_BACKEND_FAILURE);
+      CHECK_ERROR_HAS("box_area: the OpenCL program 'no_such_op' does not build");
+      CHECK_STATUS(vo_cl_launch_begin(&l, &c, "box_area", "vo_cl_no_such_kernel"),
+                   VO_ERROR_BACKEND_FAILURE);
+      CHECK_ERROR_HAS("has no kernel vo_cl_no_such_kernel");
+    }
+    run_ctx = NULL;
+    run_queue = NULL;
+    vt_tensor *a = boxes_of(vt_f64, 9, 3);
+    compare("box_area float64 after the failures", VO_OP_box_area, a, NULL);
+    vt_tensor_free(a);
+  }
+  return vt_finish("test_opencl_backend");
 }
