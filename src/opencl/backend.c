@@ -185,7 +185,7 @@ static int vo_opencl_probe(char *detail, size_t n) {
 static cl_context vo_cl_context_for(DLDevice device, void *queue, cl_int *err) {
   cl_command_queue q = vo_cl_queue_for(device.device_id, queue, err);
   cl_context ctx = NULL;
-  if (q) *err = vo_cl.GetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+  if (q) *err = vo_cl.GetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(void *), &ctx, NULL);
   return *err == CL_SUCCESS ? ctx : NULL;
 }
 

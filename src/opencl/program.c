@@ -25,6 +25,8 @@ vo_status vo_cl_check(const vo_exec *ex, cl_int err, const char *what) {
                  vo_cl_error_name(err, b, sizeof b));
 }
 
+/* OpenCL's handles (cl_context, cl_mem, ...) are pointers: queries and
+ * arguments take sizeof(void *) for them. */
 vo_status vo_cl_call_begin(const vo_exec *ex, vo_cl_call *c) {
   cl_int err;
   memset(c, 0, sizeof *c);
@@ -35,13 +37,11 @@ vo_status vo_cl_call_begin(const vo_exec *ex, vo_cl_call *c) {
   c->queue = vo_cl_queue_for(ex->device.device_id, ex->queue, &err);
   if (!c->queue) return vo_cl_check(ex, err, "creation of the default queue");
   vo_status st = vo_cl_check(
-      ex,
-      vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_CONTEXT, sizeof c->context, &c->context, NULL),
+      ex, vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_CONTEXT, sizeof(void *), &c->context, NULL),
       "query of the queue's context");
   if (st == VO_OK)
     st = vo_cl_check(
-        ex,
-        vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_DEVICE, sizeof c->device, &c->device, NULL),
+        ex, vo_cl.GetCommandQueueInfo(c->queue, CL_QUEUE_DEVICE, sizeof(void *), &c->device, NULL),
         "query of the queue's device");
   if (st != VO_OK) return st;
   const vo_cl_device *d = vo_cl_device_find(c->device);
@@ -228,7 +228,7 @@ void vo_cl_arg_f32(vo_cl_launch *l, float v) { vo_cl_arg(l, &v, sizeof v); }
 
 void vo_cl_arg_mem(vo_cl_launch *l, cl_mem mem, uint64_t byte_offset) {
   const cl_ulong off = byte_offset;
-  vo_cl_arg(l, &mem, sizeof mem);
+  vo_cl_arg(l, &mem, sizeof(void *)); /* OpenCL handles are pointers */
   vo_cl_arg(l, &off, sizeof off);
 }
 
