@@ -75,6 +75,9 @@ const char *vo_cl_error_name(cl_int err, char *buf, size_t size) {
     VO_CL_ERR(CL_INVALID_GLOBAL_WORK_SIZE)
     VO_CL_ERR(CL_INVALID_BUFFER_SIZE)
     VO_CL_ERR(CL_INVALID_OPERATION)
+    VO_CL_ERR(CL_INVALID_BUILD_OPTIONS)
+    VO_CL_ERR(CL_INVALID_COMPILER_OPTIONS)
+    VO_CL_ERR(CL_INVALID_LINKER_OPTIONS)
     VO_CL_ERR(CL_MISALIGNED_SUB_BUFFER_OFFSET)
 #undef VO_CL_ERR
     case -1001: name = "CL_PLATFORM_NOT_FOUND_KHR"; break; /* cl_khr_icd: no platform */
