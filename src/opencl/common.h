@@ -87,11 +87,12 @@ const char *vo_cl_suffix(vo_dtype d);
 /* The backend's check_data hook (backend.c). */
 vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found);
 
-/* Kernels of the table (src/opencl/<op>.c), one per ops.def kernel name. */
-vo_status vo_opencl_box_area(const vo_exec *ex);
-vo_status vo_opencl_box_area_backward(const vo_exec *ex);
-vo_status vo_opencl_pairwise_iou(const vo_exec *ex);
-vo_status vo_opencl_pairwise_iou_backward(const vo_exec *ex);
-vo_status vo_opencl_nms(const vo_exec *ex);
+/* The kernels of the table, vo_opencl_<kernel> for each kernel name of
+ * src/ops/ops.def, each defined in src/opencl/<op>.c (until then a NULL
+ * line in backend.c). */
+#define VO_OP(name, kernel, schema, backward, shape_rule) \
+  vo_status vo_opencl_##kernel(const vo_exec *ex);
+#include "ops/ops.def"
+#undef VO_OP
 
 #endif /* VISIONOPS_OPENCL_COMMON_H */
