@@ -9,8 +9,13 @@ set -euo pipefail
 # python3-torchvision (+ numpy) is the reference the parity tests compare against.
 # python3-dev builds the extension; python3-venv and python3-pytest run its tests.
 # libopenblas-dev runs deform_conv2d's CPU products (without it, a slower built-in one).
+# The OpenCL backend builds on opencl-headers and loads the ICD loader
+# (ocl-icd-opencl-dev); PoCL (pocl-opencl-icd) is the CPU device its tests
+# run on everywhere, clinfo lists devices, libclblast-dev runs deform_conv2d's
+# products there and python3-pyopencl carries its tensors in Python.
 packages=(build-essential cmake pkg-config libdlpack-dev libopenblas-dev python3 python3-dev
-          python3-venv python3-pytest python3-numpy python3-torchvision)
+          python3-venv python3-pytest python3-numpy python3-torchvision
+          pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo libclblast-dev python3-pyopencl)
 # --dev: the tools of make format / make lint; other arguments are more
 # packages to install (make fuzz: clang and its runtimes).
 for arg in "$@"; do

@@ -8,7 +8,9 @@
  * op: bad inputs fail with the CPU's status and message and leave the
  * outputs untouched, and a tensor on another device type is refused. On
  * backends other than the CPU, an output above 2^31 elements (the CPU's is
- * test_large's). Prints which backends it skipped and why.
+ * test_large's). Prints which backends it skipped and why, and the ops a
+ * backend has no kernel for yet (a NULL entry of its kernel table: such a
+ * call must fail with "not implemented", which is checked, not compared).
  * VO_TEST_BACKEND_OPS_ONLY=<backend> leaves the other targets out;
  * VO_TEST_BACKEND_OPS_SKIP_LARGE=1 the >2^31-element case (both for
  * compute-sanitizer runs in scripts/gpu-check.sh).
@@ -38,6 +40,12 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* ------------------------------------------------------------ targets */
+
+/* Whether backend b has a kernel for op `index` (a NULL table entry: not
+ * implemented there yet). */
+static int has_kernel(const vo_backend *b, int index) {
+  return b->kernels && index >= 0 && index < VO_NUM_OPS && b->kernels[index] != NULL;
+}
 
 /* A backend and the contexts a sample runs under on it. */
 typedef struct target {
@@ -500,6 +508,7 @@ static void test_op(const vo_op_info *op) {
       for (int t = 0; t < num_targets; t++) {
         const target *tg = &targets[t];
         result got;
+        if (!has_kernel(tg->backend, op->index)) continue; /* listed by test_op's caller */
         run_on(&s, descs, tg->ctx, tg, 55, &got);
         if (got.status == VO_ERROR_BACKEND_UNAVAILABLE && strstr(got.error, "not implemented")) {
           CHECK_MSG(0, "no %s kernel for %s (%s)", tg->name, op->name, got.error);
@@ -527,19 +536,50 @@ static void test_op(const vo_op_info *op) {
       }
       result_free(&ref);
       if (d == 0 && run == 0) {
-        for (int t = 0; t < num_targets; t++) bad_inputs(&s, descs, &targets[t]);
+        for (int t = 0; t < num_targets; t++)
+          if (has_kernel(targets[t].backend, op->index)) bad_inputs(&s, descs, &targets[t]);
         mixed_devices(&s, descs);
       }
       vs_free(&s);
     }
     for (int t = 0; supported && t < num_targets; t++)
-      if (targets[t].exact)
+      if (!has_kernel(targets[t].backend, op->index))
+        continue;
+      else if (targets[t].exact)
         printf("  %-32s %-9s %-9s %d samples, bit-identical checked\n", op->name, vt_dtype_name(dt),
                targets[t].name, stats[t].samples);
       else
         printf("  %-32s %-9s %-9s %d samples, worst relative error %.3g\n", op->name,
                vt_dtype_name(dt), targets[t].name, stats[t].samples, stats[t].worst);
   }
+}
+
+/* The ops target t has no kernel for, listed; a call of one there fails
+ * with "not implemented on the <backend> backend". */
+static void not_implemented(const target *t) {
+  char names[2048] = "";
+  size_t used = 0;
+  int count = 0;
+  for (int i = 0; i < vo_op_count(); i++) {
+    const vo_op_info *op = vo_op_get(i);
+    if (!op || has_kernel(t->backend, op->index)) continue;
+    const int w =
+        snprintf(names + used, sizeof names - used, "%s%s", count++ ? ", " : "", op->name);
+    if (w > 0 && used + (size_t)w < sizeof names) used += (size_t)w;
+    vs_sample s;
+    vs_build(&s, op->index, VS_RANDOM, vt_f32, 0);
+    vo_tensor_desc descs[VO_MAX_LIST];
+    if (vo_infer(NULL, op, s.args, s.num_args, descs, s.num_outputs) == VO_OK) {
+      result got;
+      run_on(&s, descs, t->ctx, t, 55, &got);
+      CHECK_MSG(got.status == VO_ERROR_BACKEND_UNAVAILABLE && strstr(got.error, "not implemented"),
+                "%s on %s without a kernel: status %d \"%s\"", op->name, t->name, (int)got.status,
+                got.error);
+      result_free(&got);
+    }
+    vs_free(&s);
+  }
+  if (count) printf("SKIP %d ops not implemented on %s: %s\n", count, t->name, names);
 }
 
 /* ------------------------------------------------------------ > 2^31 */
@@ -564,6 +604,10 @@ static DLTensor dl_at(void *data, uint64_t offset, DLDevice dev, DLDataType dt, 
  * t equals two half-size calls there, and its last RoIs equal the CPU's. */
 static void large_output(const target *t) {
   const vo_backend *be = t->backend;
+  if (!has_kernel(be, VO_OP_roi_align)) {
+    printf("SKIP >2^31-element output on %s: no roi_align kernel there yet\n", t->name);
+    return;
+  }
   const DLDevice dev = t->device;
   const int64_t row = (int64_t)BIG_C * BIG_P * BIG_P;
   const size_t es = 2, out_bytes = (size_t)(big_k * row) * es;
@@ -677,6 +721,7 @@ int main(void) {
     const vo_op_info *op = vo_op_get(i);
     if (CHECK_MSG(op != NULL, "vo_op_get(%d) is NULL", i)) test_op(op);
   }
+  for (int t = 0; t < num_targets; t++) not_implemented(&targets[t]);
   printf("  ops: %.1f s\n", now_s() - t0);
   const char *skip_large = getenv("VO_TEST_BACKEND_OPS_SKIP_LARGE");
   for (int t = 0; t < num_targets; t++) {

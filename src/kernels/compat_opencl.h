@@ -1,10 +1,10 @@
 /*
  * The portable kernel dialect (kernels/compat.h) in OpenCL C 1.2: the
- * OpenCL backend (issue 14) compiles src/kernels/ with it at run time;
- * the test kernels_opencl_c compiles every portable header with it today
- * (clang -x cl), so the dialect stays OpenCL C. Needs cl_khr_fp64 for the
- * float64 instantiations and vo_k_load_as_double, and
- * cl_khr_int64_base_atomics for vo_k_atomic_add_f64.
+ * OpenCL backend (src/opencl/) compiles src/kernels/ with it at run time,
+ * and the test kernels_opencl_c compiles every portable header with it
+ * (clang -x cl). Needs cl_khr_fp64 for the float64 instantiations and
+ * vo_k_load_as_double, and cl_khr_int64_base_atomics for
+ * vo_k_atomic_add_f64 (each pragma only where the device has it).
  */
 #ifndef VISIONOPS_KERNELS_COMPAT_OPENCL_H
 #define VISIONOPS_KERNELS_COMPAT_OPENCL_H
@@ -13,8 +13,12 @@
  * and CUDA's --fmad=false: float32 results match torchvision's bit for bit
  * only without contraction into FMAs. */
 #pragma OPENCL FP_CONTRACT OFF
+#ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifdef cl_khr_int64_base_atomics
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
 
 typedef long int64_t;
 typedef int int32_t;
@@ -63,10 +67,12 @@ VO_KFN void vo_k_atomic_add_f32(volatile __global float *p, float v) {
   while ((seen = atomic_cmpxchg(q, old, as_uint(as_float(old) + v))) != old) old = seen;
 }
 
+#ifdef cl_khr_int64_base_atomics
 VO_KFN void vo_k_atomic_add_f64(volatile __global double *p, double v) {
   volatile __global ulong *q = (volatile __global ulong *)p;
   ulong old = *q, seen;
   while ((seen = atom_cmpxchg(q, old, as_ulong(as_double(old) + v))) != old) old = seen;
 }
+#endif
 
 #endif /* VISIONOPS_KERNELS_COMPAT_OPENCL_H */

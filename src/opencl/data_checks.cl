@@ -1,0 +1,36 @@
+/*
+ * The device-side value checks (kernels/data_checks.h) as OpenCL C entry
+ * points, run by the backend's check_data hook (opencl/backend.c): the first
+ * bad item's key by an atomic minimum, then what its message needs.
+ */
+#include "opencl/portable.clh"
+#include "kernels/data_checks.h"
+
+/* *p = min(*p, v) on a 64-bit key (compare-and-swap: base int64 atomics). */
+static void vo_cl_atomic_min_u64(volatile __global ulong *p, ulong v) {
+  ulong old = *p;
+  while (v < old) {
+    const ulong seen = atom_cmpxchg(p, old, v);
+    if (seen == old) break;
+    old = seen;
+  }
+}
+
+__kernel void vo_cl_check_find(VO_CL_TENSOR(data), vo_k_check c, long rows, long len,
+                               VO_CL_TENSOR(res)) {
+  const __global void *data = VO_CL_AT(const char, data);
+  volatile __global ulong *first = VO_CL_AT(ulong, res);
+  VO_CL_FOR(r, rows) {
+    const int64_t j = vo_k_check_bad_column(data, &c, r);
+    if (j >= 0) vo_cl_atomic_min_u64(first, (ulong)(r * len + j));
+  }
+}
+
+__kernel void vo_cl_check_record(VO_CL_TENSOR(data), vo_k_check c, VO_CL_TENSOR(res)) {
+  const __global void *data = VO_CL_AT(const char, data);
+  __global vo_k_check_found *found = VO_CL_AT(vo_k_check_found, res);
+  if (get_global_id(0) != 0 || found->first == VO_K_CHECK_NONE) return;
+  double value[3];
+  vo_k_check_values(data, &c, (int64_t)found->first, value);
+  for (int k = 0; k < 3; k++) found->value[k] = value[k];
+}

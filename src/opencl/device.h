@@ -1,0 +1,38 @@
+/*
+ * The OpenCL devices visionops numbers (DLDevice.device_id: every device of
+ * every platform, in the loader's order) and their default queues; shared
+ * by the backend's vtable (backend.c) and the program cache (program.c).
+ */
+#ifndef VISIONOPS_OPENCL_DEVICE_H
+#define VISIONOPS_OPENCL_DEVICE_H
+
+#include <stddef.h>
+
+#include "opencl/loader.h"
+
+#define VO_CL_MAX_DEVICES 16
+
+typedef struct vo_cl_device {
+  cl_platform_id platform;
+  cl_device_id id;
+  char name[128], platform_name[128], version[64], c_version[64];
+  int fp64, int64_atomics, fp16, div_sqrt_rounded;
+  cl_ulong mem;
+} vo_cl_device;
+
+/* Enumerates the devices once (thread-safe): their count, 0 with the reason
+ * in *why (no loader, no platform, no device). */
+int vo_cl_devices(const char **why);
+/* Device `index` of that list (NULL when out of range). */
+const vo_cl_device *vo_cl_device_at(int index);
+/* The list entry of device id (NULL when it is not one of them, e.g. a
+ * sub-device of a caller's context). */
+const vo_cl_device *vo_cl_device_find(cl_device_id id);
+/* The default queue of device `index`, made once (its own context), or NULL
+ * with *err set. */
+cl_command_queue vo_cl_default_queue(int index, cl_int *err);
+/* The queue a call on device `index` with context queue `queue` runs on:
+ * `queue` itself, or the default one. */
+cl_command_queue vo_cl_queue_for(int index, void *queue, cl_int *err);
+
+#endif /* VISIONOPS_OPENCL_DEVICE_H */

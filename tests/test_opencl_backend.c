@@ -1,0 +1,214 @@
+/* The OpenCL backend beyond the cross-backend harness. First, four threads
+ * at once make the first call of a program (its compile and cache entry
+ * under the lock). Then the box ops on the box dtypes the harness's float
+ * samples leave out: integer boxes (box_area's int32 / int64 areas, the IoU
+ * family computed in float64), and IoU between two box sets of different
+ * dtypes on a caller's queue in a caller's OpenCL context
+ * (vo_context_set_queue), whose buffers the backend allocates there; all
+ * against the CPU, bit for bit but for complete_box_iou's atan. Last, a
+ * program that is not there fails with a clear error and the backend keeps
+ * working. Linked statically for the backend's memory functions and glue
+ * API. Skipped (77) without an OpenCL device. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "opencl/common.h"
+#include "opencl/device.h"
+#include "test_util.h"
+
+static const vo_backend *be;
+
+static void die(const char *what) {
+  fprintf(stderr, "test_opencl_backend: %s: %s\n", what, vo_last_error());
+  exit(2);
+}
+static const DLDevice dev = {kDLOpenCL, 0};
+/* The context calls run under and its OpenCL queue (NULL: the defaults). */
+static vo_context *run_ctx;
+static void *run_queue;
+
+/* A copy of host tensor h on the device (same header; data a cl_mem). */
+static DLTensor on_device(const vt_tensor *h, void **mem) {
+  DLTensor t = h->dl;
+  *mem = be->alloc(dev, h->mem_bytes ? h->mem_bytes : 1, run_queue);
+  if (!*mem || be->copy_to_device(dev, *mem, 0, h->mem, h->mem_bytes, run_queue) != VO_OK)
+    die("copy to opencl failed");
+  t.data = *mem;
+  t.byte_offset = (uint64_t)((char *)h->dl.data - (char *)h->mem);
+  t.device = dev;
+  return t;
+}
+
+static vt_tensor *boxes_of(DLDataType dt, int64_t n, uint64_t seed) {
+  const int64_t shape[2] = {n, 4};
+  vt_tensor *t = vt_tensor_new(dt, 2, shape, NULL);
+  vt_rng rng;
+  vt_rng_seed(&rng, seed);
+  for (int64_t i = 0; i < n; i++) {
+    const double x = (double)(int)vt_rng_uniform(&rng, 0, 40),
+                 y = (double)(int)vt_rng_uniform(&rng, 0, 40);
+    const double b[4] = {x, y, x + (double)(int)vt_rng_uniform(&rng, 0, 20),
+                         y + (double)(int)vt_rng_uniform(&rng, 0, 20)};
+    for (int k = 0; k < 4; k++) vt_set(&t->dl, i * 4 + k, b[k]);
+  }
+  return t;
+}
+
+/* Output of op (box_area: b NULL) on the CPU and on OpenCL, compared. */
+static void compare(const char *what, int op, const vt_tensor *a, const vt_tensor *b) {
+  vo_value args[2] = {vo_tensor_value(&a->dl), b ? vo_tensor_value(&b->dl) : vo_int_value(0)};
+  const int nargs = b ? 2 : 1;
+  vo_tensor_desc desc;
+  if (!CHECK_STATUS(vo_infer(NULL, vo_op_get(op), args, nargs, &desc, 1), VO_OK)) return;
+  vt_tensor *want = vt_tensor_new(desc.dtype, desc.ndim, desc.shape, NULL);
+  vt_tensor *got = vt_tensor_new(desc.dtype, desc.ndim, desc.shape, NULL);
+  DLTensor *wo = &want->dl;
+  CHECK_STATUS(vo_call(NULL, vo_op_get(op), args, nargs, &wo, 1), VO_OK);
+  void *ma, *mb = NULL, *mo;
+  DLTensor da = on_device(a, &ma), db = b ? on_device(b, &mb) : da;
+  DLTensor dout = on_device(got, &mo);
+  DLTensor *po = &dout;
+  vo_value dargs[2] = {vo_tensor_value(&da), vo_tensor_value(&db)};
+  if (CHECK_STATUS(vo_call(run_ctx, vo_op_get(op), dargs, nargs, &po, 1), VO_OK)) {
+    if (be->copy_to_host(dev, got->mem, mo, 0, got->mem_bytes, run_queue) != VO_OK)
+      die("copy to the host failed");
+    /* complete_box_iou's atan is not correctly rounded in OpenCL C: a few
+     * float32 ulps there, every other value bit for bit. */
+    const double tol = op == VO_OP_complete_box_iou ? 1e-6 : 0;
+    int64_t bad = -1;
+    for (int64_t i = 0; i < vt_numel(&want->dl) && bad < 0; i++) {
+      const double w = vt_get(&want->dl, i), g = vt_get(&got->dl, i);
+      if (!(w == g || (w != w && g != g) || fabs(g - w) <= tol * fmax(1, fabs(w)))) bad = i;
+    }
+    CHECK_MSG(bad < 0, "%s: opencl differs from the CPU at element %lld", what, (long long)bad);
+  }
+  be->free(dev, ma, run_queue);
+  if (mb) be->free(dev, mb, run_queue);
+  be->free(dev, mo, run_queue);
+  vt_tensor_free(want);
+  vt_tensor_free(got);
+}
+
+/* One thread of the first-use race: box_area of float32 boxes on the
+ * device into its own output, which main compares (the CHECK counters are
+ * not thread-safe). */
+typedef struct race {
+  const vt_tensor *boxes;
+  vt_tensor *out;
+  vo_status status;
+} race;
+
+static void *first_use(void *arg) {
+  race *r = arg;
+  void *mb, *mo;
+  DLTensor db = on_device(r->boxes, &mb), dout = on_device(r->out, &mo);
+  DLTensor *po = &dout;
+  vo_value args[1] = {vo_tensor_value(&db)};
+  r->status = vo_call(NULL, vo_op_get(VO_OP_box_area), args, 1, &po, 1);
+  if (be->copy_to_host(dev, r->out->mem, mo, 0, r->out->mem_bytes, NULL) != VO_OK)
+    r->status = VO_ERROR_BACKEND_FAILURE;
+  be->free(dev, mb, NULL);
+  be->free(dev, mo, NULL);
+  return NULL;
+}
+
+int main(void) {
+  const char *detail = NULL;
+  be = vo_backend_for_device(kDLOpenCL);
+  if (!be || be->not_built_reason || !vo_backend_available(be, &detail)) {
+    printf("skipped: no OpenCL device (%s)\n", detail ? detail : "not built");
+    return 77;
+  }
+  {
+    vt_tensor *a = boxes_of(vt_f32, 101, 7);
+    const int64_t n[1] = {101};
+    vt_tensor *want = vt_tensor_new(vt_f32, 1, n, NULL);
+    vo_value args[1] = {vo_tensor_value(&a->dl)};
+    DLTensor *wo = &want->dl;
+    CHECK_STATUS(vo_call(NULL, vo_op_get(VO_OP_box_area), args, 1, &wo, 1), VO_OK);
+    pthread_t threads[4];
+    race races[4];
+    for (int i = 0; i < 4; i++) {
+      races[i] = (race){a, vt_tensor_new(vt_f32, 1, n, NULL), VO_OK};
+      if (pthread_create(&threads[i], NULL, first_use, &races[i]) != 0) die("pthread_create");
+    }
+    for (int i = 0; i < 4; i++) {
+      pthread_join(threads[i], NULL);
+      CHECK_MSG(
+          races[i].status == VO_OK && memcmp(races[i].out->mem, want->mem, want->mem_bytes) == 0,
+          "box_area on opencl, thread %d of 4 at first use: status %d", i, (int)races[i].status);
+      vt_tensor_free(races[i].out);
+    }
+    vt_tensor_free(want);
+    vt_tensor_free(a);
+  }
+  const DLDataType ints[] = {vt_i64, vt_i32, vt_i16, vt_i8, vt_u8};
+  const int iou_ops[] = {VO_OP_box_iou, VO_OP_generalized_box_iou, VO_OP_distance_box_iou,
+                         VO_OP_complete_box_iou};
+  for (size_t d = 0; d < sizeof ints / sizeof ints[0]; d++) {
+    vt_tensor *a = boxes_of(ints[d], 37, 1 + d), *b = boxes_of(ints[d], 29, 11 + d);
+    char what[96];
+    snprintf(what, sizeof what, "box_area %s", vt_dtype_name(ints[d]));
+    compare(what, VO_OP_box_area, a, NULL);
+    for (size_t k = 0; k < 4; k++) {
+      snprintf(what, sizeof what, "%s %s", vo_op_get(iou_ops[k])->name, vt_dtype_name(ints[d]));
+      compare(what, iou_ops[k], a, b);
+    }
+    vt_tensor_free(a);
+    vt_tensor_free(b);
+  }
+  /* Two box sets of different dtypes, on a queue of the caller's own context. */
+  const vo_cl_device *d = vo_cl_device_at(0);
+  cl_int err = CL_SUCCESS;
+  cl_context user = vo_cl.CreateContext(NULL, 1, &d->id, NULL, NULL, &err);
+  cl_command_queue queue = user ? vo_cl.CreateCommandQueue(user, d->id, 0, &err) : NULL;
+  if (!CHECK_MSG(queue != NULL, "cannot make an OpenCL queue: error %d", (int)err) ||
+      !CHECK_STATUS(vo_context_create(&run_ctx), VO_OK) ||
+      !CHECK_STATUS(vo_context_set_queue(run_ctx, kDLOpenCL, queue), VO_OK))
+    return vt_finish("test_opencl_backend");
+  run_queue = queue;
+  const DLDataType pairs[][2] = {
+      {vt_f32, vt_f64}, {vt_f16, vt_f32}, {vt_bf16, vt_f16}, {vt_i32, vt_f32}};
+  for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+    vt_tensor *a = boxes_of(pairs[p][0], 23, 40 + p), *b = boxes_of(pairs[p][1], 31, 50 + p);
+    for (size_t k = 0; k < 4; k++) {
+      char what[96];
+      snprintf(what, sizeof what, "%s %s x %s", vo_op_get(iou_ops[k])->name,
+               vt_dtype_name(pairs[p][0]), vt_dtype_name(pairs[p][1]));
+      compare(what, iou_ops[k], a, b);
+    }
+    vt_tensor_free(a);
+    vt_tensor_free(b);
+  }
+  vo_context_destroy(run_ctx);
+
+  /* A program the library does not hold: the launch fails with the op's
+   * error naming the program, and later calls still work. */
+  {
+    static vo_exec ex;
+    ex.ctx = vo_default_context();
+    ex.op_name = "box_area";
+    ex.device = dev;
+    ex.dtype = VO_F32;
+    vo_cl_call c;
+    vo_cl_launch l;
+    if (CHECK_STATUS(vo_cl_call_begin(&ex, &c), VO_OK)) {
+      CHECK_STATUS(vo_cl_launch_begin(&l, &c, "no_such_op", "vo_cl_no_such_op_f32"),
+                   VO_ERROR_BACKEND_FAILURE);
+      CHECK_ERROR_HAS("box_area: the OpenCL program 'no_such_op' does not build");
+      CHECK_STATUS(vo_cl_launch_begin(&l, &c, "box_area", "vo_cl_no_such_kernel"),
+                   VO_ERROR_BACKEND_FAILURE);
+      CHECK_ERROR_HAS("has no kernel vo_cl_no_such_kernel");
+    }
+    run_ctx = NULL;
+    run_queue = NULL;
+    vt_tensor *a = boxes_of(vt_f64, 9, 3);
+    compare("box_area float64 after the failures", VO_OP_box_area, a, NULL);
+    vt_tensor_free(a);
+  }
+  return vt_finish("test_opencl_backend");
+}
