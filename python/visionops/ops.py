@@ -17,7 +17,7 @@ import functools
 import math
 import sys
 
-from . import _checks, _core
+from . import _checks, _core, _opencl
 from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 __all__ = [
@@ -72,6 +72,8 @@ def _is_tensor(x):
     # them would also stop torch.compile's tracing (it cannot trace that call).
     if isinstance(x, (str, bytes, bytearray, list, tuple, dict, int, float, bool, type(None))):
         return False
+    if _opencl.is_array(x):
+        return True
     try:
         memoryview(x)
     except TypeError:
@@ -87,6 +89,12 @@ def _tensor(x, op, name):
         raise VisionOpsTypeError("%s: %s must be a tensor (a torch.Tensor or a NumPy array), got %s"
                                  % (op, name, _describe(x)))
     return x if hasattr(x, "shape") else memoryview(x)
+
+
+def _count(num_kept):
+    """nms's num_kept output as a Python int (a pyopencl array's is read
+    back from the device: the kept indices' length is data-dependent)."""
+    return int(num_kept.get() if _opencl.is_array(num_kept) else num_kept)
 
 
 def _numel(x):
@@ -160,7 +168,7 @@ def nms(boxes, scores, iou_threshold):
     if _is_torch(boxes) or _is_torch(scores):
         return _script.nms(boxes, scores, float(iou_threshold))
     keep, num_kept = _call("nms", boxes, scores, float(iou_threshold))
-    return keep[:int(num_kept)]
+    return keep[:_count(num_kept)]
 
 
 @_fx_leaf
@@ -179,22 +187,26 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     if not _is_torch(boxes) and _numel(boxes) == 0:
         import numpy as np
 
+        if _opencl.is_array(boxes):
+            return _opencl.module().empty(boxes.queue, (0,), np.int64)
         return np.empty((0,), dtype=np.int64)
     scores = _tensor(scores, "batched_nms", "scores")
     idxs = _tensor(idxs, "batched_nms", "idxs")
     if _is_torch(boxes) or _is_torch(scores) or _is_torch(idxs):
         return _script.batched_nms(boxes, scores, idxs, float(iou_threshold))
     keep, num_kept = _call("batched_nms", boxes, scores, _int64(idxs), float(iou_threshold))
-    return keep[:int(num_kept)]
+    return keep[:_count(num_kept)]
 
 
-def _to_xyxy(boxes, fmt):
+def _to_xyxy(op, boxes, fmt):
     """NumPy boxes in torchvision's formats to (x1, y1, x2, y2) (elementwise
     arithmetic, as torchvision's box_convert)."""
     import numpy as np
 
     if fmt == "xyxy":
         return boxes
+    if _opencl.is_array(boxes):
+        return _opencl.to_xyxy(op, boxes, fmt)
     a, b, c, d = (boxes[..., i] for i in range(4))
     if fmt == "xywh":
         return np.stack([a, b, a + c, b + d], axis=-1)
@@ -206,7 +218,7 @@ def _int64(t):
     as is (the library reports a wrong dtype)."""
     kind = getattr(getattr(t, "dtype", None), "kind", None)
     if kind in ("i", "u") and t.dtype.itemsize != 8 or kind == "u":
-        return t.astype("int64")
+        return t.astype("int64")  # pyopencl arrays too (on the device)
     return t
 
 
@@ -224,6 +236,8 @@ def _pairwise(op, boxes1, boxes2, *extra):
     _checks.check_box_batch(op, "boxes2", shape2)
     lead = tuple(_checks.broadcast_leading(op, shape1, shape2))
     n, m = shape1[-2], shape2[-2]
+    if _opencl.is_array(boxes1) or _opencl.is_array(boxes2):
+        return _opencl.pairwise(op, boxes1, boxes2, lead, n, m, lambda a, b: _call(op, a, b, *extra))
     b1 = np.broadcast_to(boxes1, lead + (n, 4)).reshape(-1, n, 4)
     b2 = np.broadcast_to(boxes2, lead + (m, 4)).reshape(-1, m, 4)
     if b1.shape[0] == 0:
@@ -251,7 +265,7 @@ def box_iou(boxes1, boxes2, fmt="xyxy"):
     if fmt != "xyxy":
         _checks.check_box_batch("box_iou", "boxes1", [int(d) for d in boxes1.shape])
         _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape])
-        boxes1, boxes2 = _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt)
+        boxes1, boxes2 = _to_xyxy("box_iou", boxes1, fmt), _to_xyxy("box_iou", boxes2, fmt)
     return _pairwise("box_iou", boxes1, boxes2)
 
 
@@ -321,6 +335,8 @@ def _rois(op, boxes):
 
     if isinstance(boxes, list):
         _checks.check_box_list(op, [[int(d) for d in b.shape] for b in boxes])
+        if any(_opencl.is_array(b) for b in boxes):
+            return _opencl.rois_from_list(op, boxes)
         return np.concatenate([np.concatenate([np.full_like(b[:, :1], i), b], axis=1)
                                for i, b in enumerate(boxes)], axis=0)
     _checks.check_rois(op, [int(d) for d in boxes.shape])
