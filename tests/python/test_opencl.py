@@ -220,6 +220,31 @@ def test_roi_ops(rng):
 
 
 @needs_opencl
+def test_multi_scale_roi_align_and_deform_conv2d(rng):
+    """The functions taking feature lists and optional tensors (where this
+    build has their OpenCL kernels), against NumPy."""
+    features = [rng.standard_normal((1, 2, 32 // s, 32 // s)).astype(np.float32)
+                for s in (4, 8)]
+    rois = make_rois(rng, 6, 1, 32, 20)
+    boxes = [rois[:, 1:].copy()]
+    args = ([0.25, 0.125], (3, 3), 2)
+    want = visionops.multi_scale_roi_align(features, boxes, *args)
+    got = on_opencl(visionops.multi_scale_roi_align, [dev(f) for f in features],
+                    [dev(b) for b in boxes], *args)
+    assert is_cl(got)
+    assert_close(got.get(), want, what="multi_scale_roi_align")
+    x = rng.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    weight = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    offset = rng.standard_normal((1, 18, 4, 4)).astype(np.float32)
+    mask = rng.uniform(size=(1, 9, 4, 4)).astype(np.float32)
+    bias = rng.standard_normal(3).astype(np.float32)
+    want = visionops.deform_conv2d(x, offset, weight, bias, mask=mask)
+    got = on_opencl(visionops.deform_conv2d, dev(x), dev(offset), dev(weight), dev(bias),
+                    (1, 1), (0, 0), (1, 1), dev(mask))
+    assert_close(got.get(), want, what="deform_conv2d")
+
+
+@needs_opencl
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_box_list_packed_on_device(dtype, rng):
     """ops._rois on a list of pyopencl boxes: the [K, 5] rois NumPy makes,
