@@ -3,7 +3,8 @@ signatures, defaults and return types. On PyTorch tensors they call the
 typed torch implementations in _script.py (which call the registered
 operators, torch.ops.visionops.*, so autograd and Meta tensors work); on
 NumPy arrays (or any other DLPack / buffer object) they call the C library
-directly and return NumPy arrays. Under torch.fx.symbolic_trace each
+directly and return NumPy arrays, and on pyopencl arrays they run on the
+arrays' OpenCL queue and return pyopencl arrays there (_opencl.py). Under torch.fx.symbolic_trace each
 function is a leaf (one call_function node), as torchvision's are; under
 torch.jit.script each is its typed torch implementation, so scripts that
 call them compile, as torchvision's do.
@@ -237,7 +238,8 @@ def _pairwise(op, boxes1, boxes2, *extra):
     lead = tuple(_checks.broadcast_leading(op, shape1, shape2))
     n, m = shape1[-2], shape2[-2]
     if _opencl.is_array(boxes1) or _opencl.is_array(boxes2):
-        return _opencl.pairwise(op, boxes1, boxes2, lead, n, m, lambda a, b: _call(op, a, b, *extra))
+        return _opencl.pairwise(op, boxes1, boxes2, lead, n, m,
+                                lambda a, b: _call(op, a, b, *extra))
     b1 = np.broadcast_to(boxes1, lead + (n, 4)).reshape(-1, n, 4)
     b2 = np.broadcast_to(boxes2, lead + (m, 4)).reshape(-1, m, 4)
     if b1.shape[0] == 0:
