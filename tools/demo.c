@@ -23,6 +23,9 @@
 #ifdef VISIONOPS_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
+#ifdef VISIONOPS_HAVE_OPENCL
+#include "demo_opencl.h"
+#endif
 
 #define IMAGE_W 1333.0
 #define IMAGE_H 800.0
@@ -376,8 +379,9 @@ static int make_roi_inputs(const scene *s, const int64_t *keep, int64_t kept, ui
 
 /* ------------------------------------------------------- device memory */
 
-/* Where the demo can put tensors: the CPU, and a CUDA GPU when this command
- * was built against the CUDA runtime. */
+/* Where the demo can put tensors: the CPU, a CUDA GPU when this command was
+ * built against the CUDA runtime, and an OpenCL device when it was built
+ * with the OpenCL headers (demo_opencl.c). */
 typedef struct target {
   const char *name;
   DLDevice device;
@@ -408,6 +412,9 @@ static void *mem_alloc(DLDevice d, size_t bytes) {
     return p;
   }
 #endif
+#ifdef VISIONOPS_HAVE_OPENCL
+  if (d.device_type == kDLOpenCL) return demo_cl_alloc(bytes);
+#endif
   fprintf(stderr, "visionops demo: cannot allocate on device type %d\n", (int)d.device_type);
   return NULL;
 }
@@ -418,6 +425,10 @@ static void mem_free(DLDevice d, void *p) {
 #ifdef VISIONOPS_HAVE_CUDA
   else if (d.device_type == kDLCUDA)
     cudaFree(p);
+#endif
+#ifdef VISIONOPS_HAVE_OPENCL
+  else if (d.device_type == kDLOpenCL)
+    demo_cl_free(p);
 #endif
 }
 
@@ -432,9 +443,11 @@ static int mem_copy(DLDevice d, void *dst, const void *src, size_t bytes, int to
     return cuda_check(
         cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
         "cudaMemcpy");
-#else
-  (void)to_device;
 #endif
+#ifdef VISIONOPS_HAVE_OPENCL
+  if (d.device_type == kDLOpenCL) return demo_cl_copy(dst, src, bytes, to_device);
+#endif
+  (void)to_device;
   return -1;
 }
 
@@ -442,9 +455,11 @@ static int mem_copy(DLDevice d, void *dst, const void *src, size_t bytes, int to
 static int mem_sync(DLDevice d) {
 #ifdef VISIONOPS_HAVE_CUDA
   if (d.device_type == kDLCUDA) return cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-#else
-  (void)d;
 #endif
+#ifdef VISIONOPS_HAVE_OPENCL
+  if (d.device_type == kDLOpenCL) return demo_cl_finish();
+#endif
+  (void)d;
   return 0;
 }
 
@@ -734,8 +749,7 @@ static int run_on_target(const vo_context *ctx, const vo_op_info *op, const op_c
     double t0 = now_ms();
     st = vo_call(ctx, op, c.args, c.num_args, out_ptr, num_outputs);
     if (st != VO_OK && is_missing_kernel(tg, st)) {
-      snprintf(err, err_size, "no %s kernel yet",
-               tg->device.device_type == kDLCUDA ? "CUDA" : tg->name);
+      snprintf(err, err_size, "not implemented on %s", tg->name);
       rc = 1;
       goto done;
     }
@@ -1046,8 +1060,10 @@ static int write_svg(const demo_options *opt, const scene *s, const int64_t *kee
 
 /* -------------------------------------------------------------- main */
 
-/* Lists the backends, and returns those the demo can put tensors on. */
-static int collect_targets(const vo_context *ctx, target *targets, int max_targets) {
+/* Lists the backends, and returns those the demo can put tensors on. An
+ * OpenCL target's calls run on the demo's queue (set in ctx), where its
+ * buffers are. */
+static int collect_targets(vo_context *ctx, target *targets, int max_targets) {
   int count = 0;
   for (int b = 0; b < vo_backend_count(); ++b) {
     vo_backend_info info;
@@ -1070,7 +1086,24 @@ static int collect_targets(const vo_context *ctx, target *targets, int max_targe
       continue;
     }
 #endif
-    if (info.device_type != kDLCPU && info.device_type != kDLCUDA) {
+    int placeable = info.device_type == kDLCPU || info.device_type == kDLCUDA;
+#ifdef VISIONOPS_HAVE_OPENCL
+    if (info.device_type == kDLOpenCL) {
+      char why[256];
+      int ready = demo_cl_open(why, sizeof why) == 0;
+      if (ready && vo_context_set_queue(ctx, kDLOpenCL, demo_cl_queue()) != VO_OK) {
+        snprintf(why, sizeof why, "%s", vo_last_error());
+        ready = 0;
+      }
+      if (!ready) {
+        printf("  %-5s skipped: available (%s), but the demo cannot make a queue on it: %s\n",
+               info.name, info.detail, why);
+        continue;
+      }
+      placeable = 1;
+    }
+#endif
+    if (!placeable) {
       printf("  %-5s skipped: the demo cannot put inputs on this device (%s)\n", info.name,
              info.detail);
       continue;

@@ -8,6 +8,10 @@
  * Python callable (torch.empty, numpy.empty, ...) from the shapes the library
  * infers, and written in place. For shape inference a tensor may also be a spec dict
  * {"shape": (...), "dtype": "float32", "device": (type, id)} with no data.
+ * A dict that also has "data" (an address or handle, an int: an OpenCL
+ * tensor's cl_mem), and optionally "byte_offset" and "strides" (in elements;
+ * None or absent: contiguous), is a tensor with data, taken by call too:
+ * the form visionops._opencl gives pyopencl arrays, which have no DLPack.
  *
  *   ops()                       -> [(name, schema, backward or None), ...]
  *   shape_rules()               -> {name: shape rule}, where each output dimension comes
@@ -176,6 +180,34 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   t->shape = s->shapes[i];
   t->strides = NULL;
   t->data = NULL;
+  PyObject *data = PyDict_GetItemString(obj, "data");
+  if (!data) return 0;
+  t->data = PyLong_AsVoidPtr(data);
+  if (PyErr_Occurred()) return -1;
+  PyObject *offset = PyDict_GetItemString(obj, "byte_offset");
+  if (offset) {
+    t->byte_offset = PyLong_AsUnsignedLongLong(offset);
+    if (PyErr_Occurred()) return -1;
+  }
+  PyObject *strides = PyDict_GetItemString(obj, "strides");
+  if (!strides || strides == Py_None) return 0;
+  seq = PySequence_Fast(strides, "strides must be a sequence");
+  if (!seq) return -1;
+  if (PySequence_Fast_GET_SIZE(seq) != n) {
+    Py_DECREF(seq);
+    PyErr_Format(ValueErr, "%s: %s has %zd strides for %zd dimensions", op, what,
+                 PySequence_Fast_GET_SIZE(seq), n);
+    return -1;
+  }
+  for (Py_ssize_t d = 0; d < n; d++) {
+    s->strides[i][d] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, d));
+    if (s->strides[i][d] == -1 && PyErr_Occurred()) {
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  Py_DECREF(seq);
+  t->strides = s->strides[i];
   return 0;
 }
 
@@ -212,13 +244,15 @@ static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, con
   return 0;
 }
 
-/* A Python tensor-like to a borrowed DLTensor. `spec_ok`: spec dicts allowed. */
+/* A Python tensor-like to a borrowed DLTensor. `spec_ok`: spec dicts without
+ * data allowed (dicts with data always are). */
 static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec_ok, const char *op,
                                  const char *what) {
   DLTensor *t = new_slot(s, op, what);
   if (!t) return NULL;
   int i = (int)(t - s->tensors);
-  if (spec_ok && PyDict_Check(obj)) return spec_tensor(s, obj, t, op, what) ? NULL : t;
+  if (PyDict_Check(obj) && (spec_ok || PyDict_GetItemString(obj, "data")))
+    return spec_tensor(s, obj, t, op, what) ? NULL : t;
   PyObject *capsule = NULL;
   int use_buffer = 0;
   if (PyCapsule_CheckExact(obj)) {
@@ -412,7 +446,8 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
     goto done;
   }
   result = PyList_New(n);
-  for (int k = 0; result && k < n; k++) {
+  if (!result) goto done;
+  for (int k = 0; k < n; k++) {
     PyObject *d = describe(&desc[k]);
     PyObject *obj = d ? PyObject_CallObject(alloc, d) : NULL;
     Py_XDECREF(d);
@@ -433,7 +468,7 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   if (st == VO_OK) st = vo_context_set_num_threads(ctx, num_threads);
   if (st == VO_OK) st = vo_context_set_deterministic(ctx, deterministic);
   /* The queue (a CUDA stream, ...) of the outputs' device: the op's device. */
-  if (st == VO_OK && queue)
+  if (st == VO_OK && queue && n > 0)
     st = vo_context_set_queue(ctx, outs[0]->device.device_type, (void *)(uintptr_t)queue);
   if (st == VO_OK) {
     Py_BEGIN_ALLOW_THREADS st = vo_call(ctx, op, s->values, s->num_values, outs, n);

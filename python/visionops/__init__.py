@@ -3,7 +3,8 @@ RoIPool and their position-sensitive variants, deformable convolution) from
 a C library, with torchvision.ops-compatible functions and modules.
 
 Inputs are NumPy arrays or PyTorch tensors (CPU or CUDA), exchanged through
-DLPack without copies; outputs come back in the same framework. When PyTorch
+DLPack without copies, or pyopencl arrays (run on their OpenCL queue);
+outputs come back in the same framework. When PyTorch
 is installed the operators are also registered as torch.ops.visionops.*
 (with autograd and Meta kernels), see visionops.torch.
 

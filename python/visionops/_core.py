@@ -7,7 +7,7 @@ import operator
 import re
 import threading
 
-from . import _C
+from . import _C, _opencl
 from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 # ------------------------------------------------------------------ schemas
@@ -198,6 +198,9 @@ def _numpy_alloc(shape, dtype, device):
 
 def run_numpy(name, args, deterministic=None):
     """Runs op `name` on NumPy (or any DLPack / buffer) inputs; the outputs are
-    NumPy arrays."""
-    return _C.call(name, args, _numpy_alloc, 0, _settings["num_threads"],
-                   _settings["deterministic"] if deterministic is None else deterministic)
+    NumPy arrays. On pyopencl arrays it runs on their OpenCL queue and the
+    outputs are pyopencl arrays there (_opencl.py)."""
+    deterministic = _settings["deterministic"] if deterministic is None else deterministic
+    if _opencl.any_array(args):
+        return _opencl.run(name, args, _settings["num_threads"], deterministic)
+    return _C.call(name, args, _numpy_alloc, 0, _settings["num_threads"], deterministic)

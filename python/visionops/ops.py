@@ -5,7 +5,8 @@ operators, torch.ops.visionops.*, so autograd and Meta tensors work; for
 the ops of _SCHEMA_OPS both the function and its twin are made from the
 op's schema); on
 NumPy arrays (or any other DLPack / buffer object) they call the C library
-directly and return NumPy arrays. Under torch.fx.symbolic_trace each
+directly and return NumPy arrays, and on pyopencl arrays they run on the
+arrays' OpenCL queue and return pyopencl arrays there (_opencl.py). Under torch.fx.symbolic_trace each
 function is a leaf (one call_function node), as torchvision's are; under
 torch.jit.script each is its typed torch implementation, so scripts that
 call them compile, as torchvision's do.
@@ -19,7 +20,7 @@ import functools
 import math
 import sys
 
-from . import _checks, _core
+from . import _checks, _core, _opencl
 from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 # The ops whose torchvision function has the op's own schema (argument
@@ -87,6 +88,8 @@ def _is_tensor(x):
     # them would also stop torch.compile's tracing (it cannot trace that call).
     if isinstance(x, (str, bytes, bytearray, list, tuple, dict, int, float, bool, type(None))):
         return False
+    if _opencl.is_array(x):
+        return True
     try:
         memoryview(x)
     except TypeError:
@@ -102,6 +105,12 @@ def _tensor(x, op, name):
         raise VisionOpsTypeError("%s: %s must be a tensor (a torch.Tensor or a NumPy array), got %s"
                                  % (op, name, _describe(x)))
     return x if hasattr(x, "shape") else memoryview(x)
+
+
+def _count(num_kept):
+    """nms's num_kept output as a Python int (a pyopencl array's is read
+    back from the device: the kept indices' length is data-dependent)."""
+    return int(num_kept.get() if _opencl.is_array(num_kept) else num_kept)
 
 
 def _numel(x):
@@ -175,7 +184,7 @@ def nms(boxes, scores, iou_threshold):
     if _is_torch(boxes) or _is_torch(scores):
         return _script.nms(boxes, scores, float(iou_threshold))
     keep, num_kept = _call("nms", boxes, scores, float(iou_threshold))
-    return keep[:int(num_kept)]
+    return keep[:_count(num_kept)]
 
 
 @_fx_leaf
@@ -194,22 +203,26 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     if not _is_torch(boxes) and _numel(boxes) == 0:
         import numpy as np
 
+        if _opencl.is_array(boxes):
+            return _opencl.module().empty(boxes.queue, (0,), np.int64)
         return np.empty((0,), dtype=np.int64)
     scores = _tensor(scores, "batched_nms", "scores")
     idxs = _tensor(idxs, "batched_nms", "idxs")
     if _is_torch(boxes) or _is_torch(scores) or _is_torch(idxs):
         return _script.batched_nms(boxes, scores, idxs, float(iou_threshold))
     keep, num_kept = _call("batched_nms", boxes, scores, _int64(idxs), float(iou_threshold))
-    return keep[:int(num_kept)]
+    return keep[:_count(num_kept)]
 
 
-def _to_xyxy(boxes, fmt):
+def _to_xyxy(op, boxes, fmt):
     """NumPy boxes in torchvision's formats to (x1, y1, x2, y2) (elementwise
     arithmetic, as torchvision's box_convert)."""
     import numpy as np
 
     if fmt == "xyxy":
         return boxes
+    if _opencl.is_array(boxes):
+        return _opencl.to_xyxy(op, boxes, fmt)
     a, b, c, d = (boxes[..., i] for i in range(4))
     if fmt == "xywh":
         return np.stack([a, b, a + c, b + d], axis=-1)
@@ -221,7 +234,7 @@ def _int64(t):
     as is (the library reports a wrong dtype)."""
     kind = getattr(getattr(t, "dtype", None), "kind", None)
     if kind in ("i", "u") and t.dtype.itemsize != 8 or kind == "u":
-        return t.astype("int64")
+        return t.astype("int64")  # pyopencl arrays too (on the device)
     return t
 
 
@@ -239,6 +252,9 @@ def _pairwise(op, boxes1, boxes2, *extra):
     _checks.check_box_batch(op, "boxes2", shape2)
     lead = tuple(_checks.broadcast_leading(op, shape1, shape2))
     n, m = shape1[-2], shape2[-2]
+    if _opencl.is_array(boxes1) or _opencl.is_array(boxes2):
+        return _opencl.pairwise(op, boxes1, boxes2, lead, n, m,
+                                lambda a, b: _call(op, a, b, *extra))
     b1 = np.broadcast_to(boxes1, lead + (n, 4)).reshape(-1, n, 4)
     b2 = np.broadcast_to(boxes2, lead + (m, 4)).reshape(-1, m, 4)
     if b1.shape[0] == 0:
@@ -266,7 +282,7 @@ def box_iou(boxes1, boxes2, fmt="xyxy"):
     if fmt != "xyxy":
         _checks.check_box_batch("box_iou", "boxes1", [int(d) for d in boxes1.shape])
         _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape])
-        boxes1, boxes2 = _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt)
+        boxes1, boxes2 = _to_xyxy("box_iou", boxes1, fmt), _to_xyxy("box_iou", boxes2, fmt)
     return _pairwise("box_iou", boxes1, boxes2)
 
 
@@ -371,6 +387,8 @@ def _rois(op, boxes):
 
     if isinstance(boxes, list):
         _checks.check_box_list(op, [[int(d) for d in b.shape] for b in boxes])
+        if any(_opencl.is_array(b) for b in boxes):
+            return _opencl.rois_from_list(op, boxes)
         return np.concatenate([np.concatenate([np.full_like(b[:, :1], i), b], axis=1)
                                for i, b in enumerate(boxes)], axis=0)
     _checks.check_rois(op, [int(d) for d in boxes.shape])
