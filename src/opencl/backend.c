@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opencl/clblast.h"
 #include "opencl/common.h"
 #include "opencl/device.h"
 
@@ -24,8 +25,6 @@
 #define vo_opencl_ps_roi_pool_backward NULL
 #define vo_opencl_multi_scale_roi_align NULL
 #define vo_opencl_multi_scale_roi_align_backward NULL
-#define vo_opencl_deform_conv2d NULL
-#define vo_opencl_deform_conv2d_backward NULL
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
 static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {
@@ -176,6 +175,9 @@ static int vo_opencl_probe(char *detail, size_t n) {
                  d->int64_atomics ? "int64 atomics" : "no int64 atomics",
                  d->fp16 ? "fp16" : "no fp16", (unsigned long long)(d->mem >> 20));
   }
+  char gemm[640];
+  vo_clblast_describe(gemm, sizeof gemm);
+  vo_cl_append(detail, n, &used, "; deform_conv2d GEMM %s", gemm);
   return 1;
 }
 

@@ -93,5 +93,7 @@ vo_status vo_opencl_box_area_backward(const vo_exec *ex);
 vo_status vo_opencl_pairwise_iou(const vo_exec *ex);
 vo_status vo_opencl_pairwise_iou_backward(const vo_exec *ex);
 vo_status vo_opencl_nms(const vo_exec *ex);
+vo_status vo_opencl_deform_conv2d(const vo_exec *ex);
+vo_status vo_opencl_deform_conv2d_backward(const vo_exec *ex);
 
 #endif /* VISIONOPS_OPENCL_COMMON_H */
