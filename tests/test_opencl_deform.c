@@ -7,7 +7,8 @@
  * its indirect GEMM (padding copies into the temporary buffer the op
  * provides from its workspace) at every size, which it otherwise keeps for
  * products above ~1e9 multiply-adds. Where CLBlast cannot be loaded the op
- * must fail naming libclblast1. Linked statically for the backend's memory
+ * must fail naming libclblast1 (test_opencl_deform_no_clblast runs it so,
+ * through scripts/without-clblast.sh). Linked statically for the backend's memory
  * functions. Skipped (77) without an OpenCL device. */
 #include <dlfcn.h>
 #include <math.h>
@@ -242,9 +243,12 @@ static void check_case(const dcn_case *k, DLDataType dt, uint64_t seed) {
   snprintf(label, sizeof label, "%s %s", k->name, vt_dtype_name(dt));
   if (!clblast_present) {
     /* The op's products need CLBlast: its absence is the op's clear error. */
-    const vo_status st = forward(NULL, &c, 0);
-    CHECK_MSG(st != VO_OK && strstr(vo_last_error(), "libclblast1"),
+    vo_status st = forward(NULL, &c, 0);
+    CHECK_MSG(st == VO_ERROR_BACKEND_UNAVAILABLE && strstr(vo_last_error(), "libclblast1"),
               "%s without CLBlast: status %d \"%s\"", label, (int)st, vo_last_error());
+    st = backward(NULL, &c, 0);
+    CHECK_MSG(st == VO_ERROR_BACKEND_UNAVAILABLE && strstr(vo_last_error(), "libclblast1"),
+              "%s backward without CLBlast: status %d \"%s\"", label, (int)st, vo_last_error());
     call_free(&c);
     return;
   }
@@ -307,10 +311,12 @@ int main(int argc, char **argv) {
   void *clblast = dlopen("libclblast.so.1", RTLD_NOW | RTLD_LOCAL);
   clblast_present = clblast != NULL;
   const int indirect = argc > 1 && strcmp(argv[1], "indirect") == 0;
-  if (!clblast_present)
-    printf("CLBlast absent (%s): checking the op's error only\n", dlerror());
-  else if (indirect)
-    force_indirect_gemm(clblast);
+  if (!clblast_present) printf("CLBlast absent (%s): checking the op's error only\n", dlerror());
+  /* `visionops info` says which GEMM the backend uses, or why none. */
+  CHECK_MSG(strstr(detail, clblast_present ? "deform_conv2d GEMM CLBlast"
+                                           : "deform_conv2d GEMM none, CLBlast did not load"),
+            "the OpenCL backend's description lacks its GEMM: %s", detail);
+  if (clblast_present && indirect) force_indirect_gemm(clblast);
   if (indirect) tiled_limit = 48 << 10;
   static const dcn_case cases[] = {
       {"groups 2, offset groups 3, mask, bias", 2, 6, 9, 11, 8, 3, 2, 1, 2, 1, 1, 1, 2, 2, 3, 1, 1},

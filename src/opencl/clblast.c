@@ -67,7 +67,7 @@ vo_status vo_clblast_load(const vo_exec *ex) {
   if (vo_clblast.ok) return VO_OK;
   return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE,
                  "%s: the OpenCL backend's matrix products need CLBlast, which could not be "
-                 "loaded (%s): install libclblast1 (Debian; libclblast-dev also has the headers)",
+                 "loaded (%s): apt-get install libclblast1 (Debian's CLBlast runtime)",
                  ex->op_name, vo_clblast.error);
 }
 
@@ -76,7 +76,7 @@ void vo_clblast_describe(char *out, size_t size) {
   if (vo_clblast.ok)
     snprintf(out, size, "CLBlast (%s)", vo_clblast.name);
   else
-    snprintf(out, size, "none: CLBlast could not be loaded (%s; apt-get install libclblast1)",
+    snprintf(out, size, "none, CLBlast did not load (apt-get install libclblast1): %s",
              vo_clblast.error);
 }
 
