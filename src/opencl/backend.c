@@ -175,9 +175,10 @@ static int vo_opencl_probe(char *detail, size_t n) {
                  d->int64_atomics ? "int64 atomics" : "no int64 atomics",
                  d->fp16 ? "fp16" : "no fp16", (unsigned long long)(d->mem >> 20));
   }
-  char gemm[640];
-  vo_clblast_describe(gemm, sizeof gemm);
-  vo_cl_append(detail, n, &used, "; deform_conv2d GEMM %s", gemm);
+  if (detail && used + 3 < n) {
+    memcpy(detail + used, "; ", 3);
+    vo_clblast_describe(detail + used + 2, n - used - 2);
+  }
   return 1;
 }
 

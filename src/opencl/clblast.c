@@ -74,9 +74,10 @@ vo_status vo_clblast_load(const vo_exec *ex) {
 void vo_clblast_describe(char *out, size_t size) {
   pthread_once(&vo_clblast_once, vo_clblast_open);
   if (vo_clblast.ok)
-    snprintf(out, size, "CLBlast (%s)", vo_clblast.name);
+    snprintf(out, size, "deform_conv2d GEMM CLBlast (%s)", vo_clblast.name);
   else
-    snprintf(out, size, "none, CLBlast did not load (apt-get install libclblast1): %s",
+    snprintf(out, size,
+             "deform_conv2d GEMM none, CLBlast did not load (apt-get install libclblast1): %s",
              vo_clblast.error);
 }
 

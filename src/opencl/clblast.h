@@ -36,8 +36,9 @@ vo_status vo_clblast_temp_size(const vo_cl_call *c, int f64, const vo_clblast_ge
  * least vo_clblast_temp_size bytes, never NULL). */
 vo_status vo_clblast_run(const vo_cl_call *c, int f64, const vo_clblast_gemm *g, cl_mem temp);
 
-/* "CLBlast (libclblast.so.1)" or why CLBlast cannot be loaded, for the
- * backend's probe (`visionops info`). */
+/* "deform_conv2d GEMM CLBlast (libclblast.so.1)", or "deform_conv2d GEMM
+ * none" and why CLBlast cannot be loaded: the backend's probe's last clause
+ * (`visionops info`). */
 void vo_clblast_describe(char *out, size_t size);
 
 #endif /* VISIONOPS_OPENCL_CLBLAST_H */
