@@ -32,11 +32,18 @@ typedef struct vo_dcn_plan {
   vo_status st;   /* a failed temporary-size query */
 } vo_dcn_plan;
 
-/* A column-major product over the groups (the CUDA glue's shapes): element
- * offsets of A, B and C in the workspace block and their per-group strides. */
+/* An operand of a product: its element offset in the workspace block, its
+ * leading dimension and the stride from one group's matrix to the next. */
+typedef struct vo_dcn_operand {
+  int64_t at, ld, stride;
+} vo_dcn_operand;
+
+/* A column-major product C = op(A) * op(B) + beta * C over the groups, in
+ * the CUDA glue's shapes. */
 typedef struct vo_dcn_gemm {
   int trans_a, trans_b;
-  int64_t m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c;
+  int64_t m, n, k;
+  vo_dcn_operand a, b, c;
   double beta;
 } vo_dcn_gemm;
 
@@ -46,87 +53,76 @@ static uint64_t vo_dcn_take(uint64_t *used, uint64_t bytes) {
   return at;
 }
 
+static vo_dcn_operand vo_dcn_operand_at(const vo_dcn_plan *q, uint64_t at, int64_t ld,
+                                        int64_t stride) {
+  const vo_dcn_operand o = {(int64_t)(at / q->es), ld, stride};
+  return o;
+}
+
 /* Row-major obuf_g[coutg, len] = W_g[coutg, cgk] * cols_g[cgk, len], i.e.
  * column-major obuf^T = cols^T (len x cgk) * W^T (cgk x coutg). */
 static vo_dcn_gemm vo_dcn_gemm_forward(const vo_dcn_plan *q, int64_t len) {
-  const int64_t e = (int64_t)q->es;
-  return (vo_dcn_gemm){0,
-                       0,
-                       len,
-                       q->coutg,
-                       q->cgk,
-                       (int64_t)q->cols / e,
-                       len,
-                       q->cgk * len,
-                       (int64_t)q->wt / e,
-                       q->cgk,
-                       q->coutg * q->cgk,
-                       (int64_t)q->mat / e,
-                       len,
-                       q->coutg * len,
-                       0.0};
+  const vo_dcn_gemm g = {.trans_a = 0,
+                         .trans_b = 0,
+                         .m = len,
+                         .n = q->coutg,
+                         .k = q->cgk,
+                         .a = vo_dcn_operand_at(q, q->cols, len, q->cgk * len),
+                         .b = vo_dcn_operand_at(q, q->wt, q->cgk, q->coutg * q->cgk),
+                         .c = vo_dcn_operand_at(q, q->mat, len, q->coutg * len),
+                         .beta = 0.0};
+  return g;
 }
 
 /* Row-major gw_g[coutg, cgk] += gbuf_g[coutg, len] * cols_g[cgk, len]^T, i.e.
  * column-major gw^T (cgk x coutg) += cols (stored transposed) * gbuf^T. */
 static vo_dcn_gemm vo_dcn_gemm_grad_weight(const vo_dcn_plan *q, int64_t len) {
-  const int64_t e = (int64_t)q->es;
-  return (vo_dcn_gemm){1,
-                       0,
-                       q->cgk,
-                       q->coutg,
-                       len,
-                       (int64_t)q->cols / e,
-                       len,
-                       q->cgk * len,
-                       (int64_t)q->mat / e,
-                       len,
-                       q->coutg * len,
-                       (int64_t)q->gw / e,
-                       q->cgk,
-                       q->coutg * q->cgk,
-                       1.0};
+  const vo_dcn_gemm g = {.trans_a = 1,
+                         .trans_b = 0,
+                         .m = q->cgk,
+                         .n = q->coutg,
+                         .k = len,
+                         .a = vo_dcn_operand_at(q, q->cols, len, q->cgk * len),
+                         .b = vo_dcn_operand_at(q, q->mat, len, q->coutg * len),
+                         .c = vo_dcn_operand_at(q, q->gw, q->cgk, q->coutg * q->cgk),
+                         .beta = 1.0};
+  return g;
 }
 
 /* Row-major dcol_g[cgk, len] = W_g[coutg, cgk]^T * gbuf_g[coutg, len], i.e.
  * column-major dcol^T (len x cgk) = gbuf^T (len x coutg) * W (stored
  * transposed). */
 static vo_dcn_gemm vo_dcn_gemm_grad_cols(const vo_dcn_plan *q, int64_t len) {
-  const int64_t e = (int64_t)q->es;
-  return (vo_dcn_gemm){0,
-                       1,
-                       len,
-                       q->cgk,
-                       q->coutg,
-                       (int64_t)q->mat / e,
-                       len,
-                       q->coutg * len,
-                       (int64_t)q->wt / e,
-                       q->cgk,
-                       q->coutg * q->cgk,
-                       (int64_t)q->dcol / e,
-                       len,
-                       q->cgk * len,
-                       0.0};
+  const vo_dcn_gemm g = {.trans_a = 0,
+                         .trans_b = 1,
+                         .m = len,
+                         .n = q->cgk,
+                         .k = q->coutg,
+                         .a = vo_dcn_operand_at(q, q->mat, len, q->coutg * len),
+                         .b = vo_dcn_operand_at(q, q->wt, q->cgk, q->coutg * q->cgk),
+                         .c = vo_dcn_operand_at(q, q->dcol, len, q->cgk * len),
+                         .beta = 0.0};
+  return g;
 }
 
 /* Group g of product s on the workspace block ws. */
 static vo_clblast_gemm vo_dcn_group(const vo_dcn_gemm *s, int64_t g, cl_mem ws) {
-  return (vo_clblast_gemm){s->trans_a,
-                           s->trans_b,
-                           s->m,
-                           s->n,
-                           s->k,
-                           ws,
-                           ws,
-                           ws,
-                           s->a + g * s->stride_a,
-                           s->lda,
-                           s->b + g * s->stride_b,
-                           s->ldb,
-                           s->c + g * s->stride_c,
-                           s->ldc,
-                           s->beta};
+  const vo_clblast_gemm one = {.trans_a = s->trans_a,
+                               .trans_b = s->trans_b,
+                               .m = s->m,
+                               .n = s->n,
+                               .k = s->k,
+                               .a = ws,
+                               .b = ws,
+                               .c = ws,
+                               .a_offset = s->a.at + g * s->a.stride,
+                               .lda = s->a.ld,
+                               .b_offset = s->b.at + g * s->b.stride,
+                               .ldb = s->b.ld,
+                               .c_offset = s->c.at + g * s->c.stride,
+                               .ldc = s->c.ld,
+                               .beta = s->beta};
+  return one;
 }
 
 static int vo_dcn_has_product(const vo_dcn_plan *q) { return q->cgk > 0 && q->coutg > 0; }
