@@ -201,7 +201,7 @@ static const vo_backend *const vo_backends[VO_NUM_BACKENDS] = {
 typedef struct vo_probe_result {
   int done;
   int available;
-  char detail[256];
+  char detail[512]; /* room for several OpenCL devices and the GEMM clause */
 } vo_probe_result;
 
 static vo_probe_result vo_probes[VO_NUM_BACKENDS];

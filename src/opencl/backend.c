@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opencl/clblast.h"
 #include "opencl/common.h"
 #include "opencl/device.h"
 
@@ -24,8 +25,6 @@
 #define vo_opencl_ps_roi_pool_backward NULL
 #define vo_opencl_multi_scale_roi_align NULL
 #define vo_opencl_multi_scale_roi_align_backward NULL
-#define vo_opencl_deform_conv2d NULL
-#define vo_opencl_deform_conv2d_backward NULL
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
 static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {
@@ -175,6 +174,10 @@ static int vo_opencl_probe(char *detail, size_t n) {
                  d->name, d->platform_name, d->version, d->c_version, d->fp64 ? "fp64" : "no fp64",
                  d->int64_atomics ? "int64 atomics" : "no int64 atomics",
                  d->fp16 ? "fp16" : "no fp16", (unsigned long long)(d->mem >> 20));
+  }
+  if (detail && used + 3 < n) {
+    memcpy(detail + used, "; ", 3);
+    vo_clblast_describe(detail + used + 2, n - used - 2);
   }
   return 1;
 }
