@@ -11,10 +11,10 @@
 #include "core/roi_align_args.h"
 #include "opencl/roi_common.h"
 
-/* The pyramid's arguments as a device buffer (NULL with the error set). */
-static cl_mem vo_cl_msra_pyramid(const vo_cl_call *c) {
+/* The pyramid's arguments as a device buffer. */
+static vo_status vo_cl_msra_pyramid(const vo_cl_call *c, cl_mem *pyr) {
   const vo_k_msra_args m = vo_msra_kernel_args(&c->ex->p.multi_scale_roi_align);
-  return vo_cl_roi_constants(c, &m, sizeof m);
+  return vo_cl_roi_constants(c, &m, sizeof m, pyr);
 }
 
 /* Starts kernel `base`_<suffix> with its first two arguments (pyr, level). */
@@ -35,8 +35,8 @@ vo_status vo_opencl_multi_scale_roi_align(const vo_exec *ex) {
   vo_cl_call c;
   vo_status st = vo_cl_call_begin(ex, &c);
   if (st != VO_OK || n == 0) return st;
-  cl_mem pyr = vo_cl_msra_pyramid(&c);
-  if (!pyr) return VO_ERROR_BACKEND_FAILURE;
+  cl_mem pyr;
+  if ((st = vo_cl_msra_pyramid(&c, &pyr)) != VO_OK) return st;
   for (int l = 0; l < p->num_levels && st == VO_OK; l++) {
     vo_cl_launch k;
     if ((st = vo_cl_msra_begin(&k, &c, "vo_cl_msra", pyr, l)) != VO_OK) break;
@@ -137,8 +137,8 @@ vo_status vo_opencl_multi_scale_roi_align_backward(const vo_exec *ex) {
     for (int l = 0; l < p->num_levels && st == VO_OK; l++) st = vo_cl_roi_zero(&c, &p->out[l]);
     return st;
   }
-  cl_mem pyr = vo_cl_msra_pyramid(&c);
-  if (!pyr) return VO_ERROR_BACKEND_FAILURE;
+  cl_mem pyr;
+  if ((st = vo_cl_msra_pyramid(&c, &pyr)) != VO_OK) return st;
   int done = 0;
   if (!ex->ctx->deterministic && vo_cl_roi_atomics(&c, ex->dtype)) {
     if (ex->dtype == VO_F32 || ex->dtype == VO_F64) {

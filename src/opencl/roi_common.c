@@ -22,8 +22,8 @@ cl_mem vo_cl_roi_try_workspace(const vo_exec *ex, uint64_t bytes) {
   return m;
 }
 
-vo_status vo_cl_roi_convert(const vo_cl_call *c, const char *program, cl_mem acc,
-                            uint64_t acc_off, const vo_view *out) {
+vo_status vo_cl_roi_convert(const vo_cl_call *c, const char *program, cl_mem acc, uint64_t acc_off,
+                            const vo_view *out) {
   char name[48];
   snprintf(name, sizeof name, "vo_cl_roi_convert_%s", vo_cl_suffix(out->dtype));
   vo_cl_launch l;
@@ -41,13 +41,9 @@ int vo_cl_roi_atomics(const vo_cl_call *c, vo_dtype d) {
   return dev && dev->int64_atomics;
 }
 
-cl_mem vo_cl_roi_constants(const vo_cl_call *c, const void *host, size_t size) {
+vo_status vo_cl_roi_constants(const vo_cl_call *c, const void *host, size_t size, cl_mem *out) {
   cl_int err = CL_SUCCESS;
-  cl_mem m = vo_cl.CreateBuffer(c->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size,
-                                (void *)host, &err);
-  if (err != CL_SUCCESS) {
-    vo_cl_check(c->ex, err, "creation of an argument buffer");
-    return NULL;
-  }
-  return m;
+  *out = vo_cl.CreateBuffer(c->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size, (void *)host,
+                            &err);
+  return vo_cl_check(c->ex, err, "creation of an argument buffer");
 }

@@ -19,17 +19,17 @@ cl_mem vo_cl_roi_try_workspace(const vo_exec *ex, uint64_t bytes);
 
 /* Rounds n float32 values of acc (from byte acc_off) into out, a float16 or
  * bfloat16 view, with program `program`'s vo_cl_roi_convert_<suffix>. */
-vo_status vo_cl_roi_convert(const vo_cl_call *c, const char *program, cl_mem acc,
-                            uint64_t acc_off, const vo_view *out);
+vo_status vo_cl_roi_convert(const vo_cl_call *c, const char *program, cl_mem acc, uint64_t acc_off,
+                            const vo_view *out);
 
 /* 1 when the fast (atomic) backward can run in dtype d's compute type on
  * the call's device: float64 atomics need cl_khr_int64_base_atomics. */
 int vo_cl_roi_atomics(const vo_cl_call *c, vo_dtype d);
 
-/* A read-only buffer holding a copy of `size` bytes at host, in the call's
- * context, for arguments too large to pass by value (a kernel's arguments
- * may total only 1 KiB, CL_DEVICE_MAX_PARAMETER_SIZE's minimum); NULL with
- * the error set. Release it with vo_cl.ReleaseMemObject once queued. */
-cl_mem vo_cl_roi_constants(const vo_cl_call *c, const void *host, size_t size);
+/* *out = a read-only buffer holding a copy of `size` bytes at host, in the
+ * call's context, for arguments too large to pass by value (a kernel's
+ * arguments may total only 1 KiB, CL_DEVICE_MAX_PARAMETER_SIZE's minimum).
+ * Release it with vo_cl.ReleaseMemObject once queued. */
+vo_status vo_cl_roi_constants(const vo_cl_call *c, const void *host, size_t size, cl_mem *out);
 
 #endif /* VISIONOPS_OPENCL_ROI_COMMON_H */

@@ -13,10 +13,9 @@
 
 /* The kernels' view of a call: src is the input (forward) or grad. */
 static vo_k_roi_pool_args vo_cl_roi_pool_args(const vo_roi_pool_params *p, const vo_view *src) {
-  return vo_k_roi_pool_args_of(p->spatial_scale, p->pooled_height, p->pooled_width,
-                               p->batch_size, p->channels, p->height, p->width,
-                               (int)p->rois->dtype, p->rois->stride, src->stride,
-                               p->argmax ? p->argmax->stride : NULL);
+  return vo_k_roi_pool_args_of(p->spatial_scale, p->pooled_height, p->pooled_width, p->batch_size,
+                               p->channels, p->height, p->width, (int)p->rois->dtype,
+                               p->rois->stride, src->stride, p->argmax ? p->argmax->stride : NULL);
 }
 
 vo_status vo_opencl_roi_pool(const vo_exec *ex) {
