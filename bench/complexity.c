@@ -209,8 +209,8 @@ int main(void) {
    * whatever the device has). */
   if (vo_context_create(&ctx) != VO_OK || vo_context_set_num_threads(ctx, 1) != VO_OK) return 1;
   printf(
-      "## roi_align growth exponents (issue 14): log(t2/t1)/log(4), the fastest of %d runs "
-      "each\n\n",
+      "## roi_align growth exponents (issue 14): log(t2/t1)/log(4), the median of %d "
+      "interleaved pairs of runs (times: the fastest run, per call)\n\n",
       RUNS);
   printf("float32, C=%d, %dx%d bins, sampling_ratio 0 (adaptive), aligned; the CPU on 1 thread\n\n",
          C, P, P);
