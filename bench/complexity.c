@@ -164,7 +164,7 @@ static int time_pair(const vo_context *ctx, const vo_backend *be, DLDevice dev, 
                      double *ta, double *tb, double *exponent) {
   prepared pa, pb;
   int ok = prepare(&pa, be, dev, c->a) & prepare(&pb, be, dev, c->b);
-  double e[RUNS];
+  double e[RUNS] = {0};
   *ta = *tb = INFINITY;
   for (int i = 0; ok && i < 2; i++) {
     prepared *p = i ? &pb : &pa;

@@ -75,7 +75,7 @@ static vo_status vo_cl_msra_scatter(const vo_cl_call *c, cl_mem pyr, const cl_me
 static vo_status vo_cl_msra_scatter_f32(const vo_cl_call *c, cl_mem pyr, int *done) {
   const vo_exec *ex = c->ex;
   const vo_multi_scale_roi_align_params *p = &ex->p.multi_scale_roi_align;
-  cl_mem acc[VO_MAX_LIST];
+  cl_mem acc[VO_MAX_LIST] = {0};
   uint64_t off[VO_MAX_LIST + 1] = {0};
   for (int l = 0; l < p->num_levels; l++)
     off[l + 1] = off[l] + (((uint64_t)p->out[l].numel * sizeof(float) + 127) & ~(uint64_t)127);
@@ -142,8 +142,8 @@ vo_status vo_opencl_multi_scale_roi_align_backward(const vo_exec *ex) {
   int done = 0;
   if (!ex->ctx->deterministic && vo_cl_roi_atomics(&c, ex->dtype)) {
     if (ex->dtype == VO_F32 || ex->dtype == VO_F64) {
-      cl_mem acc[VO_MAX_LIST];
-      uint64_t off[VO_MAX_LIST];
+      cl_mem acc[VO_MAX_LIST] = {0};
+      uint64_t off[VO_MAX_LIST] = {0};
       for (int l = 0; l < p->num_levels && st == VO_OK; l++) {
         acc[l] = (cl_mem)p->out[l].data;
         off[l] = p->out[l].byte_offset;
