@@ -57,11 +57,14 @@ test-torch2: deps
 # bench/RESULTS.md and bench/ratios.svg. Where $(BENCH_PYTHON) lacks
 # torch/torchvision it times visionops alone (bench/bench.c) and writes
 # nothing. BENCH_ARGS: e.g. --quick, --filter roi_align, --out /tmp/r.md
-# (--help lists them).
+# (--help lists them). First, roi_align's growth exponents on the CPU and
+# OpenCL (bench/complexity.c, issue 14).
 BENCH_PYTHON ?= /usr/bin/python3
 BENCH_ARGS ?=
 bench: configure
-	cmake --build $(BUILD) -j $(JOBS) --target visionops visionops_bench
+	cmake --build $(BUILD) -j $(JOBS) --target visionops visionops_bench visionops_complexity
+	@echo "$(BUILD)/visionops_complexity   # roi_align's growth exponents per backend (issue 14)"
+	@$(BUILD)/visionops_complexity
 	@if $(BENCH_PYTHON) -c 'import torch, torchvision' 2>/dev/null; then \
 	  echo "$(BENCH_PYTHON) bench/compare_torchvision.py $(BUILD)/libvisionops.so $(BENCH_ARGS)"; \
 	  $(BENCH_PYTHON) bench/compare_torchvision.py $(BUILD)/libvisionops.so $(BENCH_ARGS); \

@@ -15,16 +15,10 @@
 
 /* Ops without OpenCL glue yet: calling them on an OpenCL device fails with
  * "not implemented on the opencl backend" (docs/ADDING_A_BACKEND.md). */
-#define vo_opencl_roi_align NULL
-#define vo_opencl_roi_align_backward NULL
-#define vo_opencl_roi_pool NULL
-#define vo_opencl_roi_pool_backward NULL
 #define vo_opencl_ps_roi_align NULL
 #define vo_opencl_ps_roi_align_backward NULL
 #define vo_opencl_ps_roi_pool NULL
 #define vo_opencl_ps_roi_pool_backward NULL
-#define vo_opencl_multi_scale_roi_align NULL
-#define vo_opencl_multi_scale_roi_align_backward NULL
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
 static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {

@@ -1,0 +1,112 @@
+/*
+ * OpenCL roi_align and roi_align_backward: the host glue of
+ * opencl/roi_align.cl, mirroring src/cuda/roi_align.cu: the forward over
+ * every output element; the backward atomic (fast) or, under
+ * ctx->deterministic (and for float64 without int64 atomics), a gather in
+ * the CPU's order, helped by each RoI's pixel box when the boxes fit the
+ * workspace limit.
+ */
+#include <stdio.h>
+
+#include "core/roi_align_args.h"
+#include "opencl/roi_common.h"
+
+static const char *vo_cl_compute_suffix(vo_dtype d) { return d == VO_F64 ? "f64" : "f32"; }
+
+vo_status vo_opencl_roi_align(const vo_exec *ex) {
+  const vo_roi_align_params *p = &ex->p.roi_align;
+  const int64_t n = p->out->numel;
+  vo_cl_call c;
+  vo_status st = vo_cl_call_begin(ex, &c);
+  if (st != VO_OK || n == 0) return st;
+  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, p->input);
+  char name[48];
+  snprintf(name, sizeof name, "vo_cl_roi_align_%s", vo_cl_suffix(ex->dtype));
+  vo_cl_launch l;
+  if ((st = vo_cl_launch_begin(&l, &c, "roi_align", name)) != VO_OK) return st;
+  vo_cl_arg(&l, &a, sizeof a);
+  vo_cl_arg_view(&l, p->input);
+  vo_cl_arg_view(&l, p->rois);
+  vo_cl_arg_i64(&l, n);
+  vo_cl_arg_view(&l, p->out);
+  return vo_cl_launch_run(&l, n);
+}
+
+/* The fast backward: grad spread with atomics into acc (byte offset
+ * acc_off), grad_input itself or a float32 copy of it. */
+static vo_status vo_cl_roi_align_scatter(const vo_cl_call *c, const vo_k_roi_align_args *a,
+                                         cl_mem acc, uint64_t acc_off) {
+  const vo_roi_align_params *p = &c->ex->p.roi_align;
+  char name[48];
+  snprintf(name, sizeof name, "vo_cl_roi_align_scatter_%s", vo_cl_suffix(c->ex->dtype));
+  vo_cl_launch l;
+  vo_status st = vo_cl_launch_begin(&l, c, "roi_align", name);
+  if (st != VO_OK) return st;
+  vo_cl_arg(&l, a, sizeof *a);
+  vo_cl_arg_view(&l, p->grad);
+  vo_cl_arg_view(&l, p->rois);
+  vo_cl_arg_i64(&l, p->grad->numel);
+  vo_cl_arg_mem(&l, acc, acc_off);
+  return vo_cl_launch_run(&l, p->grad->numel);
+}
+
+/* The deterministic backward: RoI boxes (when they fit), then the gather. */
+static vo_status vo_cl_roi_align_gather(const vo_cl_call *c, const vo_k_roi_align_args *a) {
+  const vo_exec *ex = c->ex;
+  const vo_roi_align_params *p = &ex->p.roi_align;
+  const int64_t num_rois = p->rois->shape[0];
+  cl_mem boxes = vo_cl_roi_try_workspace(ex, (uint64_t)num_rois * sizeof(vo_k_ra_box));
+  char name[48];
+  vo_cl_launch l;
+  vo_status st = VO_OK;
+  if (boxes) {
+    snprintf(name, sizeof name, "vo_cl_roi_align_box_%s", vo_cl_compute_suffix(ex->dtype));
+    if ((st = vo_cl_launch_begin(&l, c, "roi_align", name)) == VO_OK) {
+      vo_cl_arg(&l, a, sizeof *a);
+      vo_cl_arg_view(&l, p->rois);
+      vo_cl_arg_i64(&l, num_rois);
+      vo_cl_arg_mem(&l, boxes, 0);
+      st = vo_cl_launch_run(&l, num_rois);
+    }
+  }
+  snprintf(name, sizeof name, "vo_cl_roi_align_gather_%s", vo_cl_suffix(ex->dtype));
+  if (st == VO_OK && (st = vo_cl_launch_begin(&l, c, "roi_align", name)) == VO_OK) {
+    vo_cl_arg(&l, a, sizeof *a);
+    vo_cl_arg_view(&l, p->grad);
+    vo_cl_arg_view(&l, p->rois);
+    vo_cl_arg_mem(&l, boxes, 0);
+    vo_cl_arg_i64(&l, num_rois);
+    vo_cl_arg_i64(&l, p->out->numel);
+    vo_cl_arg_view(&l, p->out);
+    st = vo_cl_launch_run(&l, p->out->numel);
+  }
+  vo_workspace_free(ex->ctx, ex->device, boxes);
+  return st;
+}
+
+vo_status vo_opencl_roi_align_backward(const vo_exec *ex) {
+  const vo_roi_align_params *p = &ex->p.roi_align;
+  const int64_t n = p->out->numel;
+  vo_cl_call c;
+  vo_status st = vo_cl_call_begin(ex, &c);
+  if (st != VO_OK || n == 0) return st;
+  if (p->rois->shape[0] == 0 || p->grad->numel == 0) return vo_cl_roi_zero(&c, p->out);
+  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, p->grad);
+  if (!ex->ctx->deterministic && vo_cl_roi_atomics(&c, ex->dtype)) {
+    if (ex->dtype == VO_F32 || ex->dtype == VO_F64) {
+      if ((st = vo_cl_roi_zero(&c, p->out)) != VO_OK) return st;
+      return vo_cl_roi_align_scatter(&c, &a, (cl_mem)p->out->data, p->out->byte_offset);
+    }
+    /* Half types: atomics into a float32 copy when it fits the limit. */
+    cl_mem acc = vo_cl_roi_try_workspace(ex, (uint64_t)n * sizeof(float));
+    if (acc) {
+      const float zero = 0;
+      st = vo_cl_fill(&c, acc, 0, &zero, sizeof zero, (size_t)n * sizeof(float));
+      if (st == VO_OK) st = vo_cl_roi_align_scatter(&c, &a, acc, 0);
+      if (st == VO_OK) st = vo_cl_roi_convert(&c, "roi_align", acc, 0, p->out);
+      vo_workspace_free(ex->ctx, ex->device, acc);
+      return st;
+    }
+  }
+  return vo_cl_roi_align_gather(&c, &a);
+}

@@ -1,0 +1,35 @@
+/*
+ * Host glue shared by the OpenCL RoI ops (roi_align.c, roi_pool.c,
+ * multi_scale_roi_align.c): zeroing an output, optional workspaces (within
+ * the context's limit; the caller falls back to a path without them), the
+ * half-type accumulator's rounding, whether a dtype's atomics exist on the
+ * device, and small read-only argument buffers.
+ */
+#ifndef VISIONOPS_OPENCL_ROI_COMMON_H
+#define VISIONOPS_OPENCL_ROI_COMMON_H
+
+#include "opencl/common.h"
+
+/* Zeroes view v (numel elements of its dtype) on the call's queue. */
+vo_status vo_cl_roi_zero(const vo_cl_call *c, const vo_view *v);
+
+/* A workspace of `bytes` when that fits the context's workspace limit and
+ * can be allocated, else NULL with no error left set. */
+cl_mem vo_cl_roi_try_workspace(const vo_exec *ex, uint64_t bytes);
+
+/* Rounds n float32 values of acc (from byte acc_off) into out, a float16 or
+ * bfloat16 view, with program `program`'s vo_cl_roi_convert_<suffix>. */
+vo_status vo_cl_roi_convert(const vo_cl_call *c, const char *program, cl_mem acc, uint64_t acc_off,
+                            const vo_view *out);
+
+/* 1 when the fast (atomic) backward can run in dtype d's compute type on
+ * the call's device: float64 atomics need cl_khr_int64_base_atomics. */
+int vo_cl_roi_atomics(const vo_cl_call *c, vo_dtype d);
+
+/* *out = a read-only buffer holding a copy of `size` bytes at host, in the
+ * call's context, for arguments too large to pass by value (a kernel's
+ * arguments may total only 1 KiB, CL_DEVICE_MAX_PARAMETER_SIZE's minimum).
+ * Release it with vo_cl.ReleaseMemObject once queued. */
+vo_status vo_cl_roi_constants(const vo_cl_call *c, const void *host, size_t size, cl_mem *out);
+
+#endif /* VISIONOPS_OPENCL_ROI_COMMON_H */
