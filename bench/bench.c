@@ -6,7 +6,9 @@
  * bench/compare_torchvision.py). --quick: one timed run per cell. --load:
  * with one busy process per core in the background (bench/contention.py is
  * the same with torch), flagging ops whose all-threads time is over 1.5x
- * their 1-thread time.
+ * their 1-thread time. An op without a case of its own here is timed on
+ * its model-sized sample from the test sample registry (tests/samples), so
+ * a new op is timed with no edit here.
  * Benchmarks are never tests: nothing here fails on speed.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -21,10 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "samples/samples.h"
 #include "visionops/visionops.h"
 
 #define MAX_TENSORS 8
-#define MAX_ARGS 16
+#define MAX_ARGS VS_MAX_ARGS
 
 /* ------------------------------------------------------------ inputs */
 
@@ -140,6 +143,7 @@ typedef struct bench_case {
   int num_owned;
   const DLTensor *items[MAX_TENSORS]; /* what a Tensor[] argument points into */
   int num_list_outputs;               /* an op returning Tensor[]: its length */
+  vs_sample *sample;                  /* a registry sample's case: its arguments' owner */
 } bench_case;
 
 static void add_tensor(bench_case *c, tensor *x) {
@@ -365,8 +369,33 @@ static int make_pyramid_and_iou_backward_cases(bench_case *cases, int n, int max
   return n;
 }
 
+/* Cases for the ops that have none above: each op's model-sized float32
+ * sample of the registry (what tests/python/gpu_compare.py times too). */
+static int make_registry_cases(bench_case *cases, int n, int max) {
+  for (int i = 0; i < vo_op_count() && n < max; i++) {
+    const char *name = vo_op_get(i)->name;
+    int found = 0;
+    for (int j = 0; j < n; j++) found |= strcmp(cases[j].op, name) == 0;
+    if (found) continue;
+    vs_sample *s = malloc(sizeof *s);
+    if (!s) break;
+    vs_build(s, i, VS_MODEL, vt_f32, 0);
+    bench_case *c = &cases[n++];
+    build_case(c, name, "registry model sample");
+    c->sample = s;
+    c->num_args = s->num_args;
+    memcpy(c->args, s->args, sizeof(vo_value) * (size_t)s->num_args);
+    c->num_list_outputs = s->num_outputs;
+  }
+  return n;
+}
+
 static void free_case(bench_case *c) {
   for (int i = 0; i < c->num_owned; i++) tensor_free(c->owned[i]);
+  if (c->sample) {
+    vs_free(c->sample);
+    free(c->sample);
+  }
 }
 
 /* ------------------------------------------------------------ timing */
@@ -471,8 +500,8 @@ int main(int argc, char **argv) {
   vo_context_set_num_threads(one, 1);
   const int threads = vo_context_num_threads(all);
 
-  bench_case cases[32];
-  int n = make_cases(cases, 32);
+  bench_case cases[64];
+  int n = make_registry_cases(cases, make_cases(cases, 64), 64);
   pid_t pids[256];
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   const int loaded = load ? start_load(pids, cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus) : 0;
@@ -504,7 +533,7 @@ int main(int argc, char **argv) {
         c->op, c->label, t1, tn, t1 / tn, load && tn > 1.5 * t1 ? " (over 1.5x)" : "");
   }
   stop_load(pids, loaded);
-  /* Every op of the library has a case here (the demo no longer times them). */
+  /* Every op of the library has a case (the demo no longer times them). */
   for (int i = 0; !filter && i < vo_op_count(); i++) {
     int found = 0;
     for (int j = 0; j < n; j++) found |= strcmp(cases[j].op, vo_op_get(i)->name) == 0;
