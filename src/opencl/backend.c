@@ -18,10 +18,6 @@
 #define vo_opencl_roi_align_backward NULL
 #define vo_opencl_roi_pool NULL
 #define vo_opencl_roi_pool_backward NULL
-#define vo_opencl_ps_roi_align NULL
-#define vo_opencl_ps_roi_align_backward NULL
-#define vo_opencl_ps_roi_pool NULL
-#define vo_opencl_ps_roi_pool_backward NULL
 #define vo_opencl_multi_scale_roi_align NULL
 #define vo_opencl_multi_scale_roi_align_backward NULL
 #define vo_opencl_deform_conv2d NULL

@@ -93,5 +93,9 @@ vo_status vo_opencl_box_area_backward(const vo_exec *ex);
 vo_status vo_opencl_pairwise_iou(const vo_exec *ex);
 vo_status vo_opencl_pairwise_iou_backward(const vo_exec *ex);
 vo_status vo_opencl_nms(const vo_exec *ex);
+vo_status vo_opencl_ps_roi_align(const vo_exec *ex);
+vo_status vo_opencl_ps_roi_align_backward(const vo_exec *ex);
+vo_status vo_opencl_ps_roi_pool(const vo_exec *ex);
+vo_status vo_opencl_ps_roi_pool_backward(const vo_exec *ex);
 
 #endif /* VISIONOPS_OPENCL_COMMON_H */
