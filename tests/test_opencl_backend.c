@@ -185,6 +185,10 @@ int main(void) {
     vt_tensor_free(b);
   }
   vo_context_destroy(run_ctx);
+  /* The caller's objects are the caller's to release (the library's
+   * programs for that context keep their own reference). */
+  vo_cl.ReleaseCommandQueue(queue);
+  vo_cl.ReleaseContext(user);
 
   /* A program the library does not hold: the launch fails with the op's
    * error naming the program, and later calls still work. */

@@ -13,12 +13,9 @@
 #include "opencl/common.h"
 #include "opencl/device.h"
 
-/* Ops without OpenCL glue yet: calling them on an OpenCL device fails with
- * "not implemented on the opencl backend" (docs/ADDING_A_BACKEND.md). */
-#define vo_opencl_ps_roi_align NULL
-#define vo_opencl_ps_roi_align_backward NULL
-#define vo_opencl_ps_roi_pool NULL
-#define vo_opencl_ps_roi_pool_backward NULL
+/* An op without OpenCL glue yet has a line `#define vo_opencl_<kernel> NULL`
+ * here: calling it on an OpenCL device then fails with "not implemented on
+ * the opencl backend" (docs/ADDING_A_BACKEND.md). Every op has its glue. */
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
 static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {
