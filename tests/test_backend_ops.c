@@ -13,7 +13,9 @@
  * call must fail with "not implemented", which is checked, not compared).
  * VO_TEST_BACKEND_OPS_ONLY=<backend> leaves the other targets out;
  * VO_TEST_BACKEND_OPS_SKIP_LARGE=1 the >2^31-element case (both for
- * compute-sanitizer runs in scripts/gpu-check.sh).
+ * compute-sanitizer runs in scripts/gpu-check.sh);
+ * VO_TEST_BACKEND_OPS_LARGE_ONLY=1 runs that case alone (ctest's
+ * test_backend_ops_large, labelled "large" as test_large is).
  */
 #include <math.h>
 #include <stdio.h>
@@ -373,9 +375,12 @@ static void bad_inputs(vs_sample *s, const vo_tensor_desc *descs, const target *
   static const struct {
     const char *op;
     int sampling_arg;
-  } adaptive[] = {{"roi_align", 5},    {"roi_align_backward", 9},
-                  {"ps_roi_align", 5}, {"ps_roi_align_backward", 6},
-                  {"multi_scale_roi_align", 5}, {"multi_scale_roi_align_backward", 6}};
+  } adaptive[] = {{"roi_align", 5},
+                  {"roi_align_backward", 9},
+                  {"ps_roi_align", 5},
+                  {"ps_roi_align_backward", 6},
+                  {"multi_scale_roi_align", 5},
+                  {"multi_scale_roi_align_backward", 6}};
   for (size_t i = 0; i < sizeof adaptive / sizeof adaptive[0]; i++) {
     if (strcmp(s->op->name, adaptive[i].op) != 0 || s->rois_tensor < 0) continue;
     DLTensor *r = &s->tensors[s->rois_tensor]->dl;
@@ -717,13 +722,18 @@ int main(void) {
   collect_targets();
   if (num_targets == 0) printf("no target beside the reference: only the refusals are checked\n");
   const double t0 = now_s();
-  for (int i = 0; i < vo_op_count(); i++) {
-    const vo_op_info *op = vo_op_get(i);
-    if (CHECK_MSG(op != NULL, "vo_op_get(%d) is NULL", i)) test_op(op);
-  }
-  for (int t = 0; t < num_targets; t++) not_implemented(&targets[t]);
-  printf("  ops: %.1f s\n", now_s() - t0);
+  const char *large_only = getenv("VO_TEST_BACKEND_OPS_LARGE_ONLY");
   const char *skip_large = getenv("VO_TEST_BACKEND_OPS_SKIP_LARGE");
+  if (large_only && strcmp(large_only, "1") == 0) {
+    printf("only the >2^31-element case: VO_TEST_BACKEND_OPS_LARGE_ONLY=1\n");
+  } else {
+    for (int i = 0; i < vo_op_count(); i++) {
+      const vo_op_info *op = vo_op_get(i);
+      if (CHECK_MSG(op != NULL, "vo_op_get(%d) is NULL", i)) test_op(op);
+    }
+    for (int t = 0; t < num_targets; t++) not_implemented(&targets[t]);
+    printf("  ops: %.1f s\n", now_s() - t0);
+  }
   for (int t = 0; t < num_targets; t++) {
     if (targets[t].device.device_type == kDLCPU) continue; /* test_large's */
     if (skip_large && strcmp(skip_large, "1") == 0)
