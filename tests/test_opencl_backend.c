@@ -7,8 +7,12 @@
  * (vo_context_set_queue), whose buffers the backend allocates there; all
  * against the CPU, bit for bit but for complete_box_iou's atan. Last, a
  * program that is not there fails with a clear error and the backend keeps
- * working. Linked statically for the backend's memory functions and glue
- * API. Skipped (77) without an OpenCL device. */
+ * working. On a device without fp64 (also run so, as test_opencl_backend_
+ * no_fp64, under the testing aid VISIONOPS_OPENCL_NO_FP64=1) every call
+ * with a float64 tensor or computing in float64 is refused instead, with
+ * the op and cl_khr_fp64 in the message. Linked statically for the
+ * backend's memory functions and glue API. Skipped (77) without an OpenCL
+ * device. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -73,7 +77,20 @@ static void compare(const char *what, int op, const vt_tensor *a, const vt_tenso
   DLTensor dout = on_device(got, &mo);
   DLTensor *po = &dout;
   vo_value dargs[2] = {vo_tensor_value(&da), vo_tensor_value(&db)};
-  if (CHECK_STATUS(vo_call(run_ctx, vo_op_get(op), dargs, nargs, &po, 1), VO_OK)) {
+  const vo_status st = vo_call(run_ctx, vo_op_get(op), dargs, nargs, &po, 1);
+  /* without fp64: refused when a tensor is float64 or the IoU of integer
+   * boxes computes in float64 */
+  const int is_int_a = a->dl.dtype.code != kDLFloat, is_int_b = b && b->dl.dtype.code != kDLFloat;
+  const int needs_f64 = (a->dl.dtype.code == kDLFloat && a->dl.dtype.bits == 64) ||
+                        (b && b->dl.dtype.code == kDLFloat && b->dl.dtype.bits == 64) ||
+                        (b && is_int_a && is_int_b);
+  if (!vo_cl_device_at(0)->fp64 && needs_f64) {
+    CHECK_MSG(st == VO_ERROR_UNSUPPORTED_DTYPE &&
+                  strncmp(vo_last_error(), vo_op_get(op)->name, strlen(vo_op_get(op)->name)) == 0 &&
+                  strstr(vo_last_error(), "cl_khr_fp64"),
+              "%s without fp64: status %d \"%s\", not the float64 refusal", what, (int)st,
+              st == VO_OK ? "" : vo_last_error());
+  } else if (CHECK_MSG(st == VO_OK, "%s on opencl: %s", what, vo_last_error())) {
     if (be->copy_to_host(dev, got->mem, mo, 0, got->mem_bytes, run_queue) != VO_OK)
       die("copy to the host failed");
     /* complete_box_iou's atan is not correctly rounded in OpenCL C: a few
@@ -213,6 +230,30 @@ int main(void) {
     vt_tensor *a = boxes_of(vt_f64, 9, 3);
     compare("box_area float64 after the failures", VO_OP_box_area, a, NULL);
     vt_tensor_free(a);
+  }
+  /* Without fp64, a float64 tensor of a float32 call (nms's scores) is
+   * refused by name before anything runs. */
+  if (!vo_cl_device_at(0)->fp64) {
+    vt_tensor *boxes = boxes_of(vt_f32, 5, 9);
+    const int64_t n[1] = {5}, none[1] = {0};
+    vt_tensor *scores = vt_tensor_new(vt_f64, 1, n, NULL),
+              *keep = vt_tensor_new(vt_i64, 1, n, NULL);
+    vt_tensor *kept = vt_tensor_new(vt_i64, 0, none, NULL);
+    void *mb, *ms, *mk, *mn;
+    DLTensor db = on_device(boxes, &mb), ds = on_device(scores, &ms), dk = on_device(keep, &mk);
+    DLTensor dn = on_device(kept, &mn);
+    DLTensor *outs[2] = {&dk, &dn};
+    vo_value args[3] = {vo_tensor_value(&db), vo_tensor_value(&ds), vo_float_value(0.5)};
+    CHECK_STATUS(vo_call(NULL, vo_op_get(VO_OP_nms), args, 3, outs, 2), VO_ERROR_UNSUPPORTED_DTYPE);
+    CHECK_ERROR_HAS("nms: scores is float64: that needs an OpenCL device with cl_khr_fp64");
+    be->free(dev, mb, NULL);
+    be->free(dev, ms, NULL);
+    be->free(dev, mk, NULL);
+    be->free(dev, mn, NULL);
+    vt_tensor_free(boxes);
+    vt_tensor_free(scores);
+    vt_tensor_free(keep);
+    vt_tensor_free(kept);
   }
   return vt_finish("test_opencl_backend");
 }

@@ -93,7 +93,9 @@ VO_KFN int32_t vo_k_box_area_i32_at(const VO_GLOBAL void *boxes, const vo_k_box_
 #undef VO_K_BOX_AREA_BODY
 
 #endif /* VISIONOPS_KERNELS_BOX_AREA_H */
-#else  /* VO_K_BOX_AREA_BODY: the body for one storage type VO_S */
+#elif VO_S_ENABLED
+/* VO_K_BOX_AREA_BODY: the body for one storage type VO_S (VO_S_ENABLED: see
+ * kernels/dtype_begin.h). */
 
 /* The area of box i of float boxes, in the compute type (half types are
  * upcast to float32 first, as torchvision's _upcast). */

@@ -20,6 +20,16 @@
 #define VO_K_IOU_DISTANCE 2
 #define VO_K_IOU_COMPLETE 3
 
+/* torchvision's 4 / (torch.pi ** 2), a Python double, rounded to the
+ * compute type where it meets a tensor. Without float64 (VO_K_FP64 0) the
+ * literals would be float and the quotient float's: there, the float the
+ * double rounds to. */
+#if VO_K_FP64
+#define VO_K_IOU_FOUR_OVER_PI2 (4.0 / (3.14159265358979323846 * 3.14159265358979323846))
+#else
+#define VO_K_IOU_FOUR_OVER_PI2 0x1.9f02f6p-2f
+#endif
+
 /* Only the compute types: storage is each backend's to read. */
 #define VO_S_F32
 #include "kernels/dtype_begin.h"

@@ -17,12 +17,28 @@
  *   VO_DT_F32 .. VO_DT_U8   dtype codes, the values of core/internal.h's vo_dtype
  *   vo_k_f16_to_f32, vo_k_f32_to_f16, vo_k_bf16_to_f32, vo_k_f32_to_bf16:
  *                     half-type bits <-> float, round to nearest even
+ *   VO_K_FP64         1 where the device computes in double: C, CUDA, and
+ *                     OpenCL C where the compiler defines cl_khr_fp64; 0 on
+ *                     an OpenCL device without it, where no `double` may
+ *                     appear: the float64 instantiations compile to nothing
+ *                     (kernels/dtype_begin.h's VO_S_ENABLED) and code that
+ *                     needs double is written in #if VO_K_FP64
+ *   vo_k_double       the type of intermediates that float32 code keeps in
+ *                     double (exact loads, wide sums, bounds): double, or
+ *                     float where VO_K_FP64 is 0 (then each such use states
+ *                     its float accuracy)
+ *   vo_k_double_arg   a double the host puts in an argument struct
+ *                     (spatial_scale): double, or its 8 bytes where
+ *                     VO_K_FP64 is 0, so the struct's layout is the host's;
+ *                     read it with vo_k_double_arg_get (the nearest float
+ *                     there, as (float)d)
  *   vo_k_load_as_double(p, dtype, i): element i of a tensor of any floating
- *                     or integer dtype (RoI coordinates, boxes) as double
+ *                     or integer dtype (RoI coordinates, boxes) as
+ *                     vo_k_double (a float64 tensor only where VO_K_FP64)
  *   vo_k_atomic_add_f32 / _f64: the fast backward's accumulation (atomic on
  *                     devices; a plain += on the CPU, whose plain path
  *                     gives each output element one owner)
- *   vo_k_isfinite(double)
+ *   vo_k_isfinite(vo_k_double)
  *
  * Per-type code is written once and instantiated per dtype with
  * kernels/dtype_begin.h / dtype_end.h (see there). Device kernels are
@@ -53,21 +69,38 @@
 #define VO_DT_I16 9
 #define VO_DT_I8 10
 
-VO_KFN int vo_k_isfinite(double v) { return v == v && v - v == 0; }
+#if defined(__OPENCL_C_VERSION__) && !defined(cl_khr_fp64)
+#define VO_K_FP64 0
+typedef float vo_k_double;
+typedef struct vo_k_double_arg {
+  ulong bits;
+} vo_k_double_arg;
+VO_KFN float vo_k_double_arg_get(vo_k_double_arg v) { return vo_k_f64_bits_to_f32(v.bits); }
+#else
+#define VO_K_FP64 1
+typedef double vo_k_double;
+typedef double vo_k_double_arg;
+#define vo_k_double_arg_get(v) (v)
+#endif
 
-/* Element i of a tensor of any float or integer dtype, as double (exact for
- * every float dtype; integers below 2^53 in magnitude). */
-VO_KFN double vo_k_load_as_double(const VO_GLOBAL void *p, int dtype, int64_t i) {
+VO_KFN int vo_k_isfinite(vo_k_double v) { return v == v && v - v == 0; }
+
+/* Element i of a tensor of any float or integer dtype, as vo_k_double (in
+ * double: exact for every float dtype, integers below 2^53 in magnitude; in
+ * float: exact for float32, float16 and bfloat16, integers rounded once). */
+VO_KFN vo_k_double vo_k_load_as_double(const VO_GLOBAL void *p, int dtype, int64_t i) {
   switch (dtype) {
+#if VO_K_FP64
     case VO_DT_F64: return ((const VO_GLOBAL double *)p)[i];
-    case VO_DT_F16: return (double)vo_k_f16_to_f32(((const VO_GLOBAL uint16_t *)p)[i]);
-    case VO_DT_BF16: return (double)vo_k_bf16_to_f32(((const VO_GLOBAL uint16_t *)p)[i]);
-    case VO_DT_I64: return (double)((const VO_GLOBAL int64_t *)p)[i];
-    case VO_DT_I32: return (double)((const VO_GLOBAL int32_t *)p)[i];
-    case VO_DT_I16: return (double)((const VO_GLOBAL int16_t *)p)[i];
-    case VO_DT_I8: return (double)((const VO_GLOBAL int8_t *)p)[i];
-    case VO_DT_U8: return (double)((const VO_GLOBAL uint8_t *)p)[i];
-    default: return (double)((const VO_GLOBAL float *)p)[i];
+#endif
+    case VO_DT_F16: return (vo_k_double)vo_k_f16_to_f32(((const VO_GLOBAL uint16_t *)p)[i]);
+    case VO_DT_BF16: return (vo_k_double)vo_k_bf16_to_f32(((const VO_GLOBAL uint16_t *)p)[i]);
+    case VO_DT_I64: return (vo_k_double)((const VO_GLOBAL int64_t *)p)[i];
+    case VO_DT_I32: return (vo_k_double)((const VO_GLOBAL int32_t *)p)[i];
+    case VO_DT_I16: return (vo_k_double)((const VO_GLOBAL int16_t *)p)[i];
+    case VO_DT_I8: return (vo_k_double)((const VO_GLOBAL int8_t *)p)[i];
+    case VO_DT_U8: return (vo_k_double)((const VO_GLOBAL uint8_t *)p)[i];
+    default: return (vo_k_double)((const VO_GLOBAL float *)p)[i];
   }
 }
 

@@ -2,9 +2,10 @@
  * The portable kernel dialect (kernels/compat.h) in OpenCL C 1.2: the
  * OpenCL backend (src/opencl/) compiles src/kernels/ with it at run time,
  * and the test kernels_opencl_c compiles every portable header with it
- * (clang -x cl). Needs cl_khr_fp64 for the float64 instantiations and
- * vo_k_load_as_double, and cl_khr_int64_base_atomics for
- * vo_k_atomic_add_f64 (each pragma only where the device has it).
+ * (clang -x cl). Without cl_khr_fp64 (the compiler defines that macro
+ * where the device has it) kernels/compat.h's VO_K_FP64 is 0 and no double
+ * is compiled (see there); vo_k_atomic_add_f64 needs cl_khr_fp64 and
+ * cl_khr_int64_base_atomics (each pragma only where the device has it).
  */
 #ifndef VISIONOPS_KERNELS_COMPAT_OPENCL_H
 #define VISIONOPS_KERNELS_COMPAT_OPENCL_H
@@ -13,6 +14,12 @@
  * and CUDA's --fmad=false: float32 results match torchvision's bit for bit
  * only without contraction into FMAs. */
 #pragma OPENCL FP_CONTRACT OFF
+/* A testing aid: the backend's VISIONOPS_OPENCL_NO_FP64=1 builds with
+ * -D VO_CL_NO_FP64 (OpenCL compilers take no -U), compiling every program
+ * as for a device without cl_khr_fp64. */
+#ifdef VO_CL_NO_FP64
+#undef cl_khr_fp64
+#endif
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -67,11 +74,37 @@ VO_KFN void vo_k_atomic_add_f32(volatile __global float *p, float v) {
   while ((seen = atomic_cmpxchg(q, old, as_uint(as_float(old) + v))) != old) old = seen;
 }
 
-#ifdef cl_khr_int64_base_atomics
+#if defined(cl_khr_int64_base_atomics) && defined(cl_khr_fp64)
 VO_KFN void vo_k_atomic_add_f64(volatile __global double *p, double v) {
   volatile __global ulong *q = (volatile __global ulong *)p;
   ulong old = *q, seen;
   while ((seen = atom_cmpxchg(q, old, as_ulong(as_double(old) + v))) != old) old = seen;
+}
+#endif
+
+#ifndef cl_khr_fp64
+/* The float nearest the double whose bits are u (round to nearest even; NaN
+ * kept quiet), computed on the bits: what (float)d gives in C. */
+VO_KFN float vo_k_f64_bits_to_f32(ulong u) {
+  const uint sign = (uint)(u >> 32) & 0x80000000u;
+  const int e = (int)((u >> 52) & 0x7ff);
+  const ulong m = u & 0xfffffffffffffUL;
+  if (e == 0x7ff) return as_float(sign | 0x7f800000u | (m ? 0x400000u | (uint)(m >> 29) : 0u));
+  if (e == 0) return as_float(sign);   /* double subnormals are below float's least */
+  int fe = e - 1023 + 127, shift = 29; /* 53 significand bits to 24 */
+  if (fe >= 255) return as_float(sign | 0x7f800000u);
+  if (fe <= 0) { /* a float subnormal: fewer bits */
+    shift += 1 - fe;
+    fe = 0;
+  }
+  if (shift > 54) return as_float(sign);
+  const ulong full = m | ((ulong)1 << 52), tie = (ulong)1 << (shift - 1);
+  ulong kept = full >> shift;
+  const ulong rest = full & (((ulong)1 << shift) - 1);
+  if (rest > tie || (rest == tie && (kept & 1))) kept++;
+  /* a normal's kept holds its implicit bit: adding it carries into the
+   * exponent, as does a rounding up to the next binade (or infinity) */
+  return as_float(sign | (fe > 0 ? ((uint)(fe - 1) << 23) + (uint)kept : (uint)kept));
 }
 #endif
 

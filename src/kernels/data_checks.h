@@ -34,6 +34,12 @@
 /* vo_k_check_found.first when no item is bad. */
 #define VO_K_CHECK_NONE (~(uint64_t)0)
 
+/* The checks compute in double, so that their decisions are the CPU's
+ * exactly: on an OpenCL device without float64 (VO_K_FP64 0) nothing below
+ * compiles, and the backend runs them on the host over a copy of the
+ * tensor (opencl/backend.c). */
+#if VO_K_FP64
+
 /* One declared check: the tensor's layout (elements; unused trailing
  * dimensions have size 1 and stride 0) and the kind's parameters. Holds no
  * pointer, so a device kernel takes it by value. */
@@ -198,5 +204,7 @@ VO_KFN void vo_k_check_values(const VO_GLOBAL void *data, const vo_k_check *c, i
     value[0] = (double)((const VO_GLOBAL int32_t *)data)[o + col * c->stride[3]];
   }
 }
+
+#endif /* VO_K_FP64 */
 
 #endif /* VISIONOPS_KERNELS_DATA_CHECKS_H */

@@ -10,6 +10,16 @@
  *   #include "kernels/dtype_end.h"
  *   ... and again for F64, F16, BF16
  *
+ * Every instantiated body (each .inc) is wrapped whole in
+ *
+ *   #if VO_S_ENABLED
+ *   ...
+ *   #endif // VO_S_ENABLED
+ *
+ * VO_S_ENABLED is 0 for the float64 instantiation where the device has no
+ * float64 (kernels/compat.h's VO_K_FP64: an OpenCL device without
+ * cl_khr_fp64), so it compiles to nothing there; 1 otherwise.
+ *
  * Inside, code sees:
  *   VO_S            the storage element type (float, double, uint16_t)
  *   VO_T            the compute type: double for f64, float otherwise
@@ -26,6 +36,14 @@
  *   VO_T_EPS        its unit roundoff (2^-24, 2^-53)
  *   vo_t_atomic_add(p, v)  vo_k_atomic_add_f32 / _f64
  */
+#include "kernels/compat.h" /* VO_K_FP64 */
+
+#if defined(VO_S_F64) && !VO_K_FP64
+#define VO_S_ENABLED 0
+#else
+#define VO_S_ENABLED 1
+#endif
+
 #if defined(VO_S_F64)
 #define VO_S double
 #define VO_T double

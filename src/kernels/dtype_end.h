@@ -1,4 +1,5 @@
 /* Ends an instantiation begun by kernels/dtype_begin.h. */
+#undef VO_S_ENABLED
 #undef VO_S
 #undef VO_T
 #undef VO_SN

@@ -27,7 +27,7 @@ typedef struct vo_k_msra_args {
   int64_t rois_stride[2];
   int64_t grad_stride[4];
   int64_t height[VO_K_MSRA_MAX_LEVELS], width[VO_K_MSRA_MAX_LEVELS];
-  double scale[VO_K_MSRA_MAX_LEVELS];
+  vo_k_double_arg scale[VO_K_MSRA_MAX_LEVELS];
   int64_t feature_stride[VO_K_MSRA_MAX_LEVELS][4];
 } vo_k_msra_args;
 

@@ -26,7 +26,7 @@
  * the input [N,C,H,W] in the forward and grad [K,C_out,PH,PW] in the
  * backward. */
 typedef struct vo_k_ps_roi_pool_args {
-  double spatial_scale;
+  vo_k_double_arg spatial_scale;
   int64_t num_rois, batch_size, channels, height, width;
   int64_t pooled_height, pooled_width, channels_out;
   int rois_dtype;
@@ -37,9 +37,9 @@ typedef struct vo_k_ps_roi_pool_args {
 /* The args from a call's sizes and strides; what each backend's glue fills
  * from its parameters. */
 VO_KFN vo_k_ps_roi_pool_args vo_k_ps_roi_pool_args_of(
-    double spatial_scale, int64_t num_rois, int64_t batch_size, int64_t channels, int64_t height,
-    int64_t width, int64_t pooled_height, int64_t pooled_width, int64_t channels_out,
-    int rois_dtype, const int64_t *rois_stride, const int64_t *src_stride) {
+    vo_k_double_arg spatial_scale, int64_t num_rois, int64_t batch_size, int64_t channels,
+    int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
+    int64_t channels_out, int rois_dtype, const int64_t *rois_stride, const int64_t *src_stride) {
   vo_k_ps_roi_pool_args a;
   a.spatial_scale = spatial_scale;
   a.num_rois = num_rois;

@@ -22,7 +22,7 @@
  * strides of the tensor an item reads: the input [N,C,H,W] (forward) or
  * grad [K,C,PH,PW] (backward). */
 typedef struct vo_k_roi_align_args {
-  double spatial_scale;
+  vo_k_double_arg spatial_scale;
   int64_t pooled_height, pooled_width, sampling_ratio;
   int aligned;
   int64_t batch_size, channels, height, width;
@@ -37,9 +37,9 @@ typedef struct vo_k_roi_align_args {
 
 /* Adaptive grid size from ceil(roi size / pooled size); <= 0 (or NaN) means
  * the bin has no samples. */
-VO_KFN int64_t vo_k_ra_grid(double v) {
+VO_KFN int64_t vo_k_ra_grid(vo_k_double v) {
   if (!(v > 0)) return 0;
-  if (v >= (double)VO_K_RA_MAX_GRID) return VO_K_RA_MAX_GRID;
+  if (v >= (vo_k_double)VO_K_RA_MAX_GRID) return VO_K_RA_MAX_GRID;
   return (int64_t)v;
 }
 

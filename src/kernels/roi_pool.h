@@ -23,7 +23,7 @@
  * forward and grad [K,C,PH,PW] in the backward; argmax [K,C,PH,PW] int32
  * (backward only). The forward's outputs are contiguous [K,C,PH,PW]. */
 typedef struct vo_k_roi_pool_args {
-  double spatial_scale;
+  vo_k_double_arg spatial_scale;
   int64_t pooled_height, pooled_width;
   int64_t batch_size, channels, height, width;
   int rois_dtype;
@@ -34,12 +34,10 @@ typedef struct vo_k_roi_pool_args {
 
 /* The args from a call's sizes and strides (argmax_stride NULL in the
  * forward); what each backend's glue fills from its parameters. */
-VO_KFN vo_k_roi_pool_args vo_k_roi_pool_args_of(double spatial_scale, int64_t pooled_height,
-                                                int64_t pooled_width, int64_t batch_size,
-                                                int64_t channels, int64_t height, int64_t width,
-                                                int rois_dtype, const int64_t *rois_stride,
-                                                const int64_t *src_stride,
-                                                const int64_t *argmax_stride) {
+VO_KFN vo_k_roi_pool_args vo_k_roi_pool_args_of(
+    vo_k_double_arg spatial_scale, int64_t pooled_height, int64_t pooled_width, int64_t batch_size,
+    int64_t channels, int64_t height, int64_t width, int rois_dtype, const int64_t *rois_stride,
+    const int64_t *src_stride, const int64_t *argmax_stride) {
   vo_k_roi_pool_args a;
   a.spatial_scale = spatial_scale;
   a.pooled_height = pooled_height;

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opencl/clblast.h"
@@ -28,6 +29,7 @@ static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {
 
 static vo_cl_device vo_cl_list[VO_CL_MAX_DEVICES];
 static int vo_cl_count;
+static int vo_cl_no_fp64; /* VISIONOPS_OPENCL_NO_FP64=1 (device.h) */
 static char vo_cl_list_why[512];
 static pthread_once_t vo_cl_list_once = PTHREAD_ONCE_INIT;
 
@@ -38,8 +40,12 @@ static int vo_cl_has_ext(const char *exts, const char *name) {
   return 0;
 }
 
+int vo_cl_fp64_forced_off(void) { return vo_cl_no_fp64; }
+
 static void vo_cl_list_devices(void) {
   const char *why = NULL;
+  const char *no_fp64 = getenv("VISIONOPS_OPENCL_NO_FP64");
+  vo_cl_no_fp64 = no_fp64 && strcmp(no_fp64, "1") == 0;
   if (!vo_cl_load(&why)) {
     snprintf(vo_cl_list_why, sizeof vo_cl_list_why, "%s", why);
     return;
@@ -76,7 +82,7 @@ static void vo_cl_list_devices(void) {
       vo_cl.GetDeviceInfo(ids[d], CL_DEVICE_EXTENSIONS, sizeof exts - 1, exts, NULL);
       vo_cl.GetDeviceInfo(ids[d], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof v->mem, &v->mem, NULL);
       vo_cl.GetDeviceInfo(ids[d], CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
-      v->fp64 = vo_cl_has_ext(exts, "cl_khr_fp64");
+      v->fp64 = vo_cl_has_ext(exts, "cl_khr_fp64") && !vo_cl_no_fp64;
       v->int64_atomics = vo_cl_has_ext(exts, "cl_khr_int64_base_atomics");
       v->fp16 = vo_cl_has_ext(exts, "cl_khr_fp16");
       v->div_sqrt_rounded = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
@@ -162,7 +168,10 @@ static int vo_opencl_probe(char *detail, size_t n) {
   for (int i = 0; i < count; i++) {
     const vo_cl_device *d = &vo_cl_list[i];
     vo_cl_append(detail, n, &used, "%s%s (%s, %s, %s; %s, %s, %s, %llu MiB)", i ? ", " : "",
-                 d->name, d->platform_name, d->version, d->c_version, d->fp64 ? "fp64" : "no fp64",
+                 d->name, d->platform_name, d->version, d->c_version,
+                 d->fp64         ? "fp64"
+                 : vo_cl_no_fp64 ? "no fp64 (VISIONOPS_OPENCL_NO_FP64=1)"
+                                 : "no fp64",
                  d->int64_atomics ? "int64 atomics" : "no int64 atomics",
                  d->fp16 ? "fp16" : "no fp16", (unsigned long long)(d->mem >> 20));
   }
@@ -227,6 +236,48 @@ static vo_status vo_opencl_copy_to_host(DLDevice device, void *dst, const void *
 
 /* ------------------------------------------------------------ data checks */
 
+/* Without float64 on the device (the checks compute in double: their
+ * decisions are the CPU's exactly), the host runs them: each checked
+ * tensor's span of elements is read back and walked row by row. */
+static vo_status vo_cl_check_on_host(const vo_cl_call *c, vo_k_check_found *found) {
+  const vo_exec *ex = c->ex;
+  vo_status st = VO_OK;
+  for (int i = 0; i < ex->num_data_checks && st == VO_OK; i++) {
+    const vo_k_check *k = &ex->data_checks[i].check;
+    const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
+    const int64_t rows = vo_k_check_rows(k), len = vo_k_check_row_length(k);
+    if (t->numel == 0 || rows == 0) continue;
+    int64_t lo = 0, hi = 0; /* element offsets of the span */
+    for (int d = 0; d < t->ndim; d++) {
+      const int64_t reach = (t->shape[d] - 1) * t->stride[d];
+      if (reach < 0)
+        lo += reach;
+      else
+        hi += reach;
+    }
+    const size_t es = vo_dtype_size(t->dtype), bytes = (size_t)(hi - lo + 1) * es;
+    unsigned char *copy = malloc(bytes);
+    if (!copy)
+      return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: out of host memory to check %s (%zu bytes)",
+                     ex->op_name, vo_arg_name(ex, ex->data_checks[i].arg), bytes);
+    st = vo_cl_check(ex,
+                     vo_cl.EnqueueReadBuffer(c->queue, (cl_mem)t->data, CL_TRUE,
+                                             (size_t)((int64_t)t->byte_offset + lo * (int64_t)es),
+                                             bytes, copy, 0, NULL, NULL),
+                     "read of a tensor to check");
+    const void *first = copy + (size_t)(-lo) * es;
+    for (int64_t r = 0; r < rows && st == VO_OK; r++) {
+      const int64_t j = vo_k_check_bad_column(first, k, r);
+      if (j < 0) continue;
+      found[i].first = (uint64_t)(r * len + j);
+      vo_k_check_values(first, k, r * len + j, found[i].value);
+      break;
+    }
+    free(copy);
+  }
+  return st;
+}
+
 /* Per check, one pass over the rows finds the first bad item (an atomic
  * minimum of its key) and a one-item kernel records what the message needs;
  * the results of all checks come back in one blocking read. */
@@ -234,6 +285,7 @@ vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found) {
   vo_cl_call c;
   vo_status st = vo_cl_call_begin(ex, &c);
   if (st != VO_OK) return st;
+  if (!c.fp64) return vo_cl_check_on_host(&c, found);
   const int count = ex->num_data_checks;
   const size_t bytes = sizeof(vo_k_check_found) * (size_t)count;
   cl_mem dev = vo_cl_workspace(ex, bytes);

@@ -46,22 +46,21 @@
       vo_cl_iou_load_##SFX(po, o_dtype, o_s0, o_s1, i, mine);                                   \
       const int complete = kind == VO_K_IOU_COMPLETE;                                           \
       const T t_mine = complete ? vo_k_iou_atan_ratio_##SFX(mine) : (T)0;                       \
-      double acc[4] = {0, 0, 0, 0};                                                             \
+      vo_k_double acc[4] = {0, 0, 0, 0};                                                        \
       for (int64_t j = 0; j < count_other; j++) {                                               \
         vo_cl_iou_load_##SFX(pt, t_dtype, t_s0, t_s1, j, theirs);                               \
         const T t_theirs = complete ? vo_k_iou_atan_ratio_##SFX(theirs) : (T)0;                 \
         if (own_is_a) {                                                                         \
           const T g = (T)vo_k_load_as_double(pg, g_dtype, i * g_s0 + j * g_s1);                 \
           vo_k_iou_pair_grad_##SFX(kind, eps, mine, theirs, t_mine, t_theirs, g, ga, gb);       \
-          for (int k = 0; k < 4; k++) acc[k] += (double)ga[k];                                  \
+          for (int k = 0; k < 4; k++) acc[k] += (vo_k_double)ga[k];                             \
         } else {                                                                                \
           const T g = (T)vo_k_load_as_double(pg, g_dtype, j * g_s0 + i * g_s1);                 \
           vo_k_iou_pair_grad_##SFX(kind, eps, theirs, mine, t_theirs, t_mine, g, ga, gb);       \
-          for (int k = 0; k < 4; k++) acc[k] += (double)gb[k];                                  \
+          for (int k = 0; k < 4; k++) acc[k] += (vo_k_double)gb[k];                             \
         }                                                                                       \
       }                                                                                         \
       for (int k = 0; k < 4; k++) vo_cl_store_as(out, out_dtype, i * 4 + k, (T)acc[k]);        \
     }                                                                                           \
   }
-VO_CL_BOX_IOU(f32, float)
-VO_CL_BOX_IOU(f64, double)
+VO_CL_EACH_COMPUTE_TYPE(VO_CL_BOX_IOU)

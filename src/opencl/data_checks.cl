@@ -1,10 +1,14 @@
 /*
  * The device-side value checks (kernels/data_checks.h) as OpenCL C entry
  * points, run by the backend's check_data hook (opencl/backend.c): the first
- * bad item's key by an atomic minimum, then what its message needs.
+ * bad item's key by an atomic minimum, then what its message needs. The
+ * checks compute in double: without float64 on the device the program is
+ * empty and the hook runs them on the host.
  */
 #include "opencl/portable.clh"
 #include "kernels/data_checks.h"
+
+#if VO_K_FP64
 
 /* *p = min(*p, v) on a 64-bit key (compare-and-swap: base int64 atomics). */
 static void vo_cl_atomic_min_u64(volatile __global ulong *p, ulong v) {
@@ -34,3 +38,5 @@ __kernel void vo_cl_check_record(VO_CL_TENSOR(data), vo_k_check c, VO_CL_TENSOR(
   vo_k_check_values(data, &c, (int64_t)found->first, value);
   for (int k = 0; k < 3; k++) found->value[k] = value[k];
 }
+
+#endif /* VO_K_FP64 */

@@ -20,6 +20,14 @@ typedef struct vo_cl_device {
   cl_ulong mem;
 } vo_cl_device;
 
+/* A testing aid: with VISIONOPS_OPENCL_NO_FP64=1 in the environment when
+ * the devices are enumerated, every device is treated as lacking
+ * cl_khr_fp64 (its fp64 is 0, float64 calls are refused, programs build
+ * with -D VO_CL_NO_FP64, which kernels/compat_opencl.h turns into the
+ * extension's absence), so that a device with fp64 such as PoCL runs the
+ * backend as one without. Whether it is on (after vo_cl_devices). */
+int vo_cl_fp64_forced_off(void);
+
 /* Enumerates the devices once (thread-safe): their count, 0 with the reason
  * in *why (no loader, no platform, no device). */
 int vo_cl_devices(const char **why);

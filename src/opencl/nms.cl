@@ -11,7 +11,7 @@
 #include "kernels/nms.h"
 
 /* Whether score sj at j comes before si at i in the order. */
-static int vo_cl_nms_before(double sj, int64_t j, double si, int64_t i) {
+static int vo_cl_nms_before(vo_k_double sj, int64_t j, vo_k_double si, int64_t i) {
   const int nj = sj != sj, ni = si != si;
   if (nj || ni) return nj && (!ni || j < i);
   return sj > si || (sj == si && j < i);
@@ -29,7 +29,7 @@ static int vo_cl_nms_before(double sj, int64_t j, double si, int64_t i) {
     __global long *order = (__global long *)(w + order_at);                                     \
     __global long *sidx = (__global long *)(w + sidx_at);                                       \
     VO_CL_FOR(i, n) {                                                                           \
-      const double si = vo_k_load_as_double(ps, s_dtype, i * s_s0);                             \
+      const vo_k_double si = vo_k_load_as_double(ps, s_dtype, i * s_s0);                        \
       int64_t rank = 0;                                                                         \
       for (int64_t j = 0; j < n; j++)                                                           \
         rank += vo_cl_nms_before(vo_k_load_as_double(ps, s_dtype, j * s_s0), j, si, i);         \
@@ -66,8 +66,7 @@ static int vo_cl_nms_before(double sj, int64_t j, double si, int64_t i) {
       mask[e] = bits;                                                                           \
     }                                                                                           \
   }
-VO_CL_NMS(f32, float)
-VO_CL_NMS(f64, double)
+VO_CL_EACH_COMPUTE_TYPE(VO_CL_NMS)
 
 /* The greedy pass over rows [r0, r1), one work item: `removed` (a bit per
  * sorted box) and the kept count persist across chunks in the workspace. */

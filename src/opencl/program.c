@@ -50,12 +50,36 @@ vo_status vo_cl_call_begin(const vo_exec *ex, vo_cl_call *c) {
     c->fp64 = d->fp64;
   } else if (vo_cl.GetDeviceInfo(c->device, CL_DEVICE_EXTENSIONS, sizeof exts - 1, exts, NULL) ==
              CL_SUCCESS) {
-    c->fp64 = strstr(exts, "cl_khr_fp64") != NULL;
+    c->fp64 = strstr(exts, "cl_khr_fp64") != NULL && !vo_cl_fp64_forced_off();
   }
-  if (ex->dtype == VO_F64 && !c->fp64)
+  if (c->fp64) return VO_OK;
+  /* Without fp64 the programs have no float64 entry points and no kernel
+   * reads a float64 tensor (kernels/compat.h's VO_K_FP64): refused up front,
+   * be it the compute dtype or any tensor's. */
+  const char *device = d ? d->name : "the queue's device";
+  const char *why = vo_cl_fp64_forced_off() ? " (as told by VISIONOPS_OPENCL_NO_FP64=1)" : "";
+  if (ex->dtype == VO_F64)
     return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
-                   "%s: float64 needs an OpenCL device with cl_khr_fp64, which %s lacks",
-                   ex->op_name, d ? d->name : "the queue's device");
+                   "%s: float64 needs an OpenCL device with cl_khr_fp64, which %s lacks%s",
+                   ex->op_name, device, why);
+  for (int i = 0; i < ex->num_args; i++)
+    if (ex->inputs[i].dtype == VO_F64)
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                     "%s: %s is float64: that needs an OpenCL device with cl_khr_fp64, which %s "
+                     "lacks%s",
+                     ex->op_name, vo_arg_name(ex, i), device, why);
+  for (int i = 0; i < ex->num_list_inputs; i++)
+    if (ex->list_inputs[i].dtype == VO_F64)
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                     "%s: tensor %d of the list is float64: that needs an OpenCL device with "
+                     "cl_khr_fp64, which %s lacks%s",
+                     ex->op_name, i, device, why);
+  for (int i = 0; i < ex->num_outputs; i++)
+    if (ex->outputs[i].dtype == VO_F64)
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
+                     "%s: output %d is float64: that needs an OpenCL device with cl_khr_fp64, "
+                     "which %s lacks%s",
+                     ex->op_name, i, device, why);
   return VO_OK;
 }
 
@@ -144,10 +168,12 @@ static cl_program vo_cl_build(cl_context ctx, cl_device_id dev, const char *name
   } else {
     const vo_cl_device *d = vo_cl_device_find(dev);
     /* Correctly rounded float32 division and sqrt where the device offers
-     * them: the CPU's results (OpenCL allows 2.5 / 3 ulp by default). */
-    const char *options = d && d->div_sqrt_rounded
-                              ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
-                              : "-cl-std=CL1.2";
+     * them: the CPU's results (OpenCL allows 2.5 / 3 ulp by default); the
+     * testing aid's macro (device.h). */
+    char options[128];
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s",
+             d && d->div_sqrt_rounded ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             vo_cl_fp64_forced_off() ? " -D VO_CL_NO_FP64" : "");
     err = vo_cl.CompileProgram(src, 1, &dev, options, nh, headers, header_names, NULL, NULL);
     if (err != CL_SUCCESS) {
       *error = vo_cl_build_error(src, dev, "compiling the OpenCL program", err);
