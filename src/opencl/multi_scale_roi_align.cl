@@ -17,44 +17,43 @@
 
 #define VO_CL_MSRA(SFX, S, T, store)                                                            \
   __kernel void vo_cl_msra_##SFX(__global const vo_k_msra_args *pyr, int l, VO_CL_TENSOR(feat), \
-                                 VO_CL_TENSOR(rois), long n, VO_CL_TENSOR(out)) {                \
-    const vo_k_msra_args m = *pyr;                                                               \
-    const vo_k_roi_align_args a = vo_k_msra_level_args(&m, l, 0);                                \
-    const int64_t per_roi = m.channels * m.pooled_height * m.pooled_width;                       \
-    const __global S *x = VO_CL_AT(const S, feat);                                               \
-    const __global void *r = VO_CL_AT(const char, rois);                                         \
-    __global S *o = VO_CL_AT(S, out);                                                            \
-    VO_CL_FOR(i, n) {                                                                            \
-      const int level = vo_k_msra_level_of_##SFX##_T(&m, r, i / per_roi);                        \
-      if (level == l)                                                                            \
-        store(o, i, vo_k_roi_align_forward_item_##SFX(&a, x, r, i));                             \
-      else if (level < 0 && l == 0)                                                              \
-        store(o, i, (T)0);                                                                       \
-    }                                                                                            \
-  }                                                                                              \
+                                 VO_CL_TENSOR(rois), long n, VO_CL_TENSOR(out)) {               \
+    const vo_k_msra_args m = *pyr;                                                              \
+    const vo_k_roi_align_args a = vo_k_msra_level_args(&m, l, 0);                               \
+    const int64_t per_roi = m.channels * m.pooled_height * m.pooled_width;                      \
+    const __global S *x = VO_CL_AT(const S, feat);                                              \
+    const __global void *r = VO_CL_AT(const char, rois);                                        \
+    __global S *o = VO_CL_AT(S, out);                                                           \
+    VO_CL_FOR(i, n) {                                                                           \
+      const int level = vo_k_msra_level_of_##SFX##_T(&m, r, i / per_roi);                       \
+      if (level == l)                                                                           \
+        store(o, i, vo_k_roi_align_forward_item_##SFX(&a, x, r, i));                            \
+      else if (level < 0 && l == 0)                                                             \
+        store(o, i, (T)0);                                                                      \
+    }                                                                                           \
+  }                                                                                             \
   __kernel void vo_cl_msra_scatter_##SFX(__global const vo_k_msra_args *pyr, int l,             \
-                                         VO_CL_TENSOR(grad), VO_CL_TENSOR(rois), long n,         \
-                                         VO_CL_TENSOR(acc)) {                                    \
-    const vo_k_msra_args m = *pyr;                                                               \
-    const vo_k_roi_align_args a = vo_k_msra_level_args(&m, l, 1);                                \
-    const int64_t per_roi = m.channels * m.pooled_height * m.pooled_width;                       \
-    const __global S *g = VO_CL_AT(const S, grad);                                               \
-    const __global void *r = VO_CL_AT(const char, rois);                                         \
-    __global T *t = VO_CL_AT(T, acc);                                                            \
-    VO_CL_FOR(i, n) {                                                                            \
-      if (vo_k_msra_level_of_##SFX##_T(&m, r, i / per_roi) == l)                                 \
-        vo_k_roi_align_scatter_item_##SFX(&a, g, r, i, t);                                       \
-    }                                                                                            \
-  }                                                                                              \
-  __kernel void vo_cl_msra_gather_##SFX(__global const vo_k_msra_args *pyr, int l,              \
-                                        VO_CL_TENSOR(grad), VO_CL_TENSOR(rois),                  \
-                                        VO_CL_TENSOR(boxes), long num_rois, long n,              \
-                                        VO_CL_TENSOR(out)) {                                     \
-    const vo_k_msra_args m = *pyr;                                                               \
-    const __global S *g = VO_CL_AT(const S, grad);                                               \
-    const __global void *r = VO_CL_AT(const char, rois);                                         \
-    const __global vo_k_ra_box *b = boxes_buf ? VO_CL_AT(const vo_k_ra_box, boxes) : 0;          \
-    __global S *o = VO_CL_AT(S, out);                                                            \
+                                         VO_CL_TENSOR(grad), VO_CL_TENSOR(rois), long n,        \
+                                         VO_CL_TENSOR(acc)) {                                   \
+    const vo_k_msra_args m = *pyr;                                                              \
+    const vo_k_roi_align_args a = vo_k_msra_level_args(&m, l, 1);                               \
+    const int64_t per_roi = m.channels * m.pooled_height * m.pooled_width;                      \
+    const __global S *g = VO_CL_AT(const S, grad);                                              \
+    const __global void *r = VO_CL_AT(const char, rois);                                        \
+    __global T *t = VO_CL_AT(T, acc);                                                           \
+    VO_CL_FOR(i, n) {                                                                           \
+      if (vo_k_msra_level_of_##SFX##_T(&m, r, i / per_roi) == l)                                \
+        vo_k_roi_align_scatter_item_##SFX(&a, g, r, i, t);                                      \
+    }                                                                                           \
+  }                                                                                             \
+  __kernel void vo_cl_msra_gather_##SFX(                                                        \
+      __global const vo_k_msra_args *pyr, int l, VO_CL_TENSOR(grad), VO_CL_TENSOR(rois),        \
+      VO_CL_TENSOR(boxes), long num_rois, long n, VO_CL_TENSOR(out)) {                          \
+    const vo_k_msra_args m = *pyr;                                                              \
+    const __global S *g = VO_CL_AT(const S, grad);                                              \
+    const __global void *r = VO_CL_AT(const char, rois);                                        \
+    const __global vo_k_ra_box *b = boxes_buf ? VO_CL_AT(const vo_k_ra_box, boxes) : 0;         \
+    __global S *o = VO_CL_AT(S, out);                                                           \
     VO_CL_FOR(i, n) store(o, i, vo_k_msra_gather_item_##SFX(&m, l, g, r, b, num_rois, i));      \
   }
 
@@ -66,13 +65,12 @@
 VO_CL_EACH_DTYPE(VO_CL_MSRA)
 
 /* Each RoI's level and pixel box on it (vo_k_msra_box_of), per compute type. */
-#define VO_CL_MSRA_BOX(SFX)                                                                     \
-  __kernel void vo_cl_msra_box_##SFX(__global const vo_k_msra_args *pyr, VO_CL_TENSOR(rois),    \
-                                     long num_rois, VO_CL_TENSOR(boxes)) {                       \
-    const vo_k_msra_args m = *pyr;                                                               \
-    const __global void *r = VO_CL_AT(const char, rois);                                         \
-    __global vo_k_ra_box *b = VO_CL_AT(vo_k_ra_box, boxes);                                      \
-    VO_CL_FOR(k, num_rois) b[k] = vo_k_msra_box_of_##SFX(&m, r, k);                              \
+#define VO_CL_MSRA_BOX(SFX, T)                                                               \
+  __kernel void vo_cl_msra_box_##SFX(__global const vo_k_msra_args *pyr, VO_CL_TENSOR(rois), \
+                                     long num_rois, VO_CL_TENSOR(boxes)) {                   \
+    const vo_k_msra_args m = *pyr;                                                           \
+    const __global void *r = VO_CL_AT(const char, rois);                                     \
+    __global vo_k_ra_box *b = VO_CL_AT(vo_k_ra_box, boxes);                                  \
+    VO_CL_FOR(k, num_rois) b[k] = vo_k_msra_box_of_##SFX(&m, r, k);                          \
   }
-VO_CL_MSRA_BOX(f32)
-VO_CL_MSRA_BOX(f64)
+VO_CL_EACH_COMPUTE_TYPE(VO_CL_MSRA_BOX)
