@@ -14,7 +14,6 @@ _Static_assert(VO_F32 == VO_DT_F32 && VO_F64 == VO_DT_F64 && VO_F16 == VO_DT_F16
                    VO_I8 == VO_DT_I8,
                "kernels/compat.h dtype codes match vo_dtype");
 
-
 /* kDLBool arrived in DLPack 0.8; Debian 12's header (0.6) lacks it. */
 #define VO_DL_BOOL_CODE 6u
 

@@ -264,7 +264,7 @@ typedef struct vo_data_check {
 /* Everything about one call, built by the dispatcher and the op's check
  * function, read by the kernel. */
 typedef struct vo_exec {
-  const vo_context *ctx; /* never NULL */
+  const vo_context *ctx;            /* never NULL */
   const struct vo_backend *backend; /* of the call's device (set by vo_call) */
   void *queue;                      /* ctx's queue on that backend (vo_context_queue) */
   vo_op_id op;
@@ -346,8 +346,8 @@ const vo_op_entry *vo_registry_op(int index);
  * folder (src/<name>/backend.*), or generated as a placeholder with only
  * name, device_type and not_built_reason when the build leaves it out. */
 typedef struct vo_backend {
-  const char *name;         /* "cpu", "cuda": also its folder under src/ */
-  DLDeviceType device_type; /* the DLPack device type it serves */
+  const char *name;             /* "cpu", "cuda": also its folder under src/ */
+  DLDeviceType device_type;     /* the DLPack device type it serves */
   const char *not_built_reason; /* non-NULL only in a placeholder */
   /* Whether DLTensor.data is an address (kernels then use vo_view_addr) or
    * a handle such as a cl_mem (kernels pass handle and byte_offset). */

@@ -15,7 +15,8 @@
 
 /* The kernel table, from src/ops/ops.def's kernel column: vo_cpu_KERNEL for
  * each op (the kernels are defined in src/cpu/<op>.c). */
-#define VO_OP(name, kernel, schema, backward, shape_rule) vo_status vo_cpu_##kernel(const vo_exec *ex);
+#define VO_OP(name, kernel, schema, backward, shape_rule) \
+  vo_status vo_cpu_##kernel(const vo_exec *ex);
 #include "ops/ops.def"
 #undef VO_OP
 

@@ -16,7 +16,8 @@
 // kernel column, referenced from backend.cu's table and defined in
 // src/cuda/<op>.cu.
 extern "C" {
-#define VO_OP(name, kernel, schema, backward, shape_rule) vo_status vo_cuda_##kernel(const vo_exec *ex);
+#define VO_OP(name, kernel, schema, backward, shape_rule) \
+  vo_status vo_cuda_##kernel(const vo_exec *ex);
 #include "ops/ops.def"
 #undef VO_OP
 }

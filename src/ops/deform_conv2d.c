@@ -38,8 +38,8 @@ static vo_status vo_expect_per_output(const vo_exec *ex, const vo_view *v, const
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "%s: mask has %lld channels, expected offset_groups * kh * kw = %lld * %lld "
                    "* %lld = %lld",
-                   ex->op_name, (long long)v->shape[1], (long long)og, (long long)kh,
-                   (long long)kw, (long long)mask_channels);
+                   ex->op_name, (long long)v->shape[1], (long long)og, (long long)kh, (long long)kw,
+                   (long long)mask_channels);
   if (v->shape[2] != hout || v->shape[3] != wout)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "%s: %s must have spatial size Hout x Wout = %lldx%lld, got %lldx%lld",

@@ -69,10 +69,14 @@ static vo_status vo_check_levels_sampling(vo_exec *ex, int rois_arg, const vo_ms
   if (st != VO_OK || ex->args[a->sampling].u.i > 0) return st;
   const double *scales = ex->args[a->scales].u.floats.items;
   const int aligned = ex->args[a->aligned].u.b != 0;
-  const vo_roi_map m = {scales[0],           aligned ? 0.5 : 0.0,
-                        !aligned,            ex->args[a->sampling].u.i,
-                        ex->args[a->ph].u.i, ex->args[a->pw].u.i,
-                        ex->list_inputs[0].shape[2], ex->list_inputs[0].shape[3]};
+  const vo_roi_map m = {scales[0],
+                        aligned ? 0.5 : 0.0,
+                        !aligned,
+                        ex->args[a->sampling].u.i,
+                        ex->args[a->ph].u.i,
+                        ex->args[a->pw].u.i,
+                        ex->list_inputs[0].shape[2],
+                        ex->list_inputs[0].shape[3]};
   vo_k_check *c = vo_declare_roi_grid_check(ex, rois_arg, &m);
   if (!c) return VO_ERROR_BACKEND_FAILURE;
   c->pyramid = 1;
