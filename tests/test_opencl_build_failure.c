@@ -6,7 +6,6 @@
  * backend's memory functions. Skipped (77) without an OpenCL device, or
  * where the programs build anyway (a driver other than PoCL). */
 #include <stdio.h>
-#include <string.h>
 
 #include "core/internal.h"
 #include "test_util.h"
@@ -51,7 +50,9 @@ int main(void) {
   printf("box_iou on opencl: %.200s\n", vo_last_error());
   float back[4] = {0, 0, 0, 0};
   CHECK_STATUS(be->copy_to_host(dev, back, dout, 0, sizeof back, NULL), VO_OK);
-  CHECK_MSG(memcmp(back, sentinel, sizeof back) == 0, "the failed call wrote output");
+  int untouched = 1;
+  for (int i = 0; i < 4; i++) untouched &= back[i] == sentinel[i];
+  CHECK_MSG(untouched, "the failed call wrote output");
   /* The CPU still computes. */
   CHECK_STATUS(vo_box_iou(NULL, &a->dl, &a->dl, &o->dl), VO_OK);
   CHECK_MSG(vt_get(&o->dl, 1) == (double)(1.0f / 7.0f), "box_iou on the CPU: %.9g",
