@@ -356,9 +356,7 @@ def _schema_function(name, doc):
 
 
 _twins = {name: _script.schema_twin(name) for name in _SCHEMA_OPS} if _script else {}
-for _name, _doc in _SCHEMA_OPS.items():
-    globals()[_name] = _schema_function(_name, _doc)
-del _name, _doc
+globals().update({name: _schema_function(name, doc) for name, doc in _SCHEMA_OPS.items()})
 
 
 # ---------------------------------------------------------------- RoI ops
