@@ -535,7 +535,7 @@ int main(int argc, char **argv) {
       load = 1;
     } else {
       fprintf(stderr,
-              "usage: %s [--reps N] [--quick] [--load] [--filter OP_SUBSTRING] [--markdown]\n",
+              "usage: %s [--reps N] [--quick] [--load] [--filter OP_OR_CASE_SUBSTRING] [--markdown]\n",
               argv[0]);
       return 2;
     }
@@ -562,7 +562,7 @@ int main(int argc, char **argv) {
   int status = 0;
   for (int i = 0; i < n; i++) {
     const bench_case *c = &cases[i];
-    if (filter && !strstr(c->op, filter)) continue;
+    if (filter && !strstr(c->op, filter) && !strstr(c->label, filter)) continue;
     int ok = 1;
     for (int k = 0; k < c->num_owned; k++) ok &= c->owned[k] != NULL;
     if (!ok) {

@@ -342,3 +342,17 @@ def test_pyopencl_arrays():
     boxes = [dev(rois[rois[:, 0] == i, 1:]) for i in range(N)]
     got = visionops.roi_align_rotated(dev(x), boxes, (2, 3), 0.5, 2)
     assert_close(got.get(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_forward_mode_ad():
+    """Linear in input: the jvp is the op on the tangent (as roi_align's)."""
+    import torch.autograd.forward_ad as fwad
+
+    rng = np.random.default_rng(15)
+    x = torch.tensor(rng.normal(size=(N, C, H, W)))
+    t = torch.tensor(rng.normal(size=(N, C, H, W)))
+    rois = torch.tensor(random_rois(rng, 5))
+    with fwad.dual_level():
+        out = visionops.roi_align_rotated(fwad.make_dual(x, t), rois, 2, 1.0, 2)
+        tangent = fwad.unpack_dual(out).tangent
+    assert torch.equal(tangent, visionops.roi_align_rotated(t, rois, 2, 1.0, 2))
