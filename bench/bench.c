@@ -534,9 +534,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--load") == 0) {
       load = 1;
     } else {
-      fprintf(stderr,
-              "usage: %s [--reps N] [--quick] [--load] [--filter OP_OR_CASE_SUBSTRING] [--markdown]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [--reps N] [--quick] [--load] [--filter OP_OR_CASE_SUBSTRING] [--markdown]\n",
+          argv[0]);
       return 2;
     }
   }

@@ -206,8 +206,8 @@ static int vo_rar_plan_make(const vo_exec *ex, vo_rar_plan *plan) {
     vo_workspace_free(ex->ctx, ex->device, plan->meta);
     return 0;
   }
-  plan->tab = (vo_k_ra_sample_f32 *)plan->mem;
-  plan->tiles = (float *)(plan->mem + (size_t)tab_bytes);
+  plan->tab = (void *)plan->mem;
+  plan->tiles = (void *)(plan->mem + (size_t)tab_bytes);
   const int tt = vo_cpu_threads_for(ex->ctx, K, 2.0 * (double)total);
   VO_OMP_FOR(tt)
   for (int64_t k = 0; k < K; k++)
