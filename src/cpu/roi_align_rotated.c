@@ -173,6 +173,10 @@ static int vo_rar_plan_make(const vo_exec *ex, vo_rar_plan *plan) {
     const int64_t e = vo_ra_table_entries(p, plan->geo[k].grid_h, plan->geo[k].grid_w);
     total = total > INT64_MAX - e ? INT64_MAX : total + e;
     batch_of[k] = plan->geo[k].batch;
+    if (batch_of[k] < 0) { /* not a batch index (vo_call's checks refuse it): the plain path */
+      vo_workspace_free(ex->ctx, ex->device, plan->meta);
+      return 0;
+    }
   }
   /* RoIs grouped by image, in RoI order within an image */
   memset(start, 0, (size_t)(N + 1) * sizeof *start);
