@@ -169,6 +169,7 @@ static void build_case(bench_case *c, const char *op, const char *label) {
 }
 
 static int make_more_roi_cases(bench_case *cases, int n, int max);
+static int make_rotated_roi_cases(bench_case *cases, int n, int max);
 static int make_pyramid_and_iou_backward_cases(bench_case *cases, int n, int max);
 
 /* The cases: sizes from the detection models the ops serve. */
@@ -228,6 +229,7 @@ static int make_cases(bench_case *cases, int max) {
     n++;
   }
   n = make_more_roi_cases(cases, n, max);
+  n = make_rotated_roi_cases(cases, n, max);
   n = make_pyramid_and_iou_backward_cases(cases, n, max);
   /* DCN (deformable conv v2) as in a ResNet stage: 2x256x64x64, 3x3, 256
    * out, offset groups 1, with mask, padding 1. */
@@ -323,6 +325,51 @@ static int make_more_roi_cases(bench_case *cases, int n, int max) {
     add_value(b, vo_int_value(7));
     if (align) add_value(b, vo_int_value(2));
     for (int d = 0; d < 4; d++) add_value(b, vo_int_value(psmap[d]));
+  }
+  return n;
+}
+
+/* roi_align_rotated (and its backward) at the box-head size of its model
+ * sample (a stride-16 map of two 800x1088 images, 512 RoIs, 7x7, 2x2
+ * samples per bin), beside roi_align on the same map and the same RoIs
+ * unrotated: proposals (cx, cy, w, h) with angles uniform in [-90, 90). */
+static int make_rotated_roi_cases(bench_case *cases, int n, int max) {
+  static const char *label = "box head 2x256x50x68, 512 RoIs, 7x7";
+  const int64_t fmap[4] = {2, 256, 50, 68}, gshape[4] = {512, 256, 7, 7}, rshape[2] = {512, 6};
+  if (n + 3 > max) return n;
+  /* each case owns its tensors: the backward gets a copy of the RoIs */
+  tensor *xyxy = proposals(512, 2), *rot = tensor_new(F32, 2, rshape);
+  tensor *rot2 = tensor_new(F32, 2, rshape);
+  if (!xyxy || !rot || !rot2) {
+    tensor_free(xyxy);
+    tensor_free(rot);
+    tensor_free(rot2);
+    return n;
+  }
+  const float *a = xyxy->t.data;
+  float *r = rot->t.data;
+  for (int64_t i = 0; i < 512; i++, a += 5, r += 6) {
+    r[0] = a[0];
+    r[1] = (a[1] + a[3]) / 2, r[2] = (a[2] + a[4]) / 2;
+    r[3] = a[3] - a[1], r[4] = a[4] - a[2];
+    r[5] = (float)(180 * uniform() - 90);
+  }
+  memcpy(rot2->t.data, rot->t.data, sizeof(float) * 512 * 6);
+  for (int op = 0; op < 3; op++, n++) {
+    bench_case *c = &cases[n];
+    build_case(c,
+               op == 0   ? "roi_align"
+               : op == 1 ? "roi_align_rotated"
+                         : "roi_align_rotated_backward",
+               label);
+    add_tensor(c, uniform_tensor(4, op == 2 ? gshape : fmap, -1, 1));
+    add_tensor(c, op == 0 ? xyxy : op == 1 ? rot : rot2);
+    add_value(c, vo_float_value(1.0 / 16));
+    add_value(c, vo_int_value(7));
+    add_value(c, vo_int_value(7));
+    for (int d = 0; op == 2 && d < 4; d++) add_value(c, vo_int_value(fmap[d]));
+    add_value(c, vo_int_value(2));
+    add_value(c, vo_bool_value(1));
   }
   return n;
 }
@@ -487,9 +534,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--load") == 0) {
       load = 1;
     } else {
-      fprintf(stderr,
-              "usage: %s [--reps N] [--quick] [--load] [--filter OP_SUBSTRING] [--markdown]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [--reps N] [--quick] [--load] [--filter OP_OR_CASE_SUBSTRING] [--markdown]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -515,7 +563,7 @@ int main(int argc, char **argv) {
   int status = 0;
   for (int i = 0; i < n; i++) {
     const bench_case *c = &cases[i];
-    if (filter && !strstr(c->op, filter)) continue;
+    if (filter && !strstr(c->op, filter) && !strstr(c->label, filter)) continue;
     int ok = 1;
     for (int k = 0; k < c->num_owned; k++) ok &= c->owned[k] != NULL;
     if (!ok) {

@@ -330,7 +330,7 @@ static void expect_same_failure(const vs_sample *s, const vo_tensor_desc *descs,
 static void bad_inputs(vs_sample *s, const vo_tensor_desc *descs, const target *t) {
   if (s->rois_tensor >= 0) {
     DLTensor *r = &s->tensors[s->rois_tensor]->dl;
-    const int64_t k = r->shape[0];
+    const int64_t k = r->shape[0], len = r->shape[1]; /* 5, or 6 for rotated RoIs */
     const struct {
       int64_t row, col;
       double value;
@@ -341,19 +341,25 @@ static void bad_inputs(vs_sample *s, const vo_tensor_desc *descs, const target *
         {k - 1, 3, INFINITY, "infinite coordinate"},
     };
     for (size_t i = 0; k > 0 && i < sizeof bad / sizeof bad[0]; i++) {
-      const int64_t at = bad[i].row * 5 + bad[i].col;
+      const int64_t at = bad[i].row * len + bad[i].col;
       const double saved = vt_get(r, at);
       vt_set(r, at, bad[i].value);
       expect_same_failure(s, descs, t, bad[i].what);
       vt_set(r, at, saved);
     }
     if (k >= 6) {
-      const double s3 = vt_get(r, 3 * 5 + 0), s5 = vt_get(r, 5 * 5 + 2);
-      vt_set(r, 5 * 5 + 2, NAN);
-      vt_set(r, 3 * 5 + 0, 9);
+      const double s3 = vt_get(r, 3 * len + 0), s5 = vt_get(r, 5 * len + 2);
+      vt_set(r, 5 * len + 2, NAN);
+      vt_set(r, 3 * len + 0, 9);
       expect_same_failure(s, descs, t, "two bad RoIs");
-      vt_set(r, 3 * 5 + 0, s3);
-      vt_set(r, 5 * 5 + 2, s5);
+      vt_set(r, 3 * len + 0, s3);
+      vt_set(r, 5 * len + 2, s5);
+    }
+    for (int64_t col = 3; len == 6 && k > 0 && col <= 5; col++) { /* rotated: w, h, angle */
+      const double saved = vt_get(r, (k - 1) * len + col);
+      vt_set(r, (k - 1) * len + col, col == 5 ? NAN : -0.5);
+      expect_same_failure(s, descs, t, col == 5 ? "NaN angle" : "negative box size");
+      vt_set(r, (k - 1) * len + col, saved);
     }
   }
   if (strcmp(s->op->name, "roi_pool_backward") == 0) {
@@ -386,7 +392,9 @@ static void bad_inputs(vs_sample *s, const vo_tensor_desc *descs, const target *
                   {"ps_roi_align", 5},
                   {"ps_roi_align_backward", 6},
                   {"multi_scale_roi_align", 5},
-                  {"multi_scale_roi_align_backward", 6}};
+                  {"multi_scale_roi_align_backward", 6},
+                  {"roi_align_rotated", 5},
+                  {"roi_align_rotated_backward", 9}};
   for (size_t i = 0; i < sizeof adaptive / sizeof adaptive[0]; i++) {
     if (strcmp(s->op->name, adaptive[i].op) != 0 || s->rois_tensor < 0) continue;
     DLTensor *r = &s->tensors[s->rois_tensor]->dl;
@@ -394,7 +402,7 @@ static void bad_inputs(vs_sample *s, const vo_tensor_desc *descs, const target *
     const vo_value saved_arg = s->args[adaptive[i].sampling_arg];
     const double saved_x2 = vt_get(r, 3);
     s->args[adaptive[i].sampling_arg] = vo_int_value(0);
-    vt_set(r, 3, 60000); /* rois[0, 3]: x2, still finite in float16 */
+    vt_set(r, 3, 60000); /* rois[0, 3]: x2 (rotated: w), still finite in float16 */
     expect_same_failure(s, descs, t, "adaptive sampling grid beyond the map's bound");
     vt_set(r, 3, saved_x2);
     s->args[adaptive[i].sampling_arg] = saved_arg;

@@ -85,7 +85,8 @@ static int make_args(call *c, const char *name, vt_rng *r) {
     put_tensor(c, tensor(c, vt_f32, 2, k, 4, 0, 0));
     put_tensor(c, tensor(c, vt_f32, 2, m, 4, 0, 0));
     if (strstr(name, "distance") || strstr(name, "complete")) put(c, vo_float_value(1e-7));
-  } else if (strncmp(name, "roi_align", 9) == 0 || strncmp(name, "roi_pool", 8) == 0) {
+  } else if ((strncmp(name, "roi_align", 9) == 0 && !strstr(name, "rotated")) ||
+             strncmp(name, "roi_pool", 8) == 0) {
     const int align = name[4] == 'a';
     put_tensor(c,
                backward ? tensor(c, vt_f32, 4, k, ch, ph, pw) : tensor(c, vt_f32, 4, n, ch, h, w));

@@ -352,7 +352,7 @@ static void call_by_name(const vo_op_info *op) {
     call_roi_pool_by_name(op);
     return;
   }
-  if (strncmp(op->name, "roi_align", 9) == 0) {
+  if (strcmp(op->name, "roi_align") == 0 || strcmp(op->name, "roi_align_backward") == 0) {
     call_roi_align_by_name(op);
     return;
   }

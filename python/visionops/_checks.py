@@ -22,22 +22,24 @@ def pair(what: str, value: List[int]) -> Tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
-def check_box_list(op: str, shapes: List[List[int]]) -> None:
-    """boxes given as a list of [L_i, 4] tensors, one per image."""
+def check_box_list(op: str, shapes: List[List[int]], box_len: int = 4) -> None:
+    """boxes given as a list of [L_i, 4] tensors, one per image ([L_i, 5]
+    rotated boxes with box_len 5)."""
     if len(shapes) == 0:
-        raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a non-empty list of "
-                                  "[L, 4] tensors" % op)
+        raise VisionOpsValueError("%s: boxes: expected a [K, %d] tensor or a non-empty list of "
+                                  "[L, %d] tensors" % (op, box_len + 1, box_len))
     for shape in shapes:
-        if len(shape) != 2 or shape[1] != 4:
-            raise VisionOpsValueError("%s: boxes: each tensor of the list must have shape [L, 4], "
-                                      "got %s" % (op, shape))
+        if len(shape) != 2 or shape[1] != box_len:
+            raise VisionOpsValueError("%s: boxes: each tensor of the list must have shape [L, %d], "
+                                      "got %s" % (op, box_len, shape))
 
 
-def check_rois(op: str, shape: List[int]) -> None:
-    """boxes given as one [K, 5] tensor (image index, x1, y1, x2, y2)."""
-    if len(shape) != 2 or shape[1] != 5:
-        raise VisionOpsValueError("%s: boxes: expected a [K, 5] tensor or a list of [L, 4] "
-                                  "tensors, got shape %s" % (op, shape))
+def check_rois(op: str, shape: List[int], box_len: int = 4) -> None:
+    """boxes given as one [K, 5] tensor (image index, x1, y1, x2, y2), or
+    [K, 6] (image index, cx, cy, w, h, angle) with box_len 5."""
+    if len(shape) != 2 or shape[1] != box_len + 1:
+        raise VisionOpsValueError("%s: boxes: expected a [K, %d] tensor or a list of [L, %d] "
+                                  "tensors, got shape %s" % (op, box_len + 1, box_len, shape))
 
 
 def box_format(op: str, fmt: str) -> str:

@@ -212,9 +212,10 @@ def _same_queue(op, arrays):
 _BITS = {2: "ushort", 4: "uint", 8: "ulong"}
 
 
-def rois_from_list(op, boxes):
-    """[L_i, 4] pyopencl box arrays (one per image) as one [K, 5] rois array
-    with the image index first, as ops._rois does with NumPy."""
+def rois_from_list(op, boxes, box_len=4):
+    """[L_i, 4] pyopencl box arrays (one per image; [L_i, 5] rotated boxes
+    with box_len 5) as one [K, 5] ([K, 6]) rois array with the image index
+    first, as ops._rois does with NumPy."""
     import numpy as np
 
     queue = _same_queue(op, [("boxes[%d]" % i, b) for i, b in enumerate(boxes)])
@@ -227,11 +228,13 @@ def rois_from_list(op, boxes):
     bits = _BITS.get(dtype.itemsize)
     if bits is None:
         raise VisionOpsTypeError("%s: boxes have unsupported dtype %s" % (op, dtype.name))
-    rois = module().empty(queue, (sum(int(b.shape[0]) for b in boxes), 5), dtype)
-    pack = _kernel(queue.context, ("pack_rois", bits),
+    n = box_len + 1
+    rois = module().empty(queue, (sum(int(b.shape[0]) for b in boxes), n), dtype)
+    pack = _kernel(queue.context, ("pack_rois", bits, box_len),
                    "%s *rois, const %s *box, long first, %s image" % (bits, bits, bits),
-                   "rois[5 * (first + i)] = image;"
-                   "for (int k = 0; k < 4; k++) rois[5 * (first + i) + 1 + k] = box[4 * i + k]")
+                   "rois[%d * (first + i)] = image;"
+                   "for (int k = 0; k < %d; k++) rois[%d * (first + i) + 1 + k] = box[%d * i + k]"
+                   % (n, box_len, n, box_len))
     uint = np.dtype("u%d" % dtype.itemsize)
     first = 0
     for i, b in enumerate(boxes):

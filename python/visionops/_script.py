@@ -123,13 +123,14 @@ def complete_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tenso
 # ---------------------------------------------------------------- RoI ops
 
 
-def _rois(op: str, boxes: Union[Tensor, List[Tensor]]) -> Tensor:
+def _rois(op: str, boxes: Union[Tensor, List[Tensor]], box_len: int = 4) -> Tensor:
     """A [K, 5] rois tensor as is; a list of [L_i, 4] tensors (one per
-    image) with the image index prepended."""
+    image) with the image index prepended ([K, 6] and [L_i, 5] for rotated
+    boxes, box_len 5)."""
     if isinstance(boxes, torch.Tensor):
-        check_rois(op, list(boxes.shape))
+        check_rois(op, list(boxes.shape), box_len)
         return boxes
-    check_box_list(op, [list(b.shape) for b in boxes])
+    check_box_list(op, [list(b.shape) for b in boxes], box_len)
     return torch.cat([torch.cat([torch.full_like(b[:, :1], i), b], dim=1)
                       for i, b in enumerate(boxes)], dim=0)
 
@@ -140,6 +141,17 @@ def roi_align(input: Tensor, boxes: Union[Tensor, List[Tensor]],
     ph, pw = pair("roi_align: output_size", output_size)
     return torch.ops.visionops.roi_align(input, _rois("roi_align", boxes), float(spatial_scale),
                                          ph, pw, int(sampling_ratio), bool(aligned))
+
+
+def roi_align_rotated(input: Tensor, rois: Union[Tensor, List[Tensor]],
+                      output_size: BroadcastingList2[int], spatial_scale: float = 1.0,
+                      sampling_ratio: int = -1, aligned: bool = True, clockwise: bool = False,
+                      radians: bool = False) -> Tensor:
+    op = "roi_align_rotated"
+    ph, pw = pair("roi_align_rotated: output_size", output_size)
+    return torch.ops.visionops.roi_align_rotated(input, _rois(op, rois, 5), float(spatial_scale),
+                                                 ph, pw, int(sampling_ratio), bool(aligned),
+                                                 bool(clockwise), bool(radians))
 
 
 def roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],

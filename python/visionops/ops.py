@@ -41,7 +41,7 @@ __all__ = [
     "complete_box_iou", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
     "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
     "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
-    "VisionOpsTypeError",
+    "VisionOpsTypeError", "roi_align_rotated", "RoIAlignRotated",
 ]
 
 try:
@@ -362,41 +362,42 @@ globals().update({name: _schema_function(name, doc) for name, doc in _SCHEMA_OPS
 # ---------------------------------------------------------------- RoI ops
 
 
-def _boxes(op, boxes):
+def _boxes(op, boxes, box_len=4):
     """The boxes argument type-checked: a tensor, or a list of tensors (a
-    tuple becomes a list, as the typed torch path takes)."""
+    tuple becomes a list, as the typed torch path takes); box_len 5 for
+    rotated boxes."""
+    kinds = "a [K, %d] tensor or a list of [L, %d] tensors" % (box_len + 1, box_len)
     if isinstance(boxes, (list, tuple)):
         for i, b in enumerate(boxes):
             if not _is_tensor(b):
-                raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] "
-                                         "tensors, got a %s whose item %d is %s"
-                                         % (op, type(boxes).__name__, i, _describe(b)))
+                raise VisionOpsTypeError("%s: boxes must be %s, got a %s whose item %d is %s"
+                                         % (op, kinds, type(boxes).__name__, i, _describe(b)))
         return [_tensor(b, op, "boxes[%d]" % i) for i, b in enumerate(boxes)]
     if not _is_tensor(boxes):
-        raise VisionOpsTypeError("%s: boxes must be a [K, 5] tensor or a list of [L, 4] tensors, "
-                                 "got %s" % (op, _describe(boxes)))
+        raise VisionOpsTypeError("%s: boxes must be %s, got %s" % (op, kinds, _describe(boxes)))
     return _tensor(boxes, op, "boxes")
 
 
-def _rois(op, boxes):
+def _rois(op, boxes, box_len=4):
     """NumPy boxes (after _boxes) as a [K, 5] rois array: a [K, 5] array as
-    is, or a list of [L_i, 4] arrays with the image index prepended."""
+    is, or a list of [L_i, 4] arrays with the image index prepended ([K, 6]
+    and [L_i, 5] for rotated boxes, box_len 5)."""
     import numpy as np
 
     if isinstance(boxes, list):
-        _checks.check_box_list(op, [[int(d) for d in b.shape] for b in boxes])
+        _checks.check_box_list(op, [[int(d) for d in b.shape] for b in boxes], box_len)
         if any(_opencl.is_array(b) for b in boxes):
-            return _opencl.rois_from_list(op, boxes)
+            return _opencl.rois_from_list(op, boxes, box_len)
         return np.concatenate([np.concatenate([np.full_like(b[:, :1], i), b], axis=1)
                                for i, b in enumerate(boxes)], axis=0)
-    _checks.check_rois(op, [int(d) for d in boxes.shape])
+    _checks.check_rois(op, [int(d) for d in boxes.shape], box_len)
     return boxes
 
 
-def _roi_args(op, input, boxes):
+def _roi_args(op, input, boxes, box_len=4):
     """(input, boxes, on_torch) of a RoI op, type-checked."""
     input = _tensor(input, op, "input")
-    boxes = _boxes(op, boxes)
+    boxes = _boxes(op, boxes, box_len)
     return input, boxes, _is_torch(input) or _is_torch(boxes)
 
 
@@ -408,6 +409,29 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     ph, pw = _pair(output_size, "roi_align: output_size")
     return _call("roi_align", input, _rois("roi_align", boxes), float(spatial_scale), ph, pw,
                  int(sampling_ratio), bool(aligned))
+
+
+@_fx_leaf
+def roi_align_rotated(input, rois, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=True,
+                      clockwise=False, radians=False):
+    """RoIAlign over rotated boxes (detectron2's ROIAlignRotated, mmcv's
+    roi_align_rotated): rois is a [K, 6] tensor (image index, cx, cy, w, h,
+    angle) or a list of [L_i, 5] tensors (cx, cy, w, h, angle), one per
+    image. The angle is in degrees, counter-clockwise on screen (y down);
+    clockwise and radians say otherwise. Each bin's sampling grid (as
+    roi_align's: sampling_ratio <= 0 takes ceil(size / output size)
+    samples) is laid on the un-rotated box and turned by the angle about its
+    centre. aligned shifts the centre by -0.5 pixel (detectron2 always
+    does); without it w and h are at least 1 (mmcv's aligned=False).
+    Negative w or h are an error. Differentiable with respect to input."""
+    op = "roi_align_rotated"
+    input, rois, on_torch = _roi_args(op, input, rois, 5)
+    if on_torch:
+        return _script.roi_align_rotated(input, rois, output_size, spatial_scale, sampling_ratio,
+                                         aligned, clockwise, radians)
+    ph, pw = _pair(output_size, "roi_align_rotated: output_size")
+    return _call(op, input, _rois(op, rois, 5), float(spatial_scale), ph, pw, int(sampling_ratio),
+                 bool(aligned), bool(clockwise), bool(radians))
 
 
 @_fx_leaf
@@ -625,6 +649,33 @@ if _nn is not None:
                 type(self).__name__, self.output_size, self.spatial_scale, self.sampling_ratio,
                 self.aligned)
 
+    class RoIAlignRotated(_nn.Module):
+        """RoIAlign over rotated boxes (detectron2's ROIAlignRotated, with
+        clockwise and radians for mmcv's conventions): see roi_align_rotated."""
+
+        spatial_scale: float  # TorchScript: an int given here scripts as a float
+
+        def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=True,
+                     clockwise=False, radians=False):
+            super().__init__()
+            self.output_size = output_size
+            self.spatial_scale = spatial_scale
+            self.sampling_ratio = sampling_ratio
+            self.aligned = aligned
+            self.clockwise = clockwise
+            self.radians = radians
+
+        def forward(self, input: Tensor, rois: Union[Tensor, List[Tensor]]) -> Tensor:
+            return roi_align_rotated(input, rois, self.output_size, self.spatial_scale,
+                                     self.sampling_ratio, self.aligned, self.clockwise,
+                                     self.radians)
+
+        def __repr__(self):
+            return ("%s(output_size=%s, spatial_scale=%s, sampling_ratio=%s, aligned=%s, "
+                    "clockwise=%s, radians=%s)" % (
+                        type(self).__name__, self.output_size, self.spatial_scale,
+                        self.sampling_ratio, self.aligned, self.clockwise, self.radians))
+
     class RoIPool(_nn.Module):
         """torchvision.ops.RoIPool: see roi_pool."""
 
@@ -735,6 +786,7 @@ if _nn is not None:
 
 else:
     RoIAlign = _needs_torch("RoIAlign")
+    RoIAlignRotated = _needs_torch("RoIAlignRotated")
     RoIPool = _needs_torch("RoIPool")
     PSRoIAlign = _needs_torch("PSRoIAlign")
     PSRoIPool = _needs_torch("PSRoIPool")
@@ -747,7 +799,7 @@ else:
 # typed twin in _script.py.
 _FX_LEAVES = ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
               "complete_box_iou", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align",
-              "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d")
+              "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d", "roi_align_rotated")
 if _torch is not None:
     import torch.fx as _fx
 

@@ -316,7 +316,7 @@ class _SingleLevelAllowed:
 _LINEAR_IN_FIRST = {
     "roi_align", "roi_align_backward", "roi_pool_backward", "ps_roi_align",
     "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward", "multi_scale_roi_align",
-    "multi_scale_roi_align_backward",
+    "multi_scale_roi_align_backward", "roi_align_rotated", "roi_align_rotated_backward",
 }
 
 

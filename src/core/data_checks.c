@@ -57,6 +57,11 @@ static vo_status vo_data_check_failure(const vo_exec *ex, const vo_data_check *d
       if (!isfinite(v))
         return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s[%lld, %lld] = %g is not finite",
                        ex->op_name, name, (long long)row, (long long)col, v);
+      if (col != 0) /* rotated: (batch, cx, cy, w, h, angle) */
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                       "%s: %s[%lld, %lld] = %g is a negative box %s (w and h must be >= 0)",
+                       ex->op_name, name, (long long)row, (long long)col, v,
+                       col == 3 ? "width" : "height");
       return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                      "%s: %s[%lld, 0] = %g is not a batch index of input with N = %lld",
                      ex->op_name, name, (long long)row, v, (long long)c->batch_size);
@@ -65,8 +70,8 @@ static vo_status vo_data_check_failure(const vo_exec *ex, const vo_data_check *d
       const int m = (int)found->value[2];
       const double gh = ceil(rh / (double)c->pooled_height);
       const double gw = ceil(rw / (double)c->pooled_width);
-      const int64_t lh = vo_k_adaptive_limit(c->height[m], c->pooled_height);
-      const int64_t lw = vo_k_adaptive_limit(c->width[m], c->pooled_width);
+      int64_t lh, lw;
+      vo_k_check_grid_limits(c, m, &lh, &lw);
       return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                      "%s: %s[%lld] spans %g x %g feature pixels (h x w), so adaptive sampling "
                      "(sampling_ratio <= 0) would take %.0f x %.0f samples per bin; a %lld x %lld "

@@ -184,6 +184,14 @@ typedef struct vo_roi_align_params {
   const vo_view *out; /* out, contiguous: forward [K,C,PH,PW], backward [N,C,H,W] */
 } vo_roi_align_params;
 
+/* roi_align_rotated and its backward: roi_align's parameters (base.rois is
+ * [K,6]: batch_index, cx, cy, w, h, angle) and the angle's scale to radians,
+ * counter-clockwise (clockwise and radians folded in). */
+typedef struct vo_roi_align_rotated_params {
+  vo_roi_align_params base;
+  double angle_scale;
+} vo_roi_align_rotated_params;
+
 /* roi_pool and roi_pool_backward. */
 typedef struct vo_roi_pool_params {
   const vo_view *input;                /* forward: [N,C,H,W] float; NULL for the backward */
@@ -292,6 +300,7 @@ typedef struct vo_exec {
     vo_ps_roi_align_params ps_roi_align;
     vo_ps_roi_pool_params ps_roi_pool;
     vo_deform_conv2d_params deform_conv2d;
+    vo_roi_align_rotated_params roi_align_rotated;
   } p;
 } vo_exec;
 

@@ -285,8 +285,8 @@ vo_status vo_cpu_ps_roi_align(const vo_exec *ex) {
 
 static vo_status vo_psa_backward_run(const vo_exec *ex, void *acc) {
   const vo_ps_roi_align_params *q = &ex->p.ps_roi_align;
-  return vo_ra_drive(ex, &q->base, ex->dtype == VO_F64, q->channels_out, NULL, vo_psa_backward_item,
-                     acc);
+  return vo_ra_drive(ex, &q->base, NULL, ex->dtype == VO_F64, q->channels_out, NULL,
+                     vo_psa_backward_item, acc);
 }
 static vo_status vo_psa_backward_f32(const vo_exec *ex, float *acc) {
   return vo_psa_backward_run(ex, acc);

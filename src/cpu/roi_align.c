@@ -69,7 +69,7 @@ static void vo_ra_backward_item_rc(const vo_exec *ex, const vo_k_roi_align_args 
 /* The plain kernels: forward (acc NULL) or backward into acc. */
 static vo_status vo_ra_run(const vo_exec *ex, int backward, void *acc) {
   const vo_roi_align_params *p = &ex->p.roi_align;
-  return vo_ra_drive(ex, p, ex->dtype == VO_F64, p->channels, vo_ra_forward_item_rc,
+  return vo_ra_drive(ex, p, NULL, ex->dtype == VO_F64, p->channels, vo_ra_forward_item_rc,
                      backward ? vo_ra_backward_item_rc : NULL, acc);
 }
 

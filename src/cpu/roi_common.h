@@ -1,6 +1,7 @@
 /*
- * CPU glue shared by the bilinear RoI kernels (roi_align, ps_roi_align),
- * whose arithmetic is the portable kernels/roi_align.h: each RoI's
+ * CPU glue shared by the bilinear RoI kernels (roi_align, ps_roi_align,
+ * roi_align_rotated), whose arithmetic is the portable kernels/roi_align.h
+ * (and kernels/roi_align_rotated.h): each RoI's
  * geometry in the call's compute type, per-RoI sample tables chunked by
  * the workspace limit, and the plain driver that runs the work items over
  * the threads. Also the OpenMP loop macros, the position-sensitive
@@ -15,6 +16,7 @@
 
 #include "cpu/common.h"
 #include "core/roi_align_args.h"
+#include "kernels/roi_align_rotated.h"
 
 #ifdef VISIONOPS_HAVE_OPENMP
 #define VO_PRAGMA(x) _Pragma(#x)
@@ -30,12 +32,15 @@
 #endif
 
 /* A RoI's geometry in the call's compute type (float64 for float64, else
- * float32), with the fields the drivers schedule by. */
+ * float32), with the fields the drivers schedule by; rotated RoIs keep
+ * theirs in rf32 / rf64. */
 typedef struct vo_ra_roi {
   int64_t grid_h, grid_w, batch;
   union {
     vo_k_ra_roi_f32 f32;
     vo_k_ra_roi_f64 f64;
+    vo_k_rar_roi_f32 rf32;
+    vo_k_rar_roi_f64 rf64;
   } t;
 } vo_ra_roi;
 
@@ -138,8 +143,20 @@ static inline int64_t vo_ra_next_chunk(const int64_t *entries, int64_t k0, int64
   return k;
 }
 
+/* How a driver gets a RoI's geometry and builds its sample table (the
+ * entries of vo_ra_table_entries, (ph, pw, iy, ix) order, corner offsets for
+ * strides sh, sw); NULL stands for roi_align's (vo_ra_geometry,
+ * vo_k_ra_roi_samples). */
+typedef struct vo_ra_geometry_ops {
+  void (*geometry)(const vo_exec *ex, const vo_k_roi_align_args *a, const void *rois, int64_t k,
+                   int f64, vo_ra_roi *g);
+  void (*samples)(const vo_ra_roi *g, const vo_roi_align_params *p, int64_t sh, int64_t sw, int f64,
+                  void *tab);
+} vo_ra_geometry_ops;
+
 /* The plain driver of the bilinear RoI ops, in the call's compute type
- * (f64: double, else float): geometry of every RoI, then chunk by chunk (the
+ * (f64: double, else float), with ops' geometry (NULL: roi_align's):
+ * geometry of every RoI, then chunk by chunk (the
  * chunk's sample tables fit the workspace limit): build the tables
  * (parallel over RoIs), then run the work items. Forward items are (RoI,
  * output channel) pairs, `fwd_channels` per RoI. Backward items (bwd !=
@@ -154,9 +171,9 @@ typedef void (*vo_ra_forward_item)(const vo_exec *ex, const vo_k_roi_align_args 
 typedef void (*vo_ra_backward_item)(const vo_exec *ex, const vo_k_roi_align_args *a,
                                     const vo_ra_roi *g, const void *tab, int64_t k, int64_t c,
                                     void *plane);
-static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params *p, int f64,
-                                    int64_t fwd_channels, vo_ra_forward_item fwd,
-                                    vo_ra_backward_item bwd, void *acc) {
+static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params *p,
+                                    const vo_ra_geometry_ops *ops, int f64, int64_t fwd_channels,
+                                    vo_ra_forward_item fwd, vo_ra_backward_item bwd, void *acc) {
   const int backward = bwd != NULL;
   const int64_t num_rois = p->rois->shape[0];
   const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, backward ? p->grad : p->input);
@@ -173,7 +190,10 @@ static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params
   int64_t *tab_off = entries + num_rois;
   int64_t total = 0;
   for (int64_t k = 0; k < num_rois; k++) {
-    vo_ra_geometry(&a, rois, k, f64, &geo[k]);
+    if (ops)
+      ops->geometry(ex, &a, rois, k, f64, &geo[k]);
+    else
+      vo_ra_geometry(&a, rois, k, f64, &geo[k]);
     entries[k] = vo_ra_table_entries(p, geo[k].grid_h, geo[k].grid_w);
     total = total > INT64_MAX - entries[k] ? INT64_MAX : total + entries[k];
   }
@@ -200,7 +220,9 @@ static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params
     for (int64_t k = k0; k < k1; k++) {
       if (!tab || tab_off[k] < 0 || entries[k] == 0) continue;
       void *t = tab + (size_t)tab_off[k] * sample;
-      if (f64)
+      if (ops)
+        ops->samples(&geo[k], p, sh, sw, f64, t);
+      else if (f64)
         vo_k_ra_roi_samples_f64(&geo[k].t.f64, p->pooled_height, p->pooled_width, p->height,
                                 p->width, sh, sw, t);
       else

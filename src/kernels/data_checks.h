@@ -8,7 +8,7 @@
  * (core/data_checks.c), from what vo_k_check_values records.
  *
  * A check looks at the tensor row by row: a RoI row [5] (rois, roi_grid) or
- * a row of the last dimension of a 4-D int32 tensor (argmax,
+ * (or [6], rotated) a row of the last dimension of a 4-D int32 tensor (argmax,
  * channel_mapping; roi_grid's rows have length 1). vo_k_check_bad_column
  * gives a row's first bad column; the first bad item overall is the least
  * key row * row length + column, the row-major order in which the op layer
@@ -21,8 +21,10 @@
 #include "kernels/multi_scale_roi_align.h"
 
 /* Kinds of check. */
-#define VO_K_CHECK_ROIS 1            /* rois [K,5]: finite; column 0 an integer in [0, N) */
-#define VO_K_CHECK_ROI_GRID 2        /* rois [K,5]: adaptive samples per bin within a bound */
+#define VO_K_CHECK_ROIS 1     /* rois [K,5]: finite; column 0 an integer in [0, N) */
+#define VO_K_CHECK_ROI_GRID 2 /* rois [K,5]: adaptive samples per bin within a bound */
+/* (both also for rotated rois [K,6], (batch, cx, cy, w, h, angle), with
+ * `rotated`: then w and h must be >= 0 too) */
 #define VO_K_CHECK_ARGMAX 3          /* int32 [K,C,PH,PW]: -1 or an index in [0, H*W) */
 #define VO_K_CHECK_CHANNEL_MAPPING 4 /* int32 [K,C',PH,PW]: (c*PH + ph)*PW + pw */
 
@@ -44,8 +46,9 @@
  * dimensions have size 1 and stride 0) and the kind's parameters. Holds no
  * pointer, so a device kernel takes it by value. */
 typedef struct vo_k_check {
-  int kind;  /* VO_K_CHECK_* */
-  int dtype; /* VO_DT_* of the tensor */
+  int kind;    /* VO_K_CHECK_* */
+  int dtype;   /* VO_DT_* of the tensor */
+  int rotated; /* rois and roi_grid: rotated rois [K,6] */
   int64_t shape[4], stride[4];
   int64_t batch_size;                  /* rois: N of the input */
   int64_t hw;                          /* argmax: H*W, saturated at INT64_MAX */
@@ -81,7 +84,8 @@ VO_KFN int64_t vo_k_check_rows(const vo_k_check *c) {
 }
 VO_KFN int64_t vo_k_check_row_length(const vo_k_check *c) {
   if (c->kind == VO_K_CHECK_ROI_GRID) return 1;
-  return c->kind == VO_K_CHECK_ROIS ? 5 : c->shape[3];
+  if (c->kind == VO_K_CHECK_ROIS) return c->rotated ? 6 : 5;
+  return c->shape[3];
 }
 
 /* Element offset of row `row`, and its (i0, i1, i2) for the 4-D kinds. */
@@ -106,6 +110,15 @@ VO_KFN int64_t vo_k_adaptive_limit(int64_t map, int64_t pooled) {
   return (int64_t)(l < 1e18 ? l : 1e18);
 }
 
+/* The adaptive grid's bounds (vo_k_adaptive_limit) on map m: a rotated RoI
+ * inside an H x W map may run along its diagonal, so both of its axes get
+ * the bound of H + W pixels (more than the diagonal). */
+VO_KFN void vo_k_check_grid_limits(const vo_k_check *c, int m, int64_t *lh, int64_t *lw) {
+  const int64_t h = c->height[m], w = c->width[m];
+  *lh = vo_k_adaptive_limit(c->rotated ? h + w : h, c->pooled_height);
+  *lw = vo_k_adaptive_limit(c->rotated ? h + w : w, c->pooled_width);
+}
+
 /* RoI row `row`'s map for a roi_grid check, or -1 when its FPN level is NaN
  * (then it is not checked). */
 VO_KFN int vo_k_roi_map_of(const VO_GLOBAL void *data, const vo_k_check *c, int64_t row) {
@@ -126,6 +139,17 @@ VO_KFN void vo_k_roi_extent(const VO_GLOBAL void *data, const vo_k_check *c, int
                             double *rh, double *rw) {
   const int64_t o = row * c->stride[0], s1 = c->stride[1];
   const double scale = c->scale[m];
+  if (c->rotated) { /* (batch, cx, cy, w, h, angle): the un-rotated grid's size */
+    double w = vo_k_load_as_double(data, c->dtype, o + 3 * s1) * scale;
+    double h = vo_k_load_as_double(data, c->dtype, o + 4 * s1) * scale;
+    if (c->min_size_1) {
+      w = w < 1 ? 1 : w;
+      h = h < 1 ? 1 : h;
+    }
+    *rh = h;
+    *rw = w;
+    return;
+  }
   const double x1 = vo_k_load_as_double(data, c->dtype, o + s1) * scale - c->offset;
   const double y1 = vo_k_load_as_double(data, c->dtype, o + 2 * s1) * scale - c->offset;
   const double x2 = vo_k_load_as_double(data, c->dtype, o + 3 * s1) * scale - c->offset;
@@ -146,10 +170,12 @@ VO_KFN void vo_k_roi_extent(const VO_GLOBAL void *data, const vo_k_check *c, int
 VO_KFN int64_t vo_k_check_bad_column_at(const VO_GLOBAL void *data, const vo_k_check *c,
                                         int64_t row, int64_t o, const int64_t idx[3]) {
   if (c->kind == VO_K_CHECK_ROIS) {
-    for (int64_t j = 0; j < 5; j++) {
+    const int64_t len = c->rotated ? 6 : 5;
+    for (int64_t j = 0; j < len; j++) {
       const double v = vo_k_load_as_double(data, c->dtype, o + j * c->stride[1]);
       if (!vo_k_isfinite(v)) return j;
       if (j == 0 && !(v >= 0 && v < (double)c->batch_size && v == floor(v))) return 0;
+      if (c->rotated && (j == 3 || j == 4) && v < 0) return j; /* w, h */
     }
     return -1;
   }
@@ -160,8 +186,8 @@ VO_KFN int64_t vo_k_check_bad_column_at(const VO_GLOBAL void *data, const vo_k_c
     vo_k_roi_extent(data, c, row, m, &rh, &rw);
     const double gh = ceil(rh / (double)c->pooled_height);
     const double gw = ceil(rw / (double)c->pooled_width);
-    const int64_t lh = vo_k_adaptive_limit(c->height[m], c->pooled_height);
-    const int64_t lw = vo_k_adaptive_limit(c->width[m], c->pooled_width);
+    int64_t lh, lw;
+    vo_k_check_grid_limits(c, m, &lh, &lw);
     return gh > (double)lh || gw > (double)lw ? 0 : -1;
   }
   const VO_GLOBAL int32_t *d = (const VO_GLOBAL int32_t *)data;

@@ -4,7 +4,8 @@
  * every output element; the backward atomic (fast) or, under
  * ctx->deterministic (and for float64 without int64 atomics), a gather in
  * the CPU's order, helped by each RoI's pixel box when the boxes fit the
- * workspace limit.
+ * workspace limit. roi_align_rotated's glue runs the same launches over its
+ * own program (vo_cl_ra_kernels, opencl/roi_common.h).
  */
 #include <stdio.h>
 
@@ -13,18 +14,25 @@
 
 static const char *vo_cl_compute_suffix(vo_dtype d) { return d == VO_F64 ? "f64" : "f32"; }
 
-vo_status vo_opencl_roi_align(const vo_exec *ex) {
-  const vo_roi_align_params *p = &ex->p.roi_align;
+/* Kernel `what` ("", "_scatter", "_box", "_gather") of k's program for the
+ * dtype suffix sfx, started in l. */
+static vo_status vo_cl_ra_begin(vo_cl_launch *l, const vo_cl_call *c, const vo_cl_ra_kernels *k,
+                                const char *what, const char *sfx) {
+  char name[64];
+  snprintf(name, sizeof name, "vo_cl_%s%s_%s", k->program, what, sfx);
+  vo_status st = vo_cl_launch_begin(l, c, k->program, name);
+  if (st == VO_OK) vo_cl_arg(l, k->args, k->args_size);
+  return st;
+}
+
+vo_status vo_cl_ra_forward(const vo_exec *ex, const vo_cl_ra_kernels *k) {
+  const vo_roi_align_params *p = k->p;
   const int64_t n = p->out->numel;
   vo_cl_call c;
   vo_status st = vo_cl_call_begin(ex, &c);
   if (st != VO_OK || n == 0) return st;
-  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, p->input);
-  char name[48];
-  snprintf(name, sizeof name, "vo_cl_roi_align_%s", vo_cl_suffix(ex->dtype));
   vo_cl_launch l;
-  if ((st = vo_cl_launch_begin(&l, &c, "roi_align", name)) != VO_OK) return st;
-  vo_cl_arg(&l, &a, sizeof a);
+  if ((st = vo_cl_ra_begin(&l, &c, k, "", vo_cl_suffix(ex->dtype))) != VO_OK) return st;
   vo_cl_arg_view(&l, p->input);
   vo_cl_arg_view(&l, p->rois);
   vo_cl_arg_i64(&l, n);
@@ -34,15 +42,12 @@ vo_status vo_opencl_roi_align(const vo_exec *ex) {
 
 /* The fast backward: grad spread with atomics into acc (byte offset
  * acc_off), grad_input itself or a float32 copy of it. */
-static vo_status vo_cl_roi_align_scatter(const vo_cl_call *c, const vo_k_roi_align_args *a,
-                                         cl_mem acc, uint64_t acc_off) {
-  const vo_roi_align_params *p = &c->ex->p.roi_align;
-  char name[48];
-  snprintf(name, sizeof name, "vo_cl_roi_align_scatter_%s", vo_cl_suffix(c->ex->dtype));
+static vo_status vo_cl_ra_scatter(const vo_cl_call *c, const vo_cl_ra_kernels *k, cl_mem acc,
+                                  uint64_t acc_off) {
+  const vo_roi_align_params *p = k->p;
   vo_cl_launch l;
-  vo_status st = vo_cl_launch_begin(&l, c, "roi_align", name);
+  vo_status st = vo_cl_ra_begin(&l, c, k, "_scatter", vo_cl_suffix(c->ex->dtype));
   if (st != VO_OK) return st;
-  vo_cl_arg(&l, a, sizeof *a);
   vo_cl_arg_view(&l, p->grad);
   vo_cl_arg_view(&l, p->rois);
   vo_cl_arg_i64(&l, p->grad->numel);
@@ -51,27 +56,20 @@ static vo_status vo_cl_roi_align_scatter(const vo_cl_call *c, const vo_k_roi_ali
 }
 
 /* The deterministic backward: RoI boxes (when they fit), then the gather. */
-static vo_status vo_cl_roi_align_gather(const vo_cl_call *c, const vo_k_roi_align_args *a) {
+static vo_status vo_cl_ra_gather(const vo_cl_call *c, const vo_cl_ra_kernels *k) {
   const vo_exec *ex = c->ex;
-  const vo_roi_align_params *p = &ex->p.roi_align;
+  const vo_roi_align_params *p = k->p;
   const int64_t num_rois = p->rois->shape[0];
   cl_mem boxes = vo_cl_roi_try_workspace(ex, (uint64_t)num_rois * sizeof(vo_k_ra_box));
-  char name[48];
   vo_cl_launch l;
   vo_status st = VO_OK;
-  if (boxes) {
-    snprintf(name, sizeof name, "vo_cl_roi_align_box_%s", vo_cl_compute_suffix(ex->dtype));
-    if ((st = vo_cl_launch_begin(&l, c, "roi_align", name)) == VO_OK) {
-      vo_cl_arg(&l, a, sizeof *a);
-      vo_cl_arg_view(&l, p->rois);
-      vo_cl_arg_i64(&l, num_rois);
-      vo_cl_arg_mem(&l, boxes, 0);
-      st = vo_cl_launch_run(&l, num_rois);
-    }
+  if (boxes && (st = vo_cl_ra_begin(&l, c, k, "_box", vo_cl_compute_suffix(ex->dtype))) == VO_OK) {
+    vo_cl_arg_view(&l, p->rois);
+    vo_cl_arg_i64(&l, num_rois);
+    vo_cl_arg_mem(&l, boxes, 0);
+    st = vo_cl_launch_run(&l, num_rois);
   }
-  snprintf(name, sizeof name, "vo_cl_roi_align_gather_%s", vo_cl_suffix(ex->dtype));
-  if (st == VO_OK && (st = vo_cl_launch_begin(&l, c, "roi_align", name)) == VO_OK) {
-    vo_cl_arg(&l, a, sizeof *a);
+  if (st == VO_OK && (st = vo_cl_ra_begin(&l, c, k, "_gather", vo_cl_suffix(ex->dtype))) == VO_OK) {
     vo_cl_arg_view(&l, p->grad);
     vo_cl_arg_view(&l, p->rois);
     vo_cl_arg_mem(&l, boxes, 0);
@@ -84,29 +82,42 @@ static vo_status vo_cl_roi_align_gather(const vo_cl_call *c, const vo_k_roi_alig
   return st;
 }
 
-vo_status vo_opencl_roi_align_backward(const vo_exec *ex) {
-  const vo_roi_align_params *p = &ex->p.roi_align;
+vo_status vo_cl_ra_backward(const vo_exec *ex, const vo_cl_ra_kernels *k) {
+  const vo_roi_align_params *p = k->p;
   const int64_t n = p->out->numel;
   vo_cl_call c;
   vo_status st = vo_cl_call_begin(ex, &c);
   if (st != VO_OK || n == 0) return st;
   if (p->rois->shape[0] == 0 || p->grad->numel == 0) return vo_cl_roi_zero(&c, p->out);
-  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, p->grad);
   if (!ex->ctx->deterministic && vo_cl_roi_atomics(&c, ex->dtype)) {
     if (ex->dtype == VO_F32 || ex->dtype == VO_F64) {
       if ((st = vo_cl_roi_zero(&c, p->out)) != VO_OK) return st;
-      return vo_cl_roi_align_scatter(&c, &a, (cl_mem)p->out->data, p->out->byte_offset);
+      return vo_cl_ra_scatter(&c, k, (cl_mem)p->out->data, p->out->byte_offset);
     }
     /* Half types: atomics into a float32 copy when it fits the limit. */
     cl_mem acc = vo_cl_roi_try_workspace(ex, (uint64_t)n * sizeof(float));
     if (acc) {
       const float zero = 0;
       st = vo_cl_fill(&c, acc, 0, &zero, sizeof zero, (size_t)n * sizeof(float));
-      if (st == VO_OK) st = vo_cl_roi_align_scatter(&c, &a, acc, 0);
-      if (st == VO_OK) st = vo_cl_roi_convert(&c, "roi_align", acc, 0, p->out);
+      if (st == VO_OK) st = vo_cl_ra_scatter(&c, k, acc, 0);
+      if (st == VO_OK) st = vo_cl_roi_convert(&c, k->program, acc, 0, p->out);
       vo_workspace_free(ex->ctx, ex->device, acc);
       return st;
     }
   }
-  return vo_cl_roi_align_gather(&c, &a);
+  return vo_cl_ra_gather(&c, k);
+}
+
+vo_status vo_opencl_roi_align(const vo_exec *ex) {
+  const vo_roi_align_params *p = &ex->p.roi_align;
+  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, p->input);
+  const vo_cl_ra_kernels k = {"roi_align", &a, sizeof a, p};
+  return vo_cl_ra_forward(ex, &k);
+}
+
+vo_status vo_opencl_roi_align_backward(const vo_exec *ex) {
+  const vo_roi_align_params *p = &ex->p.roi_align;
+  const vo_k_roi_align_args a = vo_roi_align_kernel_args(p, p->grad);
+  const vo_cl_ra_kernels k = {"roi_align", &a, sizeof a, p};
+  return vo_cl_ra_backward(ex, &k);
 }

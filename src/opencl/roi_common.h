@@ -1,9 +1,10 @@
 /*
  * Host glue shared by the OpenCL RoI ops (roi_align.c, roi_pool.c,
- * multi_scale_roi_align.c): zeroing an output, optional workspaces (within
- * the context's limit; the caller falls back to a path without them), the
- * half-type accumulator's rounding, whether a dtype's atomics exist on the
- * device, and small read-only argument buffers.
+ * multi_scale_roi_align.c, roi_align_rotated.c): zeroing an output,
+ * optional workspaces (within the context's limit; the caller falls back to
+ * a path without them), the half-type accumulator's rounding, whether a
+ * dtype's atomics exist on the device, small read-only argument buffers,
+ * and the launches of the roi_align-family programs (opencl/roi_align.c).
  */
 #ifndef VISIONOPS_OPENCL_ROI_COMMON_H
 #define VISIONOPS_OPENCL_ROI_COMMON_H
@@ -31,5 +32,20 @@ int vo_cl_roi_atomics(const vo_cl_call *c, vo_dtype d);
  * arguments may total only 1 KiB, CL_DEVICE_MAX_PARAMETER_SIZE's minimum).
  * Release it with vo_cl.ReleaseMemObject once queued. */
 vo_status vo_cl_roi_constants(const vo_cl_call *c, const void *host, size_t size, cl_mem *out);
+
+/* A roi_align-family program (roi_align.cl, roi_align_rotated.cl) whose
+ * kernels vo_cl_<program>{,_scatter,_box,_gather}_<suffix> take roi_align.cl's
+ * argument lists after their argument struct `args` (by value) and a
+ * vo_cl_roi_convert_<suffix>; p: the call's roi_align parameters. */
+typedef struct vo_cl_ra_kernels {
+  const char *program;
+  const void *args;
+  size_t args_size;
+  const vo_roi_align_params *p;
+} vo_cl_ra_kernels;
+/* The forward over every output element, and the backward (atomic, or
+ * the deterministic gather), as opencl/roi_align.c runs roi_align. */
+vo_status vo_cl_ra_forward(const vo_exec *ex, const vo_cl_ra_kernels *k);
+vo_status vo_cl_ra_backward(const vo_exec *ex, const vo_cl_ra_kernels *k);
 
 #endif /* VISIONOPS_OPENCL_ROI_COMMON_H */

@@ -157,6 +157,14 @@ vo_status vo_check_sampling_ratio(const vo_exec *ex, int sampling_arg) {
       "samples per bin along each axis; <= 0 picks them from the RoI size");
 }
 
+vo_status vo_declare_rotated_rois_check(vo_exec *ex, int rois_arg, int64_t n) {
+  vo_k_check *c = vo_declare_data_check(ex, VO_K_CHECK_ROIS, rois_arg);
+  if (!c) return VO_ERROR_BACKEND_FAILURE;
+  c->batch_size = n;
+  c->rotated = 1;
+  return VO_OK;
+}
+
 vo_k_check *vo_declare_roi_grid_check(vo_exec *ex, int rois_arg, const vo_roi_map *m) {
   vo_k_check *c = vo_declare_data_check(ex, VO_K_CHECK_ROI_GRID, rois_arg);
   if (!c) return NULL;
@@ -164,6 +172,7 @@ vo_k_check *vo_declare_roi_grid_check(vo_exec *ex, int rois_arg, const vo_roi_ma
   c->pooled_width = m->pooled_width;
   c->offset = m->offset;
   c->min_size_1 = m->min_size_1;
+  c->rotated = m->rotated;
   c->num_maps = 1;
   c->scale[0] = m->spatial_scale;
   c->height[0] = m->height;
@@ -171,15 +180,16 @@ vo_k_check *vo_declare_roi_grid_check(vo_exec *ex, int rois_arg, const vo_roi_ma
   return c;
 }
 
-/* The arguments every RoI op shares: rois [K,5] of any floating dtype beside
+/* The arguments every RoI op shares: rois [K,5] ([K,6] rotated) of any floating dtype beside
  * argument `like` (features or grad, which set the precision), spatial_scale
  * finite and > 0, pooled height and width >= 1. */
 static vo_status vo_check_roi_args(const vo_exec *ex, int rois_arg, int like,
                                    const vo_roi_layout *l) {
   const int scale_arg = l->scale;
   vo_status st;
-  const int64_t roi_dims[2] = {-1, 5};
-  if ((st = vo_expect_shape(ex, rois_arg, 2, roi_dims, "K, 5")) != VO_OK) return st;
+  const int64_t roi_dims[2] = {-1, l->rotated ? 6 : 5};
+  if ((st = vo_expect_shape(ex, rois_arg, 2, roi_dims, l->rotated ? "K, 6" : "K, 5")) != VO_OK)
+    return st;
   if ((st = vo_expect_float_companion(ex, rois_arg, like)) != VO_OK) return st;
   const double scale = ex->args[scale_arg].u.f;
   if (!(isfinite(scale) && scale > 0))
@@ -240,6 +250,11 @@ vo_status vo_expect_input_sizes(const vo_exec *ex, int first, int64_t sizes[4]) 
   return vo_expect_fits4(ex, "grad_input", sizes);
 }
 
+/* The rois check of a RoI op (argument 1) on n images. */
+static vo_status vo_declare_roi_rows_check(vo_exec *ex, const vo_roi_layout *l, int64_t n) {
+  return l->rotated ? vo_declare_rotated_rois_check(ex, 1, n) : vo_declare_rois_check(ex, 1, n);
+}
+
 /* The grad_input sizes a backward's grad and index tensors are measured
  * against after them: K from rois, then C (or C/(PH*PW)), PH, PW. */
 static vo_status vo_check_roi_backward(vo_exec *ex, const vo_roi_layout *l, int64_t sizes[4]) {
@@ -265,7 +280,7 @@ static vo_status vo_check_roi_backward(vo_exec *ex, const vo_roi_layout *l, int6
     if ((st = vo_expect_shape(ex, l->index, 4, grad_dims, what)) != VO_OK) return st;
     if ((st = vo_expect_dtype(ex, l->index, VO_I32)) != VO_OK) return st;
   }
-  if ((st = vo_declare_rois_check(ex, ROIS, sizes[0])) != VO_OK) return st;
+  if ((st = vo_declare_roi_rows_check(ex, l, sizes[0])) != VO_OK) return st;
   ex->dtype = ex->inputs[GRAD].dtype;
   vo_set_output(ex, 0, ex->dtype, 4, sizes);
   return VO_OK;
@@ -287,7 +302,7 @@ static vo_status vo_check_roi_forward(vo_exec *ex, const vo_roi_layout *l, int64
   out_shape[2] = ph;
   out_shape[3] = pw;
   if ((st = vo_expect_fits4(ex, "output", out_shape)) != VO_OK) return st;
-  if ((st = vo_declare_rois_check(ex, ROIS, in->shape[0])) != VO_OK) return st;
+  if ((st = vo_declare_roi_rows_check(ex, l, in->shape[0])) != VO_OK) return st;
   ex->dtype = in->dtype;
   vo_set_output(ex, 0, ex->dtype, 4, out_shape);
   return VO_OK;
@@ -303,6 +318,7 @@ static vo_status vo_check_roi_sampling(vo_exec *ex, const vo_roi_layout *l, int6
   const vo_roi_map m = {ex->args[l->scale].u.f,
                         aligned ? 0.5 : 0.0,
                         l->aligned >= 0 && !aligned,
+                        l->rotated,
                         ex->args[l->sampling].u.i,
                         ex->args[l->pooled_height].u.i,
                         ex->args[l->pooled_width].u.i,
@@ -313,15 +329,18 @@ static vo_status vo_check_roi_sampling(vo_exec *ex, const vo_roi_layout *l, int6
 }
 
 /* backward, scale, pooled_height, pooled_width, sampling, aligned, batch_size,
- * index, grouped, int32_out: the argument lists of ops.def's schemas. */
-const vo_roi_layout vo_roi_align_layouts[2] = {{0, 2, 3, 4, 5, 6, -1, -1, 0, 0},
-                                               {1, 2, 3, 4, 9, 10, 5, -1, 0, 0}};
-const vo_roi_layout vo_ps_roi_align_layouts[2] = {{0, 2, 3, 4, 5, -1, -1, -1, 1, 1},
-                                                  {1, 3, 4, 5, 6, -1, 7, 2, 1, 0}};
-const vo_roi_layout vo_roi_pool_layouts[2] = {{0, 2, 3, 4, -1, -1, -1, -1, 0, 1},
-                                              {1, 3, 4, 5, -1, -1, 6, 2, 0, 0}};
-const vo_roi_layout vo_ps_roi_pool_layouts[2] = {{0, 2, 3, 4, -1, -1, -1, -1, 1, 1},
-                                                 {1, 3, 4, 5, -1, -1, 6, 2, 1, 0}};
+ * index, grouped, int32_out, rotated: the argument lists of ops.def's schemas. */
+const vo_roi_layout vo_roi_align_layouts[2] = {{0, 2, 3, 4, 5, 6, -1, -1, 0, 0, 0},
+                                               {1, 2, 3, 4, 9, 10, 5, -1, 0, 0, 0}};
+const vo_roi_layout vo_ps_roi_align_layouts[2] = {{0, 2, 3, 4, 5, -1, -1, -1, 1, 1, 0},
+                                                  {1, 3, 4, 5, 6, -1, 7, 2, 1, 0, 0}};
+const vo_roi_layout vo_roi_pool_layouts[2] = {{0, 2, 3, 4, -1, -1, -1, -1, 0, 1, 0},
+                                              {1, 3, 4, 5, -1, -1, 6, 2, 0, 0, 0}};
+const vo_roi_layout vo_ps_roi_pool_layouts[2] = {{0, 2, 3, 4, -1, -1, -1, -1, 1, 1, 0},
+                                                 {1, 3, 4, 5, -1, -1, 6, 2, 1, 0, 0}};
+/* roi_align's argument lists, then clockwise and radians after aligned */
+const vo_roi_layout vo_roi_align_rotated_layouts[2] = {{0, 2, 3, 4, 5, 6, -1, -1, 0, 0, 1},
+                                                       {1, 2, 3, 4, 9, 10, 5, -1, 0, 0, 1}};
 
 vo_status vo_check_roi_op(vo_exec *ex, const vo_roi_layout *l, vo_roi_finish_fn finish) {
   int64_t sizes[4], out_shape[4] = {0, 0, 0, 0};

@@ -44,6 +44,15 @@ vo_k_check *vo_declare_data_check(vo_exec *ex, int kind, int arg);
 /* Declares the check of RoIs [K,5]: every batch index an integer in [0, n),
  * every coordinate finite (kernels index with them). */
 vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n);
+/* The same for rotated RoIs [K,6] (batch, cx, cy, w, h, angle): also w, h
+ * >= 0 (negative sizes are errors, as for the axis-aligned ops). */
+vo_status vo_declare_rotated_rois_check(vo_exec *ex, int rois_arg, int64_t n);
+/* The rotated ops' angle pre-transform (INTERFACE.md): theta (radians,
+ * counter-clockwise) = angle * scale; 0.01745329251 is the truncated pi/180
+ * of torchvision and detectron2, whose numbers we reproduce. */
+static inline double vo_rotated_angle_scale(int clockwise, int radians) {
+  return (radians ? 1.0 : 0.01745329251) * (clockwise ? -1.0 : 1.0);
+}
 /* Int argument `arg` is <= max; `why` says what the bound protects. */
 vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why);
 /* sampling_ratio (int argument) is at most VO_K_MAX_SAMPLING_RATIO. */
@@ -53,6 +62,7 @@ vo_status vo_check_sampling_ratio(const vo_exec *ex, int sampling_arg);
 typedef struct vo_roi_map {
   double spatial_scale, offset;
   int min_size_1;
+  int rotated; /* rois [K,6]: the size is (w, h) * spatial_scale, any angle */
   int64_t sampling_ratio, pooled_height, pooled_width, height, width;
 } vo_roi_map;
 /* Declares, for adaptive sampling (sampling_ratio <= 0: the caller decides),
@@ -71,15 +81,16 @@ typedef struct vo_roi_layout {
   int index;      /* backward: int32 tensor of grad's shape (argmax, channel_mapping) */
   int grouped;    /* position-sensitive: C is a multiple of PH*PW, pooled to C/(PH*PW) */
   int int32_out;  /* forward: output 1 is int32 of output 0's shape (argmax, channel_mapping) */
+  int rotated;    /* rois [K,6] (batch, cx, cy, w, h, angle) instead of [K,5] */
 } vo_roi_layout;
 /* The four RoI ops' layouts, [0] the forward, [1] the backward. */
 extern const vo_roi_layout vo_roi_align_layouts[2], vo_ps_roi_align_layouts[2],
-    vo_roi_pool_layouts[2], vo_ps_roi_pool_layouts[2];
+    vo_roi_pool_layouts[2], vo_ps_roi_pool_layouts[2], vo_roi_align_rotated_layouts[2];
 /* What a RoI op checks and fills itself, once the shared checks passed:
  * sizes are the input's N, C, H, W. */
 typedef vo_status (*vo_roi_finish_fn)(vo_exec *ex, const vo_roi_layout *l, const int64_t sizes[4]);
 /* A RoI op's checks. Forward: input [N,C,H,W] float, rois [K,5] of any
- * floating dtype beside it, spatial_scale finite and > 0 (and in float32
+ * floating dtype beside it ([K,6] with l->rotated), spatial_scale finite and > 0 (and in float32
  * below float64), pooled sizes >= 1, C grouped with l->grouped, the output
  * [K, C or C/(PH*PW), PH, PW] fits. Backward: grad [K, C or C/(PH*PW), PH,
  * PW] float, the same RoI arguments, the grad_input sizes (C grouped with

@@ -72,6 +72,7 @@ static vo_status vo_check_levels_sampling(vo_exec *ex, int rois_arg, const vo_ms
   const vo_roi_map m = {scales[0],
                         aligned ? 0.5 : 0.0,
                         !aligned,
+                        0,
                         ex->args[a->sampling].u.i,
                         ex->args[a->ph].u.i,
                         ex->args[a->pw].u.i,

@@ -462,32 +462,76 @@ static int map_ties(const vs_params *q) {
   return q->variant == VS_RANDOM && q->seed % VS_RANDOM_SEEDS == 1;
 }
 
-static void sample_roi_align(vs_sample *s, const vs_params *q) {
-  const roi_problem p = roi_problem_of(q->variant, q->seed, 0);
-  arg_tensor(s, add_map(s, q->dt, q->rng, &p, map_ties(q)));
-  arg_tensor(s, add_rois(s, q->dt, q->rng, &p));
-  arg_float(s, p.scale);
-  arg_int(s, p.ph);
-  arg_int(s, p.pw);
-  arg_int(s, p.sr);
-  arg_bool(s, p.aligned);
-  s->shape_tensor = s->rois_tensor;
+/* roi_align_rotated: roi_align's problems, each RoI (x1, y1, x2, y2) turned
+ * into (cx, cy, |x2 - x1|, |y2 - y1|) (so off the map, tiny, huge and
+ * zero-size boxes stay) with an angle cycling through 0, 90, 180, -45 and a
+ * random one (degrees, or radians with `radians`). Random seed 2 passes
+ * clockwise, seed 3 radians; the edge seeds are empty, then unaligned with
+ * adaptive sampling. */
+static int add_rotated_rois(vs_sample *s, DLDataType dt, vt_rng *rng, const roi_problem *p,
+                            int radians) {
+  static const double angles[4] = {0, 90, 180, -45};
+  double *r = xmalloc(sizeof(double) * (size_t)(5 * p->k));
+  double *q = xmalloc(sizeof(double) * (size_t)(6 * p->k));
+  gen_rois(p, rng, r);
+  for (int64_t i = 0; i < p->k; i++) {
+    const double *a = r + 5 * i;
+    double *b = q + 6 * i;
+    const double deg = i % 5 < 4 ? angles[i % 5] : vt_rng_uniform(rng, -180, 180);
+    b[0] = a[0];
+    b[1] = (a[1] + a[3]) / 2, b[2] = (a[2] + a[4]) / 2;
+    b[3] = fabs(a[3] - a[1]), b[4] = fabs(a[4] - a[2]);
+    b[5] = radians ? deg * 3.14159265358979323846 / 180 : deg;
+  }
+  const int64_t shape[2] = {p->k, 6};
+  const int t = add_values(s, dt, 2, shape, q);
+  free(r);
+  free(q);
+  s->rois_tensor = t;
+  return t;
 }
 
-static void sample_roi_align_backward(vs_sample *s, const vs_params *q) {
+/* roi_align and roi_align_rotated, forward or backward: one argument list
+ * (roi_align_rotated's adds clockwise and radians). */
+static void build_roi_align_common(vs_sample *s, const vs_params *q, int backward, int rotated) {
   const roi_problem p = roi_problem_of(q->variant, q->seed, 0);
-  arg_tensor(s, add_pooled_grad(s, q->dt, q->rng, &p, p.c));
-  arg_tensor(s, add_rois(s, q->dt, q->rng, &p));
+  const int clockwise = rotated && q->variant == VS_RANDOM && q->seed % VS_RANDOM_SEEDS == 2;
+  const int radians = rotated && q->variant == VS_RANDOM && q->seed % VS_RANDOM_SEEDS == 3;
+  if (backward)
+    arg_tensor(s, add_pooled_grad(s, q->dt, q->rng, &p, p.c));
+  else
+    arg_tensor(s, add_map(s, q->dt, q->rng, &p, map_ties(q)));
+  arg_tensor(s, rotated ? add_rotated_rois(s, q->dt, q->rng, &p, radians)
+                        : add_rois(s, q->dt, q->rng, &p));
   arg_float(s, p.scale);
   arg_int(s, p.ph);
   arg_int(s, p.pw);
-  arg_int(s, p.n);
-  arg_int(s, p.c);
-  arg_int(s, p.h);
-  arg_int(s, p.w);
+  if (backward) {
+    arg_int(s, p.n);
+    arg_int(s, p.c);
+    arg_int(s, p.h);
+    arg_int(s, p.w);
+  }
   arg_int(s, p.sr);
   arg_bool(s, p.aligned);
+  if (rotated) {
+    arg_bool(s, clockwise);
+    arg_bool(s, radians);
+  }
   s->shape_tensor = s->rois_tensor;
+  s->note = rotated && q->variant == VS_MODEL ? "box head, rotated RoIs" : NULL;
+}
+static void sample_roi_align(vs_sample *s, const vs_params *q) {
+  build_roi_align_common(s, q, 0, 0);
+}
+static void sample_roi_align_backward(vs_sample *s, const vs_params *q) {
+  build_roi_align_common(s, q, 1, 0);
+}
+static void sample_roi_align_rotated(vs_sample *s, const vs_params *q) {
+  build_roi_align_common(s, q, 0, 1);
+}
+static void sample_roi_align_rotated_backward(vs_sample *s, const vs_params *q) {
+  build_roi_align_common(s, q, 1, 1);
 }
 
 static void sample_roi_pool(vs_sample *s, const vs_params *q) {
