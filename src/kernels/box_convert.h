@@ -175,19 +175,6 @@ VO_KFN int64_t vo_k_bc_wrap(uint64_t v, int dtype) {
   }
 }
 
-/* Coordinate k of box i of integer boxes. */
-VO_KFN int64_t vo_k_bc_int_coord(const VO_GLOBAL void *boxes, const vo_k_box_convert_args *a,
-                                 int64_t i, int k) {
-  const int64_t e = i * a->boxes_stride[0] + k * a->boxes_stride[1];
-  switch (a->boxes_dtype) {
-    case VO_DT_I64: return ((const VO_GLOBAL int64_t *)boxes)[e];
-    case VO_DT_I32: return ((const VO_GLOBAL int32_t *)boxes)[e];
-    case VO_DT_I16: return ((const VO_GLOBAL int16_t *)boxes)[e];
-    case VO_DT_I8: return ((const VO_GLOBAL int8_t *)boxes)[e];
-    default: return ((const VO_GLOBAL uint8_t *)boxes)[e];
-  }
-}
-
 /* A float32 result of a rotated step back in integer dtype `dtype`: rounded
  * half to even (torch's round_), then converted. Values outside int64 (and
  * NaN) become INT64_MIN, x86's conversion result; narrower dtypes wrap. */
@@ -257,7 +244,8 @@ VO_KFN void vo_k_box_convert_int_item(const VO_GLOBAL void *boxes, VO_GLOBAL voi
   const int dtype = a->boxes_dtype, rotated = a->in_fmt >= VO_K_BOX_CXCYWHR;
   int64_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int k = 0; k < k_in; k++) v[k] = vo_k_bc_int_coord(boxes, a, i, k);
+  for (int k = 0; k < k_in; k++)
+    v[k] = vo_k_load_int(boxes, dtype, i * a->boxes_stride[0] + k * a->boxes_stride[1]);
   int is_float = 0;
   for (int s = 0; s < count; s++) {
     is_float = vo_k_bc_int_step(v, f, is_float, steps[s], dtype);

@@ -703,6 +703,16 @@ static void sample_deform_conv2d_backward(vs_sample *s, const vs_params *q) {
   build_dcn_common(s, q, 1);
 }
 
+/* The integer dtype of the boxes ops' integer samples beside float dtype
+ * dt: int64 beside float64, uint8 beside bfloat16, int16 beside float16,
+ * int32 beside float32. */
+static DLDataType int_boxes_beside(DLDataType dt) {
+  return dt.bits == 64                          ? vt_i64
+         : dt.code == kDLBfloat                 ? vt_u8
+         : dt.code == kDLFloat && dt.bits == 16 ? vt_i16
+                                                : vt_i32;
+}
+
 /* box_area (and, with `grad`, its backward: grad [N] first): random 97,
  * 257 and 64 mixed boxes, and at seed 1 (forward) 45 integer boxes (int32
  * beside float32, int64 beside float64, int16 beside float16, uint8 beside
@@ -718,10 +728,7 @@ static void build_box_area_common(vs_sample *s, const vs_params *q, int grad) {
     kind = BOXES_MIXED;
     if (q->seed % VS_RANDOM_SEEDS == 1 && !grad) {
       kind = BOXES_SMALL;
-      dt = q->dt.bits == 64                             ? vt_i64
-           : q->dt.code == kDLBfloat                    ? vt_u8
-           : q->dt.code == kDLFloat && q->dt.bits == 16 ? vt_i16
-                                                        : vt_i32;
+      dt = int_boxes_beside(q->dt);
     }
   } else if (q->variant == VS_EDGE) {
     n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
@@ -795,10 +802,7 @@ static void build_box_convert_common(vs_sample *s, const vs_params *q, int grad)
     kind = BOXES_MIXED;
     if (slot == 1 && !grad) {
       kind = BOXES_SMALL;
-      dt = q->dt.bits == 64                             ? vt_i64
-           : q->dt.code == kDLBfloat                    ? vt_u8
-           : q->dt.code == kDLFloat && q->dt.bits == 16 ? vt_i16
-                                                        : vt_i32;
+      dt = int_boxes_beside(q->dt);
     }
   } else if (q->variant == VS_EDGE) {
     n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
