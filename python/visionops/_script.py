@@ -266,8 +266,8 @@ def schema_twin(name):
     """The typed twin of op `name`, made from its schema: the schema's
     arguments with their TorchScript types and defaults, calling
     torch.ops.visionops.<name>, e.g.
-        def box_area(boxes: Tensor) -> Tensor:
-            return torch.ops.visionops.box_area(boxes)"""
+        def foo(boxes: Tensor, eps: float = 1e-07) -> Tensor:
+            return torch.ops.visionops.foo(boxes, eps)"""
     schema = SCHEMAS[name]
     params = []
     for a in schema.args:

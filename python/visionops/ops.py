@@ -380,12 +380,12 @@ def _schema_function(name, doc):
     its schema: the schema's argument names and defaults; tensor arguments
     checked as every function's are; on torch tensors the op's typed twin
     (which calls torch.ops.visionops.<name>: autograd, Meta, torch.compile),
-    otherwise the C library on NumPy arrays. For box_area:
-        def box_area(boxes):
-            boxes = _tensor(boxes, "box_area", "boxes")
+    otherwise the C library on NumPy arrays. For an op foo(Tensor boxes):
+        def foo(boxes):
+            boxes = _tensor(boxes, "foo", "boxes")
             if _is_torch(boxes):
                 return _twin(boxes)
-            return _call("box_area", boxes)"""
+            return _call("foo", boxes)"""
     schema = _core.SCHEMAS[name]
     params, body, tensors = [], [], []
     for a in schema.args:
