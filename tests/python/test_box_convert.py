@@ -5,8 +5,9 @@ three axis-aligned formats in the Debian lane, where the rotated ones are
 compared with a float64 reference of their formulas written here). Values
 bit for bit where torch's arithmetic is the op's (everything but cos, sin,
 atan2 and sqrt, which torch computes with its own vectorised functions:
-those pairs are also compared bit for bit with torchvision's arithmetic run
-with correctly rounded ones), dtypes (the table below), integer
+those pairs are also compared bit for bit, values and gradients, with
+torchvision's arithmetic and autograd run with correctly rounded ones),
+dtypes (the table below), integer
 rounding, leading batch dimensions, gradients against torch's autograd of
 torchvision's function, round trips, NumPy arrays, TorchScript and errors;
 and box_area's fmt against torchvision 0.29's."""
@@ -123,26 +124,81 @@ def tv_supports(pair):
     return TV_ROTATED or pair[0] in AXIS
 
 
+def _rounded(fn, *xs):
+    """fn in float64, rounded once to float32, then to the inputs' dtype."""
+    dtype = xs[0].dtype
+    out = fn(*[x.double() for x in xs])
+    return out.to(torch.float32 if dtype != torch.float64 else dtype).to(dtype)
+
+
+_COS, _SIN, _ATAN2, _SQRT = torch.cos, torch.sin, torch.atan2, torch.Tensor.sqrt
+
+
+class _Cos(torch.autograd.Function):
+    """cos correctly rounded, with torch's backward (grad * -sin x) in the
+    tensor's dtype."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _rounded(_COS, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * -_rounded(_SIN, x)
+
+
+class _Sin(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _rounded(_SIN, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * _rounded(_COS, x)
+
+
+class _Sqrt(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        r = _rounded(_SQRT, x)
+        ctx.save_for_backward(r)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        r, = ctx.saved_tensors
+        return g / (2 * r)
+
+
+class _Atan2(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, y, x):
+        ctx.save_for_backward(y, x)
+        return _rounded(_ATAN2, y, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        y, x = ctx.saved_tensors
+        recip = (y * y + x * x).reciprocal()
+        return g * x * recip, g * -y * recip
+
+
 @pytest.fixture
 def rounded_transcendentals(monkeypatch):
     """torch.cos, torch.sin, torch.atan2 and Tensor.sqrt correctly rounded
     (computed in float64 and rounded once to float32, then to the tensor's
-    dtype), as the op computes them: torchvision's arithmetic is then the
+    dtype), as the op computes them, with torch's own backward formulas in
+    the tensor's dtype: torchvision's arithmetic and autograd are then the
     op's exactly. (torch's own float32 sqrt is not always correctly rounded
     on the CPU: sqrt(2088.0896f) comes out one unit above.)"""
-    cos, sin, atan2, sqrt = torch.cos, torch.sin, torch.atan2, torch.Tensor.sqrt
-
-    def rounded(fn):
-        def wrapped(*xs):
-            dtype = xs[0].dtype
-            out = fn(*[x.double() for x in xs])
-            return out.to(torch.float32 if dtype != torch.float64 else dtype).to(dtype)
-        return wrapped
-
-    monkeypatch.setattr(torch, "cos", rounded(cos))
-    monkeypatch.setattr(torch, "sin", rounded(sin))
-    monkeypatch.setattr(torch, "atan2", rounded(atan2))
-    monkeypatch.setattr(torch.Tensor, "sqrt", rounded(sqrt))
+    monkeypatch.setattr(torch, "cos", _Cos.apply)
+    monkeypatch.setattr(torch, "sin", _Sin.apply)
+    monkeypatch.setattr(torch, "atan2", _Atan2.apply)
+    monkeypatch.setattr(torch.Tensor, "sqrt", lambda x: _Sqrt.apply(x))
 
 
 # ------------------------------------------------------------ values, dtypes
@@ -176,6 +232,23 @@ def test_rotated_bit_for_bit_with_rounded_transcendentals(pair, dtype, rounded_t
         pytest.skip("torchvision %s has no rotated formats" % torchvision.__version__)
     boxes = boxes_in(pair[0], 2000, 2, dtype)
     same(visionops.box_convert(boxes, *pair), tvops.box_convert(boxes, *pair), pair)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("pair", [p for p in PAIRS if p[0] in ROTATED], ids="-".join)
+def test_rotated_gradient_bit_for_bit_with_rounded_transcendentals(pair, dtype,
+                                                                   rounded_transcendentals):
+    """The same for the gradients: the backward sums each input's terms in
+    the order torch's autograd engine does, each term as torch computes it."""
+    if not TV_ROTATED:
+        pytest.skip("torchvision %s has no rotated formats" % torchvision.__version__)
+    boxes = boxes_in(pair[0], 2000, 21, dtype)
+    g = torch.randn(2000, SIZE[pair[1]], generator=torch.Generator().manual_seed(22),
+                    dtype=torch.float64).to(dtype)
+    ours, theirs = boxes.clone().requires_grad_(), boxes.clone().requires_grad_()
+    got, = torch.autograd.grad(visionops.box_convert(ours, *pair), ours, g)
+    want, = torch.autograd.grad(tvops.box_convert(theirs, *pair), theirs, g)
+    same(got, want, pair)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32] + INTEGERS, ids=str)
