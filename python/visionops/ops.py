@@ -38,8 +38,8 @@ _SCHEMA_PREFIX_OPS = ("box_area",)
 
 __all__ = [
     "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-    "complete_box_iou", "box_area", "box_convert", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
-    "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
+    "complete_box_iou", "box_area", "box_convert", *_SCHEMA_OPS, "roi_align", "roi_pool",
+    "ps_roi_align", "ps_roi_pool", "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
     "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
     "VisionOpsTypeError",
 ]
@@ -805,8 +805,9 @@ else:
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
 _FX_LEAVES = ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-              "complete_box_iou", "box_area", "box_convert", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align",
-              "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d")
+              "complete_box_iou", "box_area", "box_convert", *_SCHEMA_OPS, "roi_align",
+              "roi_pool", "ps_roi_align", "ps_roi_pool", "multi_scale_roi_align",
+              "deform_conv2d")
 if _torch is not None:
     import torch.fx as _fx
 
