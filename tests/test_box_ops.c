@@ -959,10 +959,51 @@ static void per_backend(const vo_backend_info *backend, void *user) {
   random_nms_cases(&rc);
 }
 
+/* box_convert's typed wrappers on the CPU: known values of an axis-aligned
+ * and a rotated pair, integer boxes' float32 result, a refused pair, and
+ * the backward's gradient (autograd's: x gets the grads of x1 and x2). */
+static void box_convert_cases(void) {
+  const int64_t s4[2] = {1, 4}, s5[2] = {1, 5}, s8[2] = {1, 8};
+  const double xywh[4] = {1, 2, 3, 4}, rot[5] = {10, 20, 4, 2, 90};
+  vt_tensor *a = vt_tensor_new(vt_f32, 2, s4, xywh), *out = vt_tensor_new(vt_f32, 2, s4, NULL);
+  vo_tensor_desc d;
+  if (CHECK_STATUS(vo_box_convert_shape(NULL, &a->dl, VO_BOX_XYWH, VO_BOX_XYXY, &d), VO_OK))
+    CHECK(d.ndim == 2 && d.shape[0] == 1 && d.shape[1] == 4 && d.dtype.code == kDLFloat);
+  if (CHECK_STATUS(vo_box_convert(NULL, &a->dl, VO_BOX_XYWH, VO_BOX_XYXY, &out->dl), VO_OK))
+    CHECK(vt_get(&out->dl, 0) == 1 && vt_get(&out->dl, 1) == 2 && vt_get(&out->dl, 2) == 4 &&
+          vt_get(&out->dl, 3) == 6);
+  vt_tensor *grad = vt_tensor_new(vt_f32, 2, s4, xywh), *ga = vt_tensor_new(vt_f32, 2, s4, NULL);
+  if (CHECK_STATUS(
+          vo_box_convert_backward(NULL, &grad->dl, &a->dl, VO_BOX_XYWH, VO_BOX_XYXY, &ga->dl),
+          VO_OK))
+    CHECK(vt_get(&ga->dl, 0) == 4 && vt_get(&ga->dl, 1) == 6 && vt_get(&ga->dl, 2) == 3 &&
+          vt_get(&ga->dl, 3) == 4);
+  /* a quarter turn: TL (9, 22), TR = TL + 4 (cos, -sin) = (9, 18), ... */
+  vt_tensor *r = vt_tensor_new(vt_f64, 2, s5, rot), *corners = vt_tensor_new(vt_f64, 2, s8, NULL);
+  const double want[8] = {9, 22, 9, 18, 11, 18, 11, 22};
+  if (CHECK_STATUS(vo_box_convert(NULL, &r->dl, VO_BOX_CXCYWHR, VO_BOX_XYXYXYXY, &corners->dl),
+                   VO_OK))
+    for (int k = 0; k < 8; k++)
+      CHECK_MSG(fabs(vt_get(&corners->dl, k) - want[k]) < 1e-12, "corner %d: %.17g", k,
+                vt_get(&corners->dl, k));
+  vt_tensor *ints = vt_tensor_new(vt_i16, 2, s4, xywh);
+  if (CHECK_STATUS(vo_box_convert_shape(NULL, &ints->dl, VO_BOX_XYXY, VO_BOX_CXCYWH, &d), VO_OK))
+    CHECK(d.dtype.code == kDLFloat && d.dtype.bits == 32);
+  CHECK_STATUS(vo_box_convert_shape(NULL, &a->dl, VO_BOX_XYXY, VO_BOX_XYWHR, &d),
+               VO_ERROR_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(vo_last_error(), "no conversion from xyxy (0) to xywhr (4)") != NULL, "%s",
+            vo_last_error());
+  CHECK_STATUS(vo_box_convert_shape(NULL, &a->dl, VO_BOX_CXCYWHR, VO_BOX_XYWHR, &d),
+               VO_ERROR_INVALID_ARGUMENT);
+  vt_tensor *all[] = {a, out, grad, ga, r, corners, ints};
+  for (int i = 0; i < 7; i++) vt_tensor_free(all[i]);
+}
+
 int main(void) {
   printf("visionops %s\n", vo_version());
   vt_for_each_backend(per_backend, NULL);
   context_cases();
   threaded_nms_cases();
+  box_convert_cases();
   return vt_finish("test_box_ops");
 }

@@ -14,9 +14,11 @@ from torch import Tensor
 from torch.jit.annotations import BroadcastingList2
 
 from . import torch as _registered  # noqa: F401  (registers torch.ops.visionops.*)
-from ._checks import (box_format, broadcast_leading, check_box_batch, check_box_list,
-                      check_features, check_features_found, check_image_shapes, check_level,
-                      check_rois, deform_groups, log2_round_float32, pair)
+from ._checks import (box_area_format, box_convert_formats, box_format, box_format_size,
+                      broadcast_leading, check_box_area_shape, check_box_batch,
+                      check_box_coordinates, check_box_list, check_features,
+                      check_features_found, check_image_shapes, check_level, check_rois,
+                      deform_groups, log2_round_float32, pair)
 from ._core import NO_DEFAULT, SCHEMAS, define_generated
 
 # ---------------------------------------------------------------- box ops
@@ -60,13 +62,26 @@ def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: floa
     return torch.ops.visionops.batched_nms_kept(boxes, scores, _int64(idxs), float(iou_threshold))
 
 
-def _to_xyxy(boxes: Tensor, fmt: str) -> Tensor:
-    if fmt == "xyxy":
-        return boxes
-    a, b, c, d = boxes[..., 0], boxes[..., 1], boxes[..., 2], boxes[..., 3]
-    if fmt == "xywh":
-        return torch.stack([a, b, a + c, b + d], dim=-1)
-    return torch.stack([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d], dim=-1)
+def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
+    """[..., K_in] boxes as [..., K_out]: the op on the boxes' rows."""
+    i, o = box_convert_formats(in_fmt, out_fmt)
+    shape = list(boxes.shape)
+    check_box_coordinates("box_convert", in_fmt, shape)
+    out = torch.ops.visionops.box_convert(boxes.reshape(-1, shape[-1]), i, o)
+    return out.reshape(shape[:-1] + [box_format_size(o)])
+
+
+def box_area(boxes: Tensor, fmt: str = "xyxy") -> Tensor:
+    """Areas of [..., 4] boxes: the op on the rows; for the formats with a
+    width and height, on the rows (0, 0, w, h), whose (w - 0) * (h - 0) is
+    torchvision's w * h exactly (values, dtypes and gradients)."""
+    fmt = box_area_format(fmt)
+    shape = list(boxes.shape)
+    check_box_area_shape(shape)
+    rows = boxes.reshape(-1, 4)
+    if fmt != "xyxy":
+        rows = torch.cat([torch.zeros_like(rows[:, :2]), rows[:, 2:]], 1)
+    return torch.ops.visionops.box_area(rows).reshape(shape[:-1])
 
 
 def _iou_op(op: str, boxes1: Tensor, boxes2: Tensor, eps: float) -> Tensor:
@@ -104,7 +119,7 @@ def box_iou(boxes1: Tensor, boxes2: Tensor, fmt: str = "xyxy") -> Tensor:
     if fmt != "xyxy":
         check_box_batch("box_iou", "boxes1", list(boxes1.shape))
         check_box_batch("box_iou", "boxes2", list(boxes2.shape))
-        boxes1, boxes2 = _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt)
+        boxes1, boxes2 = box_convert(boxes1, fmt, "xyxy"), box_convert(boxes2, fmt, "xyxy")
     return _pairwise("box_iou", boxes1, boxes2, 0.0)
 
 
@@ -263,8 +278,8 @@ def schema_twin(name):
     """The typed twin of op `name`, made from its schema: the schema's
     arguments with their TorchScript types and defaults, calling
     torch.ops.visionops.<name>, e.g.
-        def box_area(boxes: Tensor) -> Tensor:
-            return torch.ops.visionops.box_area(boxes)"""
+        def foo(boxes: Tensor, eps: float = 1e-07) -> Tensor:
+            return torch.ops.visionops.foo(boxes, eps)"""
     schema = SCHEMAS[name]
     params = []
     for a in schema.args:
