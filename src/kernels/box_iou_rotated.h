@@ -1,0 +1,43 @@
+/*
+ * Rotated-box overlap in the portable dialect (kernels/compat.h): the IoU
+ * (or intersection over the first box's area) of two boxes (cx, cy, w, h, a)
+ * as torchvision / detectron2 compute it (../shared/SPEC-NEXT.md 1.2-1.3):
+ * re-centring on the pair's mid-point, candidate points from edge-edge
+ * intersections and vertex-in-box tests relaxed by EPS = 1e-5, a Graham
+ * scan, a fan area. The only rotated-box intersection code in visionops:
+ * box_iou_rotated (cpu/, cuda/, opencl/ glue) and nms_rotated call it.
+ * Per compute type (float, double): kernels/box_iou_rotated.inc.
+ */
+#ifndef VISIONOPS_KERNELS_BOX_IOU_ROTATED_H
+#define VISIONOPS_KERNELS_BOX_IOU_ROTATED_H
+
+#include "kernels/compat.h"
+
+/* torchvision's / detectron2's pi / 180, truncated as they write it. */
+#define VO_K_RBOX_DEG2RAD 0.01745329251
+/* The parameter-space (edge-edge) and squared-length (vertex-in-box)
+ * slack of candidate points. */
+#define VO_K_RBOX_EPS 1e-5
+/* Most candidate points of a pair: 16 edge-edge plus 4 + 4 vertices. */
+#define VO_K_RBOX_MAX_POINTS 24
+
+#ifndef __OPENCL_C_VERSION__
+/* The factor from a box's angle column to theta, radians counter-clockwise
+ * (torchvision's convention), for the ops' clockwise and radians flags:
+ * every rotated op computes it here. */
+static inline double vo_rotated_angle_scale(int clockwise, int radians) {
+  return (radians ? 1.0 : VO_K_RBOX_DEG2RAD) * (clockwise ? -1.0 : 1.0);
+}
+#endif
+
+#define VO_S_F32
+#include "kernels/dtype_begin.h"
+#include "kernels/box_iou_rotated.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_F64
+#include "kernels/dtype_begin.h"
+#include "kernels/box_iou_rotated.inc"
+#include "kernels/dtype_end.h"
+
+#endif /* VISIONOPS_KERNELS_BOX_IOU_ROTATED_H */
