@@ -44,6 +44,9 @@ vo_k_check *vo_declare_data_check(vo_exec *ex, int kind, int arg);
 /* Declares the check of RoIs [K,5]: every batch index an integer in [0, n),
  * every coordinate finite (kernels index with them). */
 vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n);
+/* Declares the check of rotated boxes [K,5] (cx, cy, w, h, angle): every
+ * value finite, w and h >= 0 (the rotated ops' geometry assumes both). */
+vo_status vo_declare_rboxes_check(vo_exec *ex, int arg);
 /* Int argument `arg` is <= max; `why` says what the bound protects. */
 vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why);
 /* sampling_ratio (int argument) is at most VO_K_MAX_SAMPLING_RATIO. */
