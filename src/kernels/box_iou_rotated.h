@@ -21,6 +21,19 @@
 /* Most candidate points of a pair: 16 edge-edge plus 4 + 4 vertices. */
 #define VO_K_RBOX_MAX_POINTS 24
 
+/* A call of the rotated_iou kernel (box_iou_rotated and its aligned form):
+ * the two box tensors' dtypes (VO_DT_*) and strides (elements), the output
+ * [n, m] (aligned: [n], row i with row i) contiguous. `reject` lets the
+ * work item skip pairs vo_k_rbox_apart proves disjoint (the same values:
+ * the CPU's plain path leaves it 0, and test_backend_ops compares). */
+typedef struct vo_k_rotated_iou_args {
+  int a_dtype, b_dtype;
+  int64_t a_stride[2], b_stride[2];
+  int64_t n, m;
+  int aligned, iof, reject;
+  vo_k_double_arg angle_scale;
+} vo_k_rotated_iou_args;
+
 #ifndef __OPENCL_C_VERSION__
 /* The factor from a box's angle column to theta, radians counter-clockwise
  * (torchvision's convention), for the ops' clockwise and radians flags:
