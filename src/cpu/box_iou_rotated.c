@@ -3,9 +3,9 @@
  * rotated_iou): blocks of output elements claimed by the participants of a
  * vo_cpu_run region. The plain path (VO_ISA_SCALAR) runs the portable work
  * item of kernels/box_iou_rotated.h per element; the fast path prepares
- * every box once (cos / sin, reach) and skips the pairs that
- * vo_k_rbox_apart proves disjoint, with the same values (test_backend_ops
- * compares the two).
+ * every box once (cos / sin, reach, slack) and skips the pairs that
+ * vo_k_rbox_apart or vo_k_rbox_separated prove disjoint, with the same
+ * values (test_backend_ops compares the two).
  */
 #include "cpu/common.h"
 #include "kernels/box_iou_rotated.h"
@@ -88,20 +88,20 @@ vo_status vo_cpu_rotated_iou(const vo_exec *ex) {
   if (vo_cpu_effective_isa(ex->ctx) != VO_ISA_SCALAR) {
     const int64_t na = a->shape[0], nb = b->shape[0];
     const size_t box = f64 ? sizeof(vo_k_rbox_f64) : sizeof(vo_k_rbox_f32);
-    mem = vo_workspace_alloc(ex->ctx, ex->device, (size_t)(na + nb) * (box + sizeof(double)),
+    mem = vo_workspace_alloc(ex->ctx, ex->device, (size_t)(na + nb) * (box + 2 * sizeof(double)),
                              ex->op_name);
     if (!mem) return VO_ERROR_OUT_OF_MEMORY;
-    double *reach = mem;
-    void *boxes = reach + na + nb;
+    double *reach = mem, *slack = reach + na + nb;
+    void *boxes = slack + na + nb;
     if (f64) {
-      sa64 = (vo_rot_side_f64){(vo_k_rbox_f64 *)boxes, reach};
-      sb64 = (vo_rot_side_f64){(vo_k_rbox_f64 *)boxes + na, reach + na};
+      sa64 = (vo_rot_side_f64){(vo_k_rbox_f64 *)boxes, reach, slack};
+      sb64 = (vo_rot_side_f64){(vo_k_rbox_f64 *)boxes + na, reach + na, slack + na};
       vo_rot_prepare_f64(a, scale, na, &sa64);
       vo_rot_prepare_f64(b, scale, nb, &sb64);
       w.side_a = &sa64, w.side_b = &sb64;
     } else {
-      sa32 = (vo_rot_side_f32){(vo_k_rbox_f32 *)boxes, reach};
-      sb32 = (vo_rot_side_f32){(vo_k_rbox_f32 *)boxes + na, reach + na};
+      sa32 = (vo_rot_side_f32){(vo_k_rbox_f32 *)boxes, reach, slack};
+      sb32 = (vo_rot_side_f32){(vo_k_rbox_f32 *)boxes + na, reach + na, slack + na};
       vo_rot_prepare_f32(a, scale, na, &sa32);
       vo_rot_prepare_f32(b, scale, nb, &sb32);
       w.side_a = &sa32, w.side_b = &sb32;
