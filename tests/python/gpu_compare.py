@@ -328,6 +328,27 @@ def _op(name):
     return getattr(torchvision.ops, name, None)
 
 
+BOX_FORMATS = ("xyxy", "xywh", "cxcywh", "cxcywhr", "xywhr", "xyxyxyxy")
+
+
+def tv_box_convert(backward):
+    """torchvision.ops.box_convert, whose formats are names (the op's are
+    vo_box_format numbers), or for box_convert_backward its autograd; a
+    NotImplementedError where the installed torchvision lacks a format."""
+    def convert(boxes, in_fmt, out_fmt):
+        try:
+            return torchvision.ops.box_convert(boxes, BOX_FORMATS[in_fmt], BOX_FORMATS[out_fmt])
+        except ValueError as e:
+            raise NotImplementedError(str(e)) from e
+
+    def tv(x):
+        if not backward:
+            return [convert(*x)]
+        boxes = x[1].detach().requires_grad_()
+        return list(torch.autograd.grad(convert(boxes, x[2], x[3]), (boxes,), x[0]))
+    return tv
+
+
 TV_CALLS = {
     "nms": lambda a: [TV.nms(a[0], a[1], a[2]), None],
     "batched_nms": lambda a: [torchvision.ops.batched_nms(a[0], a[1], a[2], a[3]), None],
@@ -352,6 +373,8 @@ TV_CALLS = {
     "generalized_box_iou_backward": tv_iou_backward(_op("generalized_box_iou")),
     "distance_box_iou_backward": tv_iou_backward(_op("distance_box_iou")),
     "complete_box_iou_backward": tv_iou_backward(_op("complete_box_iou")),
+    "box_convert": tv_box_convert(False),
+    "box_convert_backward": tv_box_convert(True),
 }
 
 
