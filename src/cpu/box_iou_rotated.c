@@ -60,18 +60,9 @@ vo_status vo_cpu_rotated_iou(const vo_exec *ex) {
   if (total == 0) return VO_OK;
   const int aligned = ex->op == VO_OP_box_iou_rotated_aligned;
   const double scale = vo_rotated_angle_scale(ex->args[3].u.b, ex->args[4].u.b);
-  const vo_k_rotated_iou_args args = {
-      .a_dtype = (int)a->dtype,
-      .b_dtype = (int)b->dtype,
-      .a_stride = {a->stride[0], a->stride[1]},
-      .b_stride = {b->stride[0], b->stride[1]},
-      .n = a->shape[0],
-      .m = b->shape[0],
-      .aligned = aligned,
-      .iof = ex->args[2].u.b,
-      .reject = 0,
-      .angle_scale = scale,
-  };
+  const vo_k_rotated_iou_args args =
+      vo_k_rotated_iou_args_of((int)a->dtype, a->stride, (int)b->dtype, b->stride, a->shape[0],
+                               b->shape[0], aligned, ex->args[2].u.b, 0, scale);
   const int f64 = ex->dtype == VO_F64;
   vo_rot_work w = {.args = &args,
                    .a = vo_view_addr(a),
