@@ -69,28 +69,54 @@ static void tensor_free(tensor *x) {
 static const DLDataType F32 = {kDLFloat, 32, 1};
 static const DLDataType I64 = {kDLInt, 64, 1};
 
-/* n detector-like boxes: clusters of jittered boxes around objects in a
- * 1333x800 image, so NMS suppresses as it does on real detections. */
+/* Box i of n detector-like boxes (cx, cy, w, h and, with `angle`, an angle
+ * in degrees): clusters of jittered boxes around n / 30 + 1 objects in a
+ * 1333x800 image (the object's own draws seeded from `seed`), so NMS
+ * suppresses as it does on real detections. */
+static void detection(int64_t i, int64_t n, uint64_t seed, double *angle, double box[4]) {
+  const int64_t objects = n / 30 + 1;
+  uint64_t saved = rng_state;
+  rng_state = seed + (uint64_t)(i % objects) * 7919u;
+  double cx = uniform() * 1333, cy = uniform() * 800;
+  double w = 16 + uniform() * 300, h = 16 + uniform() * 300;
+  const double a = uniform() * 180 - 90;
+  rng_state = saved + 1;
+  box[0] = cx + (uniform() - 0.5) * 0.2 * w;
+  box[1] = cy + (uniform() - 0.5) * 0.2 * h;
+  box[2] = w * (0.8 + 0.4 * uniform());
+  box[3] = h * (0.8 + 0.4 * uniform());
+  if (angle) *angle = a + (uniform() - 0.5) * 10;
+}
+
+/* n detections as (x1, y1, x2, y2). */
 static tensor *detections(int64_t n) {
   int64_t shape[2] = {n, 4};
   tensor *x = tensor_new(F32, 2, shape);
   if (!x) return NULL;
   float *b = x->t.data;
-  int64_t objects = n / 30 + 1;
   for (int64_t i = 0; i < n; i++) {
-    uint64_t saved = rng_state;
-    rng_state = 0xb0c5 + (uint64_t)(i % objects) * 7919u;
-    double cx = uniform() * 1333, cy = uniform() * 800;
-    double w = 16 + uniform() * 300, h = 16 + uniform() * 300;
-    rng_state = saved + 1;
-    cx += (uniform() - 0.5) * 0.2 * w;
-    cy += (uniform() - 0.5) * 0.2 * h;
-    w *= 0.8 + 0.4 * uniform();
-    h *= 0.8 + 0.4 * uniform();
-    b[4 * i + 0] = (float)(cx - w / 2);
-    b[4 * i + 1] = (float)(cy - h / 2);
-    b[4 * i + 2] = (float)(cx + w / 2);
-    b[4 * i + 3] = (float)(cy + h / 2);
+    double d[4];
+    detection(i, n, 0xb0c5, NULL, d);
+    b[4 * i + 0] = (float)(d[0] - d[2] / 2);
+    b[4 * i + 1] = (float)(d[1] - d[3] / 2);
+    b[4 * i + 2] = (float)(d[0] + d[2] / 2);
+    b[4 * i + 3] = (float)(d[1] + d[3] / 2);
+  }
+  return x;
+}
+
+/* n rotated detections (cx, cy, w, h, angle in degrees): each object at its
+ * own angle, its copies within a few degrees of it. */
+static tensor *rotated_detections(int64_t n) {
+  int64_t shape[2] = {n, 5};
+  tensor *x = tensor_new(F32, 2, shape);
+  if (!x) return NULL;
+  float *b = x->t.data;
+  for (int64_t i = 0; i < n; i++) {
+    double d[4], a;
+    detection(i, n, 0x5107, &a, d);
+    for (int k = 0; k < 4; k++) b[5 * i + k] = (float)d[k];
+    b[5 * i + 4] = (float)a;
   }
   return x;
 }
@@ -199,6 +225,13 @@ static int make_cases(bench_case *cases, int max) {
     int64_t rows = i == 0 ? 5000 : 1000;
     add_tensor(&cases[n], detections(rows));
     add_tensor(&cases[n], detections(rows));
+  }
+  if (n < max) { /* issue 15: rotated detections, every pair */
+    build_case(&cases[n], "box_iou_rotated", "2,000 x 2,000");
+    add_tensor(&cases[n], rotated_detections(2000));
+    add_tensor(&cases[n], rotated_detections(2000));
+    for (int k = 0; k < 3; k++) add_value(&cases[n], vo_bool_value(0)); /* iou, ccw, degrees */
+    n++;
   }
   /* RoI heads: Faster R-CNN box head (7x7) and Mask R-CNN mask head (14x14)
    * on a stride-4 feature map of two 800x1088 images, 1,000 RoIs. */

@@ -65,6 +65,14 @@ static vo_status vo_data_check_failure(const vo_exec *ex, const vo_data_check *d
       return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                      "%s: %s[%lld, 0] = %g is not a batch index of input with N = %lld",
                      ex->op_name, name, (long long)row, v, (long long)c->batch_size);
+    case VO_K_CHECK_RBOXES:
+      if (!isfinite(v))
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                       "%s: %s[%lld, %lld] = %g is not finite (boxes are cx, cy, w, h, angle)",
+                       ex->op_name, name, (long long)row, (long long)col, v);
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                     "%s: %s[%lld, %lld] = %g is negative: a box's %s must be >= 0", ex->op_name,
+                     name, (long long)row, (long long)col, v, col == 2 ? "width" : "height");
     case VO_K_CHECK_ROI_GRID: {
       const double rh = found->value[0], rw = found->value[1];
       const int m = (int)found->value[2];

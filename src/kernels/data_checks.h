@@ -7,8 +7,9 @@
  * message about the first bad item is formed once, on the host
  * (core/data_checks.c), from what vo_k_check_values records.
  *
- * A check looks at the tensor row by row: a RoI row [5] (rois, roi_grid) or
- * (or [6], rotated) a row of the last dimension of a 4-D int32 tensor (argmax,
+ * A check looks at the tensor row by row: a row [5] (rois, roi_grid,
+ * rotated boxes; [6] for rotated rois) or a row of the last dimension of a
+ * 4-D int32 tensor (argmax,
  * channel_mapping; roi_grid's rows have length 1). vo_k_check_bad_column
  * gives a row's first bad column; the first bad item overall is the least
  * key row * row length + column, the row-major order in which the op layer
@@ -27,6 +28,7 @@
  * `rotated`: then w and h must be >= 0 too) */
 #define VO_K_CHECK_ARGMAX 3          /* int32 [K,C,PH,PW]: -1 or an index in [0, H*W) */
 #define VO_K_CHECK_CHANNEL_MAPPING 4 /* int32 [K,C',PH,PW]: (c*PH + ph)*PW + pw */
+#define VO_K_CHECK_RBOXES 5          /* rotated boxes [K,5]: finite; w, h (columns 2, 3) >= 0 */
 
 /* Most samples per bin along one axis an explicit sampling_ratio may ask
  * for, and the least bound the adaptive grid gets. */
@@ -74,8 +76,10 @@ typedef struct vo_k_check_found {
   double value[3];
 } vo_k_check_found;
 
+/* 1 for the kinds whose rows are the [K,5] rows of a 2-D tensor. */
 VO_KFN int vo_k_check_is_roi(const vo_k_check *c) {
-  return c->kind == VO_K_CHECK_ROIS || c->kind == VO_K_CHECK_ROI_GRID;
+  return c->kind == VO_K_CHECK_ROIS || c->kind == VO_K_CHECK_ROI_GRID ||
+         c->kind == VO_K_CHECK_RBOXES;
 }
 
 /* Rows and row length of the tensor as this check walks it. */
@@ -85,7 +89,7 @@ VO_KFN int64_t vo_k_check_rows(const vo_k_check *c) {
 VO_KFN int64_t vo_k_check_row_length(const vo_k_check *c) {
   if (c->kind == VO_K_CHECK_ROI_GRID) return 1;
   if (c->kind == VO_K_CHECK_ROIS) return c->rotated ? 6 : 5;
-  return c->shape[3];
+  return c->kind == VO_K_CHECK_RBOXES ? 5 : c->shape[3];
 }
 
 /* Element offset of row `row`, and its (i0, i1, i2) for the 4-D kinds. */
@@ -179,6 +183,13 @@ VO_KFN int64_t vo_k_check_bad_column_at(const VO_GLOBAL void *data, const vo_k_c
     }
     return -1;
   }
+  if (c->kind == VO_K_CHECK_RBOXES) {
+    for (int64_t j = 0; j < 5; j++) {
+      const double v = vo_k_load_as_double(data, c->dtype, o + j * c->stride[1]);
+      if (!vo_k_isfinite(v) || ((j == 2 || j == 3) && v < 0)) return j;
+    }
+    return -1;
+  }
   if (c->kind == VO_K_CHECK_ROI_GRID) {
     const int m = vo_k_roi_map_of(data, c, row);
     if (m < 0) return -1;
@@ -220,7 +231,7 @@ VO_KFN void vo_k_check_values(const VO_GLOBAL void *data, const vo_k_check *c, i
   int64_t idx[3];
   const int64_t o = vo_k_check_row_offset(c, row, idx);
   value[0] = value[1] = value[2] = 0;
-  if (c->kind == VO_K_CHECK_ROIS) {
+  if (c->kind == VO_K_CHECK_ROIS || c->kind == VO_K_CHECK_RBOXES) {
     value[0] = vo_k_load_as_double(data, c->dtype, o + col * c->stride[1]);
   } else if (c->kind == VO_K_CHECK_ROI_GRID) {
     const int m = vo_k_roi_map_of(data, c, row);

@@ -143,6 +143,10 @@ vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n) {
   return VO_OK;
 }
 
+vo_status vo_declare_rboxes_check(vo_exec *ex, int arg) {
+  return vo_declare_data_check(ex, VO_K_CHECK_RBOXES, arg) ? VO_OK : VO_ERROR_BACKEND_FAILURE;
+}
+
 /* The work of the roi_align family is K * C * PH * PW * (samples per bin),
  * so the samples per bin are bounded. An explicit sampling_ratio is at most
  * VO_K_MAX_SAMPLING_RATIO per axis. The adaptive grid (sampling_ratio <= 0,

@@ -47,12 +47,9 @@ vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n);
 /* The same for rotated RoIs [K,6] (batch, cx, cy, w, h, angle): also w, h
  * >= 0 (negative sizes are errors, as for the axis-aligned ops). */
 vo_status vo_declare_rotated_rois_check(vo_exec *ex, int rois_arg, int64_t n);
-/* The rotated ops' angle pre-transform (INTERFACE.md): theta (radians,
- * counter-clockwise) = angle * scale; 0.01745329251 is the truncated pi/180
- * of torchvision and detectron2, whose numbers we reproduce. */
-static inline double vo_rotated_angle_scale(int clockwise, int radians) {
-  return (radians ? 1.0 : 0.01745329251) * (clockwise ? -1.0 : 1.0);
-}
+/* Declares the check of rotated boxes [K,5] (cx, cy, w, h, angle): every
+ * value finite, w and h >= 0 (the rotated ops' geometry assumes both). */
+vo_status vo_declare_rboxes_check(vo_exec *ex, int arg);
 /* Int argument `arg` is <= max; `why` says what the bound protects. */
 vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why);
 /* sampling_ratio (int argument) is at most VO_K_MAX_SAMPLING_RATIO. */

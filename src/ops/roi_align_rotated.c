@@ -4,6 +4,7 @@
  * batch indices, finite values, w and h >= 0, the adaptive grid), output
  * shapes, and the angle's scale from clockwise and radians.
  */
+#include "kernels/box_iou_rotated.h" /* vo_rotated_angle_scale */
 #include "ops/common.h"
 
 static vo_status vo_finish(vo_exec *ex, const vo_roi_layout *l, const int64_t sizes[4]) {

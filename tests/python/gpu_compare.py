@@ -349,6 +349,20 @@ def tv_box_convert(backward):
     return tv
 
 
+def tv_rotated(aligned):
+    """torchvision::box_iou_rotated (0.29 and newer: box_iou(fmt="cxcywhr"),
+    float32 only on CUDA) where the call means the same: float32 boxes, IoU,
+    degrees counter-clockwise (TypeError otherwise, reported as a note)."""
+    def tv(a):
+        if not hasattr(TV, "box_iou_rotated"):
+            raise TypeError("this torchvision has no box_iou_rotated (0.29 and newer have)")
+        if a[0].dtype != torch.float32 or a[1].dtype != torch.float32 or any(a[2:5]):
+            raise TypeError("torchvision's box_iou_rotated: float32 IoU in degrees CCW only")
+        iou = TV.box_iou_rotated(a[0], a[1])
+        return [iou.diagonal() if aligned else iou]
+    return tv
+
+
 TV_CALLS = {
     "nms": lambda a: [TV.nms(a[0], a[1], a[2]), None],
     "batched_nms": lambda a: [torchvision.ops.batched_nms(a[0], a[1], a[2], a[3]), None],
@@ -375,6 +389,8 @@ TV_CALLS = {
     "complete_box_iou_backward": tv_iou_backward(_op("complete_box_iou")),
     "box_convert": tv_box_convert(False),
     "box_convert_backward": tv_box_convert(True),
+    "box_iou_rotated": tv_rotated(False),
+    "box_iou_rotated_aligned": tv_rotated(True),
 }
 
 
