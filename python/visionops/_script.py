@@ -60,6 +60,19 @@ def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: floa
     return torch.ops.visionops.batched_nms_kept(boxes, scores, _int64(idxs), float(iou_threshold))
 
 
+def nms_rotated(boxes: Tensor, scores: Tensor, iou_threshold: float, clockwise: bool = False,
+                radians: bool = False) -> Tensor:
+    return torch.ops.visionops.nms_rotated_kept(boxes, scores, float(iou_threshold),
+                                                bool(clockwise), bool(radians))
+
+
+def batched_nms_rotated(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float,
+                        clockwise: bool = False, radians: bool = False) -> Tensor:
+    return torch.ops.visionops.batched_nms_rotated_kept(boxes, scores, _int64(idxs),
+                                                        float(iou_threshold), bool(clockwise),
+                                                        bool(radians))
+
+
 def _to_xyxy(boxes: Tensor, fmt: str) -> Tensor:
     if fmt == "xyxy":
         return boxes
