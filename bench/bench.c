@@ -95,6 +95,32 @@ static tensor *detections(int64_t n) {
   return x;
 }
 
+/* n oriented detector-like boxes (cx, cy, w, h, angle in degrees): the
+ * clusters of detections() around objects at mixed angles, each box within
+ * a few degrees of its object's. */
+static tensor *oriented_detections(int64_t n) {
+  int64_t shape[2] = {n, 5};
+  tensor *x = tensor_new(F32, 2, shape);
+  if (!x) return NULL;
+  float *b = x->t.data;
+  int64_t objects = n / 30 + 1;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t saved = rng_state;
+    rng_state = 0xa0c5 + (uint64_t)(i % objects) * 7919u;
+    double cx = uniform() * 1333, cy = uniform() * 800;
+    double w = 16 + uniform() * 300, h = 16 + uniform() * 150, a = uniform() * 180 - 90;
+    rng_state = saved + 1;
+    cx += (uniform() - 0.5) * 0.2 * w;
+    cy += (uniform() - 0.5) * 0.2 * h;
+    w *= 0.8 + 0.4 * uniform();
+    h *= 0.8 + 0.4 * uniform();
+    a += (uniform() - 0.5) * 10;
+    b[5 * i + 0] = (float)cx, b[5 * i + 1] = (float)cy;
+    b[5 * i + 2] = (float)w, b[5 * i + 3] = (float)h, b[5 * i + 4] = (float)a;
+  }
+  return x;
+}
+
 static tensor *uniform_tensor(int ndim, const int64_t *shape, double lo, double hi) {
   tensor *x = tensor_new(F32, ndim, shape);
   if (!x) return NULL;
@@ -190,6 +216,23 @@ static int make_cases(bench_case *cases, int max) {
     add_tensor(&cases[n], categories(k, 80));
     add_value(&cases[n], vo_float_value(0.5));
     n++;
+  }
+  static const int64_t rotated_sizes[] = {5000, 20000};
+  static const char *rotated_labels[] = {"5,000 oriented boxes", "20,000 oriented boxes"};
+  for (int i = 0; i < 2 && n < max; i++, n++) {
+    build_case(&cases[n], "nms_rotated", rotated_labels[i]);
+    add_tensor(&cases[n], oriented_detections(rotated_sizes[i]));
+    add_tensor(&cases[n], uniform_tensor(1, &rotated_sizes[i], 0, 1));
+    add_value(&cases[n], vo_float_value(0.5));
+  }
+  static const char *batched_rotated_labels[] = {"5,000 oriented boxes, 16 classes",
+                                                 "20,000 oriented boxes, 16 classes"};
+  for (int i = 0; i < 2 && n < max; i++, n++) {
+    build_case(&cases[n], "batched_nms_rotated", batched_rotated_labels[i]);
+    add_tensor(&cases[n], oriented_detections(rotated_sizes[i]));
+    add_tensor(&cases[n], uniform_tensor(1, &rotated_sizes[i], 0, 1));
+    add_tensor(&cases[n], categories(rotated_sizes[i], 16));
+    add_value(&cases[n], vo_float_value(0.5));
   }
   static const char *pairwise[] = {"box_iou", "generalized_box_iou", "distance_box_iou",
                                    "complete_box_iou"};
