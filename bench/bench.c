@@ -69,6 +69,26 @@ static void tensor_free(tensor *x) {
 static const DLDataType F32 = {kDLFloat, 32, 1};
 static const DLDataType I64 = {kDLInt, 64, 1};
 
+/* Detection i of n around objects in a 1333x800 image (box i belongs to
+ * object i % (n / 30 + 1), seeded by `seed`): (cx, cy, w, h) jittered
+ * around the object's, and with `oriented` an angle in degrees within a few
+ * of the object's (mixed over [-90, 90]) as c[4]. */
+static void detection(int64_t i, int64_t n, uint64_t seed, double max_h, int oriented,
+                      double c[5]) {
+  uint64_t saved = rng_state;
+  rng_state = seed + (uint64_t)(i % (n / 30 + 1)) * 7919u;
+  double cx = uniform() * 1333, cy = uniform() * 800;
+  double w = 16 + uniform() * 300, h = 16 + uniform() * max_h;
+  double a = oriented ? uniform() * 180 - 90 : 0;
+  rng_state = saved + 1;
+  cx += (uniform() - 0.5) * 0.2 * w;
+  cy += (uniform() - 0.5) * 0.2 * h;
+  w *= 0.8 + 0.4 * uniform();
+  h *= 0.8 + 0.4 * uniform();
+  if (oriented) a += (uniform() - 0.5) * 10;
+  c[0] = cx, c[1] = cy, c[2] = w, c[3] = h, c[4] = a;
+}
+
 /* n detector-like boxes: clusters of jittered boxes around objects in a
  * 1333x800 image, so NMS suppresses as it does on real detections. */
 static tensor *detections(int64_t n) {
@@ -76,47 +96,28 @@ static tensor *detections(int64_t n) {
   tensor *x = tensor_new(F32, 2, shape);
   if (!x) return NULL;
   float *b = x->t.data;
-  int64_t objects = n / 30 + 1;
   for (int64_t i = 0; i < n; i++) {
-    uint64_t saved = rng_state;
-    rng_state = 0xb0c5 + (uint64_t)(i % objects) * 7919u;
-    double cx = uniform() * 1333, cy = uniform() * 800;
-    double w = 16 + uniform() * 300, h = 16 + uniform() * 300;
-    rng_state = saved + 1;
-    cx += (uniform() - 0.5) * 0.2 * w;
-    cy += (uniform() - 0.5) * 0.2 * h;
-    w *= 0.8 + 0.4 * uniform();
-    h *= 0.8 + 0.4 * uniform();
-    b[4 * i + 0] = (float)(cx - w / 2);
-    b[4 * i + 1] = (float)(cy - h / 2);
-    b[4 * i + 2] = (float)(cx + w / 2);
-    b[4 * i + 3] = (float)(cy + h / 2);
+    double c[5];
+    detection(i, n, 0xb0c5, 300, 0, c);
+    b[4 * i + 0] = (float)(c[0] - c[2] / 2);
+    b[4 * i + 1] = (float)(c[1] - c[3] / 2);
+    b[4 * i + 2] = (float)(c[0] + c[2] / 2);
+    b[4 * i + 3] = (float)(c[1] + c[3] / 2);
   }
   return x;
 }
 
-/* n oriented detector-like boxes (cx, cy, w, h, angle in degrees): the
- * clusters of detections() around objects at mixed angles, each box within
- * a few degrees of its object's. */
+/* n oriented detector-like boxes (cx, cy, w, h, angle in degrees), the
+ * same clusters at mixed angles. */
 static tensor *oriented_detections(int64_t n) {
   int64_t shape[2] = {n, 5};
   tensor *x = tensor_new(F32, 2, shape);
   if (!x) return NULL;
   float *b = x->t.data;
-  int64_t objects = n / 30 + 1;
   for (int64_t i = 0; i < n; i++) {
-    uint64_t saved = rng_state;
-    rng_state = 0xa0c5 + (uint64_t)(i % objects) * 7919u;
-    double cx = uniform() * 1333, cy = uniform() * 800;
-    double w = 16 + uniform() * 300, h = 16 + uniform() * 150, a = uniform() * 180 - 90;
-    rng_state = saved + 1;
-    cx += (uniform() - 0.5) * 0.2 * w;
-    cy += (uniform() - 0.5) * 0.2 * h;
-    w *= 0.8 + 0.4 * uniform();
-    h *= 0.8 + 0.4 * uniform();
-    a += (uniform() - 0.5) * 10;
-    b[5 * i + 0] = (float)cx, b[5 * i + 1] = (float)cy;
-    b[5 * i + 2] = (float)w, b[5 * i + 3] = (float)h, b[5 * i + 4] = (float)a;
+    double c[5];
+    detection(i, n, 0xa0c5, 150, 1, c);
+    for (int k = 0; k < 5; k++) b[5 * i + k] = (float)c[k];
   }
   return x;
 }

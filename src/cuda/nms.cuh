@@ -67,8 +67,9 @@ inline double threshold_in(double, const vo_nms_params &p) { return p.iou_thresh
 
 // Mask rows of row blocks [rb0, rb1) against column blocks [rb0, col_blocks):
 // word (r - rb0*64, cb - rb0) of the chunk has bit j set when sorted box
-// cb*64 + j comes after r and overlaps it by more than the threshold. Words
-// left of the diagonal block are never read, so never computed.
+// cb*64 + j comes after r, is of its category (batched) and r suppresses it
+// (Kind::suppresses). Words left of the diagonal block are never read, so
+// never computed.
 template <typename Kind>
 __global__ void __launch_bounds__(kTile)
     nms_mask_kernel(const typename Kind::Box *sboxes, const int64_t *sidx, int64_t n,

@@ -13,7 +13,7 @@
 
 static size_t vo_cl_align(size_t n) { return (n + 127) & ~(size_t)127; }
 
-vo_status vo_opencl_nms_run(const vo_exec *ex, const vo_cl_nms_kind *kind) {
+vo_status vo_opencl_nms_run(const vo_exec *ex, const vo_cl_nms_kind *kind, const void *gather_arg) {
   const vo_nms_params *p = &ex->p.nms;
   const int64_t n = p->boxes->shape[0];
   vo_cl_call c;
@@ -76,7 +76,7 @@ vo_status vo_opencl_nms_run(const vo_exec *ex, const vo_cl_nms_kind *kind) {
     vo_cl_arg_i64(&l, n);
     vo_cl_arg_mem(&l, ws, 0);
     vo_cl_arg_i64(&l, (int64_t)order_at);
-    if (kind->angle_scale) vo_cl_arg(&l, &p->angle_scale, sizeof p->angle_scale);
+    if (kind->gather_args) kind->gather_args(&l, ex, gather_arg);
     st = vo_cl_launch_run(&l, n);
   }
   for (int64_t r0 = 0; st == VO_OK && r0 < n; r0 += chunk) {
@@ -127,5 +127,5 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
   static const vo_cl_nms_kind kind = {.program = "nms",
                                       .prefix = "vo_cl_nms",
                                       .box_bytes = {4 * sizeof(float), 4 * sizeof(double)}};
-  return vo_opencl_nms_run(ex, &kind);
+  return vo_opencl_nms_run(ex, &kind, NULL);
 }

@@ -14,11 +14,12 @@ typedef struct vo_cl_nms_kind {
   const char *prefix;
   /* Bytes of a sorted box, at least the device's: [0] float, [1] double. */
   size_t box_bytes[2];
-  /* The gather kernel takes ex->p.nms.angle_scale (a vo_k_double_arg) last. */
-  int angle_scale;
+  /* Appends the gather kernel's own arguments (after the common ones) from
+   * gather_arg; NULL when it has none. */
+  void (*gather_args)(vo_cl_launch *l, const vo_exec *ex, const void *gather_arg);
 } vo_cl_nms_kind;
 
 /* nms or nms_rotated (ex->p.nms) with the kernels of `kind`. */
-vo_status vo_opencl_nms_run(const vo_exec *ex, const vo_cl_nms_kind *kind);
+vo_status vo_opencl_nms_run(const vo_exec *ex, const vo_cl_nms_kind *kind, const void *gather_arg);
 
 #endif /* VISIONOPS_OPENCL_NMS_H */

@@ -349,6 +349,16 @@ typedef struct vs_params {
   vt_rng *rng;
 } vs_params;
 
+/* A random permutation of n log-spaced scores (distinct in float16 too). */
+static void log_spaced_scores(vt_rng *rng, int64_t n, double *sc) {
+  for (int64_t i = 0; i < n; i++) sc[i] = exp2((double)i * (15.0 / (double)n) - 5);
+  for (int64_t i = n - 1; i > 0; i--) {
+    const int64_t j = vt_rng_int(rng, i + 1);
+    const double t = sc[i];
+    sc[i] = sc[j], sc[j] = t;
+  }
+}
+
 /* nms / batched_nms: random 97, 0, 1031 and 300 boxes with many tied
  * scores; edge: none, or degenerate boxes with equal scores; model: 6000
  * detections with distinct scores (log-spaced, distinct in float16 too, as
@@ -384,14 +394,7 @@ static void build_nms_common(vs_sample *s, const vs_params *q, int batched) {
                                         : q->variant == VS_SMALL ? 3
                                                                  : 5);
   }
-  if (q->variant == VS_MODEL) { /* a permutation of log-spaced scores */
-    for (int64_t i = 0; i < n; i++) sc[i] = exp2((double)i * (15.0 / (double)n) - 5);
-    for (int64_t i = n - 1; i > 0; i--) {
-      const int64_t j = vt_rng_int(q->rng, i + 1);
-      const double t = sc[i];
-      sc[i] = sc[j], sc[j] = t;
-    }
-  }
+  if (q->variant == VS_MODEL) log_spaced_scores(q->rng, n, sc);
   const int64_t bs[2] = {n, 4}, ss[1] = {n};
   const int tb = add_values(s, q->dt, 2, bs, b);
   arg_tensor(s, tb);
@@ -849,14 +852,7 @@ static void build_nms_rotated_common(vs_sample *s, const vs_params *q, int batch
     sc[i] = q->variant == VS_EDGE ? 0.5 : floor(vt_rng_uniform(q->rng, 0, 8)) / 8;
     ids[i] = (double)vt_rng_int(q->rng, categories);
   }
-  if (q->variant == VS_MODEL) { /* a permutation of log-spaced scores */
-    for (int64_t i = 0; i < n; i++) sc[i] = exp2((double)i * (15.0 / (double)n) - 5);
-    for (int64_t i = n - 1; i > 0; i--) {
-      const int64_t j = vt_rng_int(q->rng, i + 1);
-      const double t = sc[i];
-      sc[i] = sc[j], sc[j] = t;
-    }
-  }
+  if (q->variant == VS_MODEL) log_spaced_scores(q->rng, n, sc);
   const int64_t bs[2] = {n, 5}, ss[1] = {n};
   const int tb = add_values(s, q->dt, 2, bs, b);
   arg_tensor(s, tb);
