@@ -122,6 +122,30 @@ static tensor *oriented_detections(int64_t n) {
   return x;
 }
 
+/* n rotated detections (cx, cy, w, h, angle in degrees): detections'
+ * clusters, each object at its own angle, its copies within a few degrees
+ * of it. */
+static tensor *rotated_detections(int64_t n) {
+  int64_t shape[2] = {n, 5};
+  tensor *x = tensor_new(F32, 2, shape);
+  if (!x) return NULL;
+  float *b = x->t.data;
+  int64_t objects = n / 30 + 1;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t saved = rng_state;
+    rng_state = 0x5107 + (uint64_t)(i % objects) * 7919u;
+    double cx = uniform() * 1333, cy = uniform() * 800;
+    double w = 16 + uniform() * 300, h = 16 + uniform() * 300, a = uniform() * 180 - 90;
+    rng_state = saved + 1;
+    b[5 * i + 0] = (float)(cx + (uniform() - 0.5) * 0.2 * w);
+    b[5 * i + 1] = (float)(cy + (uniform() - 0.5) * 0.2 * h);
+    b[5 * i + 2] = (float)(w * (0.8 + 0.4 * uniform()));
+    b[5 * i + 3] = (float)(h * (0.8 + 0.4 * uniform()));
+    b[5 * i + 4] = (float)(a + (uniform() - 0.5) * 10);
+  }
+  return x;
+}
+
 static tensor *uniform_tensor(int ndim, const int64_t *shape, double lo, double hi) {
   tensor *x = tensor_new(F32, ndim, shape);
   if (!x) return NULL;
@@ -242,6 +266,13 @@ static int make_cases(bench_case *cases, int max) {
     int64_t rows = i == 0 ? 5000 : 1000;
     add_tensor(&cases[n], detections(rows));
     add_tensor(&cases[n], detections(rows));
+  }
+  if (n < max) { /* issue 15: rotated detections, every pair */
+    build_case(&cases[n], "box_iou_rotated", "2,000 x 2,000");
+    add_tensor(&cases[n], rotated_detections(2000));
+    add_tensor(&cases[n], rotated_detections(2000));
+    for (int k = 0; k < 3; k++) add_value(&cases[n], vo_bool_value(0)); /* iou, ccw, degrees */
+    n++;
   }
   /* RoI heads: Faster R-CNN box head (7x7) and Mask R-CNN mask head (14x14)
    * on a stride-4 feature map of two 800x1088 images, 1,000 RoIs. */

@@ -18,13 +18,14 @@ class Sizes:
     """Problem sizes: the issue-7 model sizes, or small ones for --quick."""
     nms: tuple = (1000, 5000, 20000)
     iou: int = 5000
+    rotated_iou: int = 2000
     rois: int = 1000
     fmap: tuple = (2, 256, 200, 272)
     ps_channels: int = 490
     dcn: tuple = (2, 256, 64, 64, 256)  # N, Cin, H, W, Cout
 
 
-QUICK = Sizes(nms=(1000, 5000), iou=1000, rois=100, dcn=(2, 64, 32, 32, 64))
+QUICK = Sizes(nms=(1000, 5000), iou=1000, rotated_iou=500, rois=100, dcn=(2, 64, 32, 32, 64))
 
 
 @dataclass
@@ -49,6 +50,20 @@ def detections(rng, n):
     ctr = c[k] + rng.normal(0, 0.05, (n, 2)) * s[k]
     wh = s[k] * rng.uniform(0.8, 1.2, (n, 2))
     return np.concatenate([ctr - wh / 2, ctr + wh / 2], 1).astype(np.float32)
+
+
+def rotated_detections(rng, n, spread=(1333, 800)):
+    """detections' clusters as rotated boxes (cx, cy, w, h, angle in
+    degrees): each object at its own angle, its copies within a few degrees
+    of it. A small `spread` packs the objects so that most pairs overlap."""
+    m = n // 30 + 1
+    c, s = rng.uniform(0, spread, (m, 2)), rng.uniform(16, 300, (m, 2))
+    a = rng.uniform(-90, 90, m)
+    k = rng.integers(0, m, n)
+    ctr = c[k] + rng.normal(0, 0.05, (n, 2)) * s[k]
+    wh = s[k] * rng.uniform(0.8, 1.2, (n, 2))
+    ang = a[k] + rng.normal(0, 3, n)
+    return np.concatenate([ctr, wh, ang[:, None]], 1).astype(np.float32)
 
 
 def proposals(rng, k, n=2):
@@ -131,6 +146,25 @@ def box_iou_case(vo, rng, n):
         return (lambda: torchvision.ops.box_iou(t1, t2), lambda: vo.call("vo_box_iou", t1, t2, out))
     return Case("box_iou", f"{n:,} x {n:,}", make, bytes=n * n * F32 + 2 * n * 16,
                 work=n * n, unit="IoUs", key="iou")
+
+
+def box_iou_rotated_case(vo, rng, n, spread=(1333, 800), label=""):
+    """torchvision 0.29's box_iou(fmt="cxcywhr") (torchvision::box_iou_rotated)
+    against visionops' box_iou_rotated, every pair of two sets."""
+    a1, a2 = rotated_detections(rng, n, spread), rotated_detections(rng, n, spread)
+
+    def make(dev):
+        t1, t2 = on(dev, a1, a2)
+        out = empty(dev, (n, n))
+        return (lambda: torchvision.ops.box_iou(t1, t2, fmt="cxcywhr"),
+                lambda: vo.call("vo_box_iou_rotated", t1, t2, False, False, False, out))
+    return Case("box_iou_rotated", f"{n:,} x {n:,}{label}", make, bytes=n * n * F32 + 2 * n * 20,
+                work=n * n, unit="IoUs")
+
+
+def has_rotated_iou():
+    """torchvision 0.29 and newer have box_iou(fmt="cxcywhr")."""
+    return hasattr(torch.ops.torchvision, "box_iou_rotated")
 
 
 # ------------------------------------------------------- RoI op work models
@@ -360,6 +394,10 @@ def all_cases(vo, sizes, wanted=lambda op: True):
         out.append(batched_nms_case(vo, rng, 20000))
     if wanted("box_iou"):
         out.append(box_iou_case(vo, rng, sizes.iou))
+    if wanted("box_iou_rotated") and has_rotated_iou():
+        out.append(box_iou_rotated_case(vo, rng, sizes.rotated_iou))
+        out.append(box_iou_rotated_case(vo, rng, sizes.rotated_iou // 4, (150, 150),
+                                        ", packed: most pairs overlap"))
     n, c, h, w = sizes.fmap
     rois = proposals(rng, sizes.rois, n)
     roi_ops = ("roi_align", "roi_pool")

@@ -303,6 +303,20 @@ VO_API vo_status vo_distance_box_iou(const vo_context *ctx, const DLTensor *a, c
 VO_API vo_status vo_complete_box_iou(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
                                      double eps, DLTensor *out);
 
+/* Rotated-box overlap of a[N,5] and b[M,5] (cx, cy, w, h, angle) into
+ * out[N,M], torchvision's box_iou(fmt="cxcywhr") geometry (detectron2's, with
+ * its epsilons; result in [0, 1], 0 for a box of area < 1e-14): IoU, or with
+ * iof the intersection over a's box area. angle in degrees counter-clockwise
+ * on screen (y down); clockwise negates it, radians takes it in radians.
+ * Float boxes (either set of any float dtype); coordinates and angles must
+ * be finite, w and h >= 0. out is float64 when either set is float64, else
+ * float32. The _aligned form pairs a[i] with b[i] (N == M) into out[N]. */
+VO_API vo_status vo_box_iou_rotated(const vo_context *ctx, const DLTensor *a, const DLTensor *b,
+                                    int iof, int clockwise, int radians, DLTensor *out);
+VO_API vo_status vo_box_iou_rotated_aligned(const vo_context *ctx, const DLTensor *a,
+                                            const DLTensor *b, int iof, int clockwise, int radians,
+                                            DLTensor *out);
+
 /* Gradients of the four pairwise ops above with respect to both box sets, as
  * torchvision's autograd computes them for its implementation: grad [N,M]
  * (the forward's output dtype, or the boxes' dtype) is the gradient of `out`;

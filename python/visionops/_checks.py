@@ -41,19 +41,36 @@ def check_rois(op: str, shape: List[int]) -> None:
 
 
 def box_format(op: str, fmt: str) -> str:
-    """fmt lower-cased: "xyxy", "xywh" or "cxcywh" (torchvision's formats)."""
+    """fmt lower-cased: "xyxy", "xywh", "cxcywh" or one of the rotated
+    formats "cxcywhr", "xywhr", "xyxyxyxy" (torchvision 0.29's formats)."""
     lowered = fmt.lower()
-    if lowered != "xyxy" and lowered != "xywh" and lowered != "cxcywh":
-        raise VisionOpsValueError("%s: fmt must be one of xyxy, xywh, cxcywh, got '%s'"
-                                  % (op, fmt))
+    if lowered not in ["xyxy", "xywh", "cxcywh", "cxcywhr", "xywhr", "xyxyxyxy"]:
+        raise VisionOpsValueError("%s: fmt must be one of xyxy, xywh, cxcywh, cxcywhr, xywhr, "
+                                  "xyxyxyxy, got '%s'" % (op, fmt))
     return lowered
 
 
-def check_box_batch(op: str, name: str, shape: List[int]) -> None:
-    """[..., N, 4] boxes (boxes1 has N, boxes2 M) of the pairwise IoU ops."""
-    if len(shape) < 2 or shape[-1] != 4:
-        raise VisionOpsValueError("%s: %s must have shape [..., %s, 4], got %s"
-                                  % (op, name, "N" if name == "boxes1" else "M", shape))
+def box_width(fmt: str) -> int:
+    """Coordinates per box of a (lower-cased) format: 4, 5 for cxcywhr and
+    xywhr, 8 for xyxyxyxy."""
+    if fmt == "cxcywhr" or fmt == "xywhr":
+        return 5
+    return 8 if fmt == "xyxyxyxy" else 4
+
+
+def rotated_iou_mode(op: str, mode: str) -> bool:
+    """mmcv's mode of box_iou_rotated: "iou", or "iof" (intersection over
+    the first box's area): True for iof."""
+    if mode != "iou" and mode != "iof":
+        raise VisionOpsValueError("%s: mode must be 'iou' or 'iof', got '%s'" % (op, mode))
+    return mode == "iof"
+
+
+def check_box_batch(op: str, name: str, shape: List[int], width: int = 4) -> None:
+    """[..., N, width] boxes (boxes1 has N, boxes2 M) of the pairwise IoU ops."""
+    if len(shape) < 2 or shape[-1] != width:
+        raise VisionOpsValueError("%s: %s must have shape [..., %s, %d], got %s"
+                                  % (op, name, "N" if name == "boxes1" else "M", width, shape))
 
 
 def broadcast_leading(op: str, shape1: List[int], shape2: List[int]) -> List[int]:

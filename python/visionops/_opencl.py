@@ -274,10 +274,10 @@ def to_xyxy(op, boxes, fmt):
     return out
 
 
-def pairwise(op, boxes1, boxes2, lead, n, m, call):
-    """A pairwise IoU op over batched [..., N, 4] x [..., M, 4] pyopencl
-    boxes (leading dimensions broadcast to `lead`): call(b1, b2) per 2-D
-    slice (views, no copies), stacked into [..., N, M]."""
+def pairwise(op, boxes1, boxes2, lead, n, m, call, width=4):
+    """A pairwise IoU op over batched [..., N, width] x [..., M, width]
+    pyopencl boxes (leading dimensions broadcast to `lead`): call(b1, b2)
+    per 2-D slice (views, no copies), stacked into [..., N, M]."""
     import numpy as np
 
     queue = _same_queue(op, [("boxes1", boxes1), ("boxes2", boxes2)])
@@ -291,8 +291,8 @@ def pairwise(op, boxes1, boxes2, lead, n, m, call):
     indices = list(np.ndindex(*lead))
     if not indices:
         # No slice to call: the C op still checks the dtypes on one empty pair.
-        empty = call(cl_array.empty(queue, (0, 4), boxes1.dtype),
-                     cl_array.empty(queue, (0, 4), boxes2.dtype))
+        empty = call(cl_array.empty(queue, (0, width), boxes1.dtype),
+                     cl_array.empty(queue, (0, width), boxes2.dtype))
         return cl_array.empty(queue, lead + (n, m), empty.dtype)
     outs = [call(pick(boxes1, idx), pick(boxes2, idx)) for idx in indices]
     return cl_array.stack(outs, axis=0, queue=queue).reshape(lead + (n, m))

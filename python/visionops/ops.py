@@ -37,8 +37,9 @@ _SCHEMA_OPS = {
 }
 
 __all__ = [
-    "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou", "generalized_box_iou", "distance_box_iou",
-    "complete_box_iou", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool",
+    "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou", "generalized_box_iou",
+    "distance_box_iou", "complete_box_iou", "box_iou_rotated", *_SCHEMA_OPS, "roi_align",
+    "roi_pool", "ps_roi_align", "ps_roi_pool",
     "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
     "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
     "VisionOpsTypeError",
@@ -279,28 +280,28 @@ def _int64(t):
     return t
 
 
-def _pairwise(op, boxes1, boxes2, *extra):
-    """One of the four IoU ops over NumPy [..., N, 4] x [..., M, 4] ->
-    [..., N, M] (torchvision 0.29's batched form; leading dimensions
-    broadcast): one call of the 2-D C op per slice, stacked. On torch
-    tensors, _script._pairwise."""
+def _pairwise(op, boxes1, boxes2, *extra, width=4):
+    """One of the pairwise IoU ops over NumPy [..., N, width] x [..., M,
+    width] -> [..., N, M] (torchvision 0.29's batched form; leading
+    dimensions broadcast): one call of the 2-D C op per slice, stacked. On
+    torch tensors, _script._pairwise."""
     import numpy as np
 
     if len(boxes1.shape) == 2 and len(boxes2.shape) == 2:
         return _call(op, boxes1, boxes2, *extra)
     shape1, shape2 = [int(d) for d in boxes1.shape], [int(d) for d in boxes2.shape]
-    _checks.check_box_batch(op, "boxes1", shape1)
-    _checks.check_box_batch(op, "boxes2", shape2)
+    _checks.check_box_batch(op, "boxes1", shape1, width)
+    _checks.check_box_batch(op, "boxes2", shape2, width)
     lead = tuple(_checks.broadcast_leading(op, shape1, shape2))
     n, m = shape1[-2], shape2[-2]
     if _opencl.is_array(boxes1) or _opencl.is_array(boxes2):
         return _opencl.pairwise(op, boxes1, boxes2, lead, n, m,
-                                lambda a, b: _call(op, a, b, *extra))
-    b1 = np.broadcast_to(boxes1, lead + (n, 4)).reshape(-1, n, 4)
-    b2 = np.broadcast_to(boxes2, lead + (m, 4)).reshape(-1, m, 4)
+                                lambda a, b: _call(op, a, b, *extra), width)
+    b1 = np.broadcast_to(boxes1, lead + (n, width)).reshape(-1, n, width)
+    b2 = np.broadcast_to(boxes2, lead + (m, width)).reshape(-1, m, width)
     if b1.shape[0] == 0:
         # No slice to call: the C op still checks the dtypes on one empty pair.
-        out = _call(op, b1.reshape(0, 4), b2.reshape(0, 4), *extra)
+        out = _call(op, b1.reshape(0, width), b2.reshape(0, width), *extra)
         return out.reshape(lead + (n, m))
     outs = [_call(op, b1[i], b2[i], *extra) for i in range(b1.shape[0])]
     return np.stack(outs, axis=0).reshape(lead + (n, m))
@@ -310,21 +311,61 @@ def _box_pair(op, boxes1, boxes2):
     return _tensor(boxes1, op, "boxes1"), _tensor(boxes2, op, "boxes2")
 
 
+def _to_cxcywhr(boxes, fmt):
+    """NumPy / pyopencl xywhr or xyxyxyxy boxes as cxcywhr: box_convert's
+    (branch box-convert, issue 15), for the lead to wire in when it is
+    merged."""
+    raise NotImplementedError("box_iou: fmt='%s' needs box_convert(boxes, '%s', 'cxcywhr'), "
+                              "not merged yet; pass cxcywhr boxes" % (fmt, fmt))
+
+
 @_fx_leaf
 def box_iou(boxes1, boxes2, fmt="xyxy"):
-    """Pairwise IoU of [..., N, 4] and [..., M, 4] boxes: [..., N, M].
-    `fmt` ("xyxy", "xywh" or "cxcywh", as in newer torchvision) is the
-    format of both box sets. Float64 boxes give float64, all others (float32,
-    float16, bfloat16, integers) float32, as torchvision's upcasting."""
+    """Pairwise IoU of [..., N, K] and [..., M, K] boxes: [..., N, M].
+    `fmt` is the format of both box sets, as in torchvision 0.29:
+    axis-aligned "xyxy", "xywh" or "cxcywh" (K = 4), or rotated "cxcywhr",
+    "xywhr" (K = 5: the angle in degrees, counter-clockwise on screen) or
+    "xyxyxyxy" (K = 8), whose IoU is box_iou_rotated's. Float64 boxes give
+    float64 (torchvision 0.29 gives float32 for rotated float64 boxes), all
+    others (float32, float16, bfloat16, integers for the axis-aligned
+    formats) float32, as torchvision's upcasting."""
     fmt = _checks.box_format("box_iou", str(fmt))
     boxes1, boxes2 = _box_pair("box_iou", boxes1, boxes2)
     if _is_torch(boxes1) or _is_torch(boxes2):
         return _script.box_iou(boxes1, boxes2, fmt)
+    width = _checks.box_width(fmt)
+    if width != 4:
+        _checks.check_box_batch("box_iou", "boxes1", [int(d) for d in boxes1.shape], width)
+        _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape], width)
+        if fmt != "cxcywhr":
+            boxes1, boxes2 = _to_cxcywhr(boxes1, fmt), _to_cxcywhr(boxes2, fmt)
+        return _pairwise("box_iou_rotated", boxes1, boxes2, False, False, False, width=5)
     if fmt != "xyxy":
         _checks.check_box_batch("box_iou", "boxes1", [int(d) for d in boxes1.shape])
         _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape])
         boxes1, boxes2 = _to_xyxy("box_iou", boxes1, fmt), _to_xyxy("box_iou", boxes2, fmt)
     return _pairwise("box_iou", boxes1, boxes2)
+
+
+@_fx_leaf
+def box_iou_rotated(boxes1, boxes2, mode="iou", aligned=False, clockwise=False, radians=False):
+    """Overlap of rotated boxes (cx, cy, w, h, angle): boxes1 [N, 5] with
+    every box of boxes2 [M, 5] -> [N, M], or with aligned=True row i with
+    row i (N == M) -> [N]. mode "iou" (intersection over union) or "iof"
+    (intersection over the area of the boxes1 box), as mmcv's
+    box_iou_rotated. Angles in degrees, counter-clockwise on screen (y down:
+    torchvision's and detectron2's convention) unless clockwise=True
+    (mmcv's and OpenVINO's) or radians=True; the geometry is torchvision's
+    box_iou(fmt="cxcywhr"), with its epsilons. Float boxes (the two sets of
+    any float dtypes); coordinates and angles must be finite, w and h >= 0.
+    Float64 boxes give float64, all others float32."""
+    iof = _checks.rotated_iou_mode("box_iou_rotated", str(mode))
+    boxes1, boxes2 = _box_pair("box_iou_rotated", boxes1, boxes2)
+    if _is_torch(boxes1) or _is_torch(boxes2):
+        return _script.box_iou_rotated(boxes1, boxes2, str(mode), bool(aligned), bool(clockwise),
+                                       bool(radians))
+    op = "box_iou_rotated_aligned" if aligned else "box_iou_rotated"
+    return _call(op, boxes1, boxes2, iof, bool(clockwise), bool(radians))
 
 
 @_fx_leaf
@@ -786,8 +827,9 @@ else:
 # with torch.fx.wrap too makes the modules' calls above leaves by fx's own
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
-_FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou", "generalized_box_iou", "distance_box_iou",
-              "complete_box_iou", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align",
+_FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou",
+              "generalized_box_iou", "distance_box_iou", "complete_box_iou", "box_iou_rotated",
+              *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align",
               "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d")
 if _torch is not None:
     import torch.fx as _fx

@@ -755,6 +755,111 @@ static void sample_box_area_backward(vs_sample *s, const vs_params *q) {
   build_box_area_common(s, q, 1);
 }
 
+/* Rotated boxes (cx, cy, w, h, angle in degrees): SPEC-NEXT 1.3's edge
+ * cases as pairs (row k of boxes1 with row k of boxes2) and random boxes
+ * with copies, 90/180-degree turns of squares and near-duplicates. */
+static const double rbox_edge_pairs[][10] = {
+    {10, 10, 8, 4, 30, 10, 10, 8, 4, 30},               /* identical */
+    {20, 20, 6, 6, 0, 20, 20, 6, 6, 90},                /* a square turned 90 */
+    {20, 20, 6, 6, 0, 20, 20, 6, 6, 180},               /* and 180 */
+    {5, 3, 4, 2, -90, 5, 3, 4, 2, 90},                  /* detectron2's docstring pair */
+    {0, 0, 2, 2, 0, 2, 0, 2, 2, 0},                     /* a shared edge */
+    {0, 0, 2, 2, 0, 2, 2, 2, 2, 0},                     /* a shared corner */
+    {50, 50, 20, 10, 15, 50, 50, 4, 2, 15},             /* containment */
+    {50, 50, 20, 20, 0, 52, 49, 4, 3, 37},              /* rotated containment */
+    {0, 0, 4, 2, 0, 1, 0, 4, 2, 0},                     /* collinear edges */
+    {0, 0, 10, 5, 0, 0, 0, 10, 5, 1e-4},                /* near-parallel edges */
+    {0, 0, 0, 4, 0, 0, 0, 4, 4, 0},                     /* zero width */
+    {0, 0, 4, 0, 30, 0, 0, 4, 4, 30},                   /* zero height */
+    {3e4, 3e4, 10, 5, 20, 3e4 + 3, 3e4 + 1, 8, 6, -40}, /* far from the origin */
+    {0, 0, 10, 5, 20, 3, 1, 8, 6, -40},                 /* the same pair near it */
+    {0, 0, 1e-4, 1e-4, 0, 0.15, 0, 0.1, 0.1, 0},        /* a tiny box: wide vertex slack */
+    {0, 0, 4, 4, 0, 100, 100, 4, 4, 45},                /* far apart */
+    {0, 0, 2, 2, 0, 2.001, 0, 2, 2, 0},                 /* a small gap */
+    {10, 10, 6, 3, 400, 10, 10, 6, 3, 40},              /* angles 360 apart */
+    {-7, 3, 5, 9, -135, -6, 2, 9, 5, 44},               /* negative coordinates */
+};
+#define RBOX_EDGE_PAIRS ((int64_t)(sizeof rbox_edge_pairs / sizeof rbox_edge_pairs[0]))
+
+/* Random rotated boxes; with exact_turns some are squares' copies turned
+ * by multiples of 90 degrees (exact in degrees, not in radians: such pairs'
+ * float32 IoU is ill-conditioned, see kernels/box_iou_rotated.inc). */
+static void gen_rboxes(vt_rng *rng, int64_t n, double *b, int exact_turns) {
+  for (int64_t i = 0; i < n; i++) {
+    double *r = b + 5 * i;
+    const int64_t pick = i > 0 ? vt_rng_int(rng, 8) : 7;
+    const double *p = i > 0 ? b + 5 * vt_rng_int(rng, i) : NULL;
+    if (pick == 0) { /* a copy */
+      memcpy(r, p, sizeof(double) * 5);
+    } else if (pick == 1 && exact_turns && p[2] == p[3]) { /* a square turned */
+      memcpy(r, p, sizeof(double) * 5);
+      r[4] += 90.0 * (double)vt_rng_int(rng, 4);
+    } else if (pick == 2) { /* a near-duplicate */
+      for (int j = 0; j < 5; j++) r[j] = p[j] + vt_rng_uniform(rng, -1, 1);
+      r[2] = fabs(r[2]) + 0.5;
+      r[3] = fabs(r[3]) + 0.5;
+    } else {
+      r[0] = vt_rng_uniform(rng, 0, 100);
+      r[1] = vt_rng_uniform(rng, 0, 100);
+      r[2] = vt_rng_uniform(rng, 1, 50);
+      r[3] = pick == 1 ? r[2] : vt_rng_uniform(rng, 1, 50); /* squares to turn later */
+      r[4] = vt_rng_uniform(rng, -180, 180);
+    }
+  }
+}
+
+/* box_iou_rotated and its aligned form (N == M): random sizes (seed 1 with
+ * iof, 2 clockwise, 3 radians), the edge pairs (seed 0 of the edge variant
+ * empty), a small one and a model-sized one (every proposal against the
+ * ground truth of a rotated detector's image, aligned: 2000 pairs). */
+static void build_rotated_iou(vs_sample *s, const vs_params *q, int aligned) {
+  static const int64_t random_n[VS_RANDOM_SEEDS] = {37, 0, 129, 64},
+                       random_m[VS_RANDOM_SEEDS] = {53, 9, 1, 40};
+  int64_t n = 4, m = 5;
+  int iof = 0, clockwise = 0, radians = 0;
+  if (q->variant == VS_RANDOM) {
+    const uint64_t k = q->seed % VS_RANDOM_SEEDS;
+    n = random_n[k], m = random_m[k];
+    iof = k == 1, clockwise = k == 2, radians = k == 3;
+  } else if (q->variant == VS_EDGE) {
+    const int empty = q->seed % VS_EDGE_SEEDS == 0;
+    n = empty ? 3 : RBOX_EDGE_PAIRS, m = empty ? 0 : RBOX_EDGE_PAIRS;
+  } else if (q->variant == VS_MODEL) {
+    n = 1000, m = 600;
+  }
+  if (aligned) m = n;
+  double *b = xmalloc(sizeof(double) * (size_t)(5 * (n + m)));
+  if (q->variant == VS_EDGE && m > 0) {
+    for (int64_t k = 0; k < n; k++) {
+      memcpy(b + 5 * k, rbox_edge_pairs[k], sizeof(double) * 5);
+      memcpy(b + 5 * (n + k), rbox_edge_pairs[k] + 5, sizeof(double) * 5);
+    }
+  } else {
+    gen_rboxes(q->rng, n + m, b, !radians);
+    if (q->variant == VS_MODEL) /* proposals around the ground truth */
+      for (int64_t k = 0; k < n; k++) {
+        const double *g = b + 5 * (n + vt_rng_int(q->rng, m));
+        double *r = b + 5 * k;
+        for (int j = 0; j < 5; j++) r[j] = g[j] + vt_rng_uniform(q->rng, -4, 4);
+        r[2] = fabs(r[2]) + 1;
+        r[3] = fabs(r[3]) + 1;
+      }
+  }
+  if (radians)
+    for (int64_t k = 0; k < n + m; k++) b[5 * k + 4] *= 0.017453292519943295;
+  const int64_t s1[2] = {n, 5}, s2[2] = {m, 5};
+  const int t1 = add_values(s, q->dt, 2, s1, b);
+  arg_tensor(s, t1);
+  arg_tensor(s, add_values(s, q->dt, 2, s2, b + 5 * n));
+  arg_bool(s, iof);
+  arg_bool(s, clockwise);
+  arg_bool(s, radians);
+  s->shape_tensor = t1;
+  free(b);
+}
+static void sample_box_iou_rotated(vs_sample *s, const vs_params *q) { build_rotated_iou(s, q, 0); }
+static void sample_box_iou_rotated_aligned(vs_sample *s, const vs_params *q) {
+  build_rotated_iou(s, q, 1);
 /* nms_rotated / batched_nms_rotated. Rotated boxes (cx, cy, w, h, angle in
  * degrees) of `kind`:
  * - clusters: oriented detections, jittered copies around objects in an
