@@ -860,8 +860,10 @@ static void build_rotated_iou(vs_sample *s, const vs_params *q, int aligned) {
 static void sample_box_iou_rotated(vs_sample *s, const vs_params *q) { build_rotated_iou(s, q, 0); }
 static void sample_box_iou_rotated_aligned(vs_sample *s, const vs_params *q) {
   build_rotated_iou(s, q, 1);
+}
+
 /* nms_rotated / batched_nms_rotated. Rotated boxes (cx, cy, w, h, angle in
- * degrees) of `kind`:
+ * degrees) of set `kind`:
  * - clusters: oriented detections, jittered copies around objects in an
  *   extent x extent image, each object at its own angle (a tenth at exactly
  *   0 or 90 degrees); one box in six a duplicate of an earlier one (IoU 1),
@@ -869,9 +871,9 @@ static void sample_box_iou_rotated_aligned(vs_sample *s, const vs_params *q) {
  * - degenerate: zero width, zero height, points, duplicates, a box nested in
  *   the previous one, far away (+20000), the previous box beside itself
  *   (shared edge, the same angle), square boxes at 0 and 90 degrees. */
-typedef enum rbox_kind { RBOXES_CLUSTERS, RBOXES_DEGENERATE } rbox_kind;
+typedef enum rbox_set { RBOXES_CLUSTERS, RBOXES_DEGENERATE } rbox_set;
 
-static void gen_rboxes(rbox_kind kind, vt_rng *rng, int64_t n, double extent, double *b) {
+static void gen_rbox_set(rbox_set kind, vt_rng *rng, int64_t n, double extent, double *b) {
   const int64_t objects = n / 12 + 1;
   double *obj = xmalloc(sizeof(double) * (size_t)(5 * objects));
   for (int64_t k = 0; k < objects; k++) {
@@ -938,7 +940,7 @@ static void build_nms_rotated_common(vs_sample *s, const vs_params *q, int batch
   static const double thresholds[VS_RANDOM_SEEDS] = {0.5, 0.3, 0.7, 0.0};
   int64_t n = 6, categories = 3;
   double threshold = 0.5, extent = 24;
-  rbox_kind kind = RBOXES_CLUSTERS;
+  rbox_set kind = RBOXES_CLUSTERS;
   if (q->variant == VS_RANDOM) {
     n = random_counts[q->seed % VS_RANDOM_SEEDS];
     threshold = thresholds[q->seed % VS_RANDOM_SEEDS];
@@ -952,7 +954,7 @@ static void build_nms_rotated_common(vs_sample *s, const vs_params *q, int batch
   double *b = xmalloc(sizeof(double) * (size_t)(5 * n));
   double *sc = xmalloc(sizeof(double) * (size_t)n);
   double *ids = xmalloc(sizeof(double) * (size_t)n);
-  gen_rboxes(kind, q->rng, n, extent, b);
+  gen_rbox_set(kind, q->rng, n, extent, b);
   for (int64_t i = 0; i < n; i++) {
     sc[i] = q->variant == VS_EDGE ? 0.5 : floor(vt_rng_uniform(q->rng, 0, 8)) / 8;
     ids[i] = (double)vt_rng_int(q->rng, categories);
