@@ -362,10 +362,11 @@ vo_status vo_cpu_nms_run(const vo_exec *ex, const vo_nms_kind *kind) {
 #ifdef VO_HAVE_AVX2_KERNELS
 /* float64: the plain loop compiled for AVX2 (bit-identical: no contraction
  * into FMAs, -ffp-contract=off). */
-__attribute__((flatten, target("avx2,fma"))) static void vo_nms_apply_avx2_f64(
-    const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1, uint8_t *sup) {
-  vo_nms_apply_loop_f64(b->array[0], b->array[1], b->array[2], b->array[3], b->array[4], i, j0, j1,
-                        b->thr_f64, sup);
+__attribute__((flatten, target("avx2,fma"))) static void vo_nms_apply_avx2_arrays_f64(
+    const double *restrict x1, const double *restrict y1, const double *restrict x2,
+    const double *restrict y2, const double *restrict area, int64_t i, int64_t j0, int64_t j1,
+    double thr, uint8_t *restrict sup) {
+  vo_nms_apply_loop_f64(x1, y1, x2, y2, area, i, j0, j1, thr, sup);
 }
 
 /* float32, 8 candidates a step in AVX2 with the arithmetic of the scalar
@@ -374,12 +375,10 @@ __attribute__((flatten, target("avx2,fma"))) static void vo_nms_apply_avx2_f64(
  * only when one of its eight candidates is suppressed. (Skipping the
  * division when all eight intersections are empty was measured slower:
  * that branch is unpredictable.) */
-__attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_f32(const vo_nms_boxes *b,
-                                                                      int64_t i, int64_t j0,
-                                                                      int64_t j1, uint8_t *sup) {
-  const float *x1 = b->array[0], *y1 = b->array[1], *x2 = b->array[2], *y2 = b->array[3];
-  const float *area = b->array[4];
-  const __m256 zero = _mm256_setzero_ps(), vthr = _mm256_set1_ps(b->thr_f32);
+__attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_arrays_f32(
+    const float *x1, const float *y1, const float *x2, const float *y2, const float *area,
+    int64_t i, int64_t j0, int64_t j1, float thr, uint8_t *sup) {
+  const __m256 zero = _mm256_setzero_ps(), vthr = _mm256_set1_ps(thr);
   const float ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];
   const __m256 vx1 = _mm256_set1_ps(ix1), vy1 = _mm256_set1_ps(iy1);
   const __m256 vx2 = _mm256_set1_ps(ix2), vy2 = _mm256_set1_ps(iy2), va = _mm256_set1_ps(ia);
@@ -399,7 +398,19 @@ __attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_f32(const vo_n
       bits &= bits - 1;
     }
   }
-  if (j < j1) vo_nms_apply_scalar_f32(b, i, j, j1, sup);
+  if (j < j1) vo_nms_apply_arrays_f32(x1, y1, x2, y2, area, i, j, j1, thr, sup);
+}
+
+/* The AVX2 steps of a category's description (cpu/nms.h). */
+static void vo_nms_apply_avx2_f64(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
+                                  uint8_t *sup) {
+  vo_nms_apply_avx2_arrays_f64(b->array[0], b->array[1], b->array[2], b->array[3], b->array[4], i,
+                               j0, j1, b->thr_f64, sup);
+}
+static void vo_nms_apply_avx2_f32(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
+                                  uint8_t *sup) {
+  vo_nms_apply_avx2_arrays_f32(b->array[0], b->array[1], b->array[2], b->array[3], b->array[4], i,
+                               j0, j1, b->thr_f32, sup);
 }
 #endif
 
