@@ -36,14 +36,14 @@ static void vo_nms_rotated_gather(const vo_exec *ex, void *store, int64_t n, int
   }
 }
 
-/* A test costs a few ns for a rejected pair and some hundreds for a polygon
- * IoU; on the benchmark's dense oriented detections the pass takes about
- * 300 ns per (kept / 30) x later pair of the kinds' common estimate
- * (bench/RESULTS.md, "Issue 15"), so above 1,024 boxes a category's pass is
- * milliseconds and worth several threads. */
+/* A test costs a few ns for a pair the rejects settle and some hundreds
+ * for a polygon IoU; on the benchmark's dense oriented detections the pass
+ * takes about 45 ns per pair of the kinds' common estimate, (kept / 30) x
+ * later boxes (bench/RESULTS.md, "Issue 15"), so above 1,024 boxes a
+ * category's pass is milliseconds and may be worth several threads. */
 static const vo_nms_kind vo_nms_rotated_kind = {
     .box_bytes = {sizeof(vo_k_nms_rbox_f32), sizeof(vo_k_nms_rbox_f64)},
-    .pair_ns = 300,
+    .pair_ns = 45,
     .parallel_min = 1024,
     .gather = vo_nms_rotated_gather,
 };
