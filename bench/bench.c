@@ -69,79 +69,54 @@ static void tensor_free(tensor *x) {
 static const DLDataType F32 = {kDLFloat, 32, 1};
 static const DLDataType I64 = {kDLInt, 64, 1};
 
-/* Detection i of n around objects in a 1333x800 image (box i belongs to
- * object i % (n / 30 + 1), seeded by `seed`): (cx, cy, w, h) jittered
- * around the object's, and with `oriented` an angle in degrees within a few
- * of the object's (mixed over [-90, 90]) as c[4]. */
-static void detection(int64_t i, int64_t n, uint64_t seed, double max_h, int oriented,
-                      double c[5]) {
+/* Box i of n detector-like boxes (cx, cy, w, h and, with `angle`, an angle
+ * in degrees): clusters of jittered boxes around n / 30 + 1 objects in a
+ * 1333x800 image (the object's own draws seeded from `seed`), so NMS
+ * suppresses as it does on real detections. */
+static void detection(int64_t i, int64_t n, uint64_t seed, double *angle, double box[4]) {
+  const int64_t objects = n / 30 + 1;
   uint64_t saved = rng_state;
-  rng_state = seed + (uint64_t)(i % (n / 30 + 1)) * 7919u;
+  rng_state = seed + (uint64_t)(i % objects) * 7919u;
   double cx = uniform() * 1333, cy = uniform() * 800;
-  double w = 16 + uniform() * 300, h = 16 + uniform() * max_h;
-  double a = oriented ? uniform() * 180 - 90 : 0;
+  double w = 16 + uniform() * 300, h = 16 + uniform() * 300;
+  const double a = uniform() * 180 - 90;
   rng_state = saved + 1;
-  cx += (uniform() - 0.5) * 0.2 * w;
-  cy += (uniform() - 0.5) * 0.2 * h;
-  w *= 0.8 + 0.4 * uniform();
-  h *= 0.8 + 0.4 * uniform();
-  if (oriented) a += (uniform() - 0.5) * 10;
-  c[0] = cx, c[1] = cy, c[2] = w, c[3] = h, c[4] = a;
+  box[0] = cx + (uniform() - 0.5) * 0.2 * w;
+  box[1] = cy + (uniform() - 0.5) * 0.2 * h;
+  box[2] = w * (0.8 + 0.4 * uniform());
+  box[3] = h * (0.8 + 0.4 * uniform());
+  if (angle) *angle = a + (uniform() - 0.5) * 10;
 }
 
-/* n detector-like boxes: clusters of jittered boxes around objects in a
- * 1333x800 image, so NMS suppresses as it does on real detections. */
+/* n detections as (x1, y1, x2, y2). */
 static tensor *detections(int64_t n) {
   int64_t shape[2] = {n, 4};
   tensor *x = tensor_new(F32, 2, shape);
   if (!x) return NULL;
   float *b = x->t.data;
   for (int64_t i = 0; i < n; i++) {
-    double c[5];
-    detection(i, n, 0xb0c5, 300, 0, c);
-    b[4 * i + 0] = (float)(c[0] - c[2] / 2);
-    b[4 * i + 1] = (float)(c[1] - c[3] / 2);
-    b[4 * i + 2] = (float)(c[0] + c[2] / 2);
-    b[4 * i + 3] = (float)(c[1] + c[3] / 2);
+    double d[4];
+    detection(i, n, 0xb0c5, NULL, d);
+    b[4 * i + 0] = (float)(d[0] - d[2] / 2);
+    b[4 * i + 1] = (float)(d[1] - d[3] / 2);
+    b[4 * i + 2] = (float)(d[0] + d[2] / 2);
+    b[4 * i + 3] = (float)(d[1] + d[3] / 2);
   }
   return x;
 }
 
-/* n oriented detector-like boxes (cx, cy, w, h, angle in degrees), the
- * same clusters at mixed angles. */
-static tensor *oriented_detections(int64_t n) {
-  int64_t shape[2] = {n, 5};
-  tensor *x = tensor_new(F32, 2, shape);
-  if (!x) return NULL;
-  float *b = x->t.data;
-  for (int64_t i = 0; i < n; i++) {
-    double c[5];
-    detection(i, n, 0xa0c5, 150, 1, c);
-    for (int k = 0; k < 5; k++) b[5 * i + k] = (float)c[k];
-  }
-  return x;
-}
-
-/* n rotated detections (cx, cy, w, h, angle in degrees): detections'
- * clusters, each object at its own angle, its copies within a few degrees
- * of it. */
+/* n rotated detections (cx, cy, w, h, angle in degrees): each object at its
+ * own angle, its copies within a few degrees of it. */
 static tensor *rotated_detections(int64_t n) {
   int64_t shape[2] = {n, 5};
   tensor *x = tensor_new(F32, 2, shape);
   if (!x) return NULL;
   float *b = x->t.data;
-  int64_t objects = n / 30 + 1;
   for (int64_t i = 0; i < n; i++) {
-    uint64_t saved = rng_state;
-    rng_state = 0x5107 + (uint64_t)(i % objects) * 7919u;
-    double cx = uniform() * 1333, cy = uniform() * 800;
-    double w = 16 + uniform() * 300, h = 16 + uniform() * 300, a = uniform() * 180 - 90;
-    rng_state = saved + 1;
-    b[5 * i + 0] = (float)(cx + (uniform() - 0.5) * 0.2 * w);
-    b[5 * i + 1] = (float)(cy + (uniform() - 0.5) * 0.2 * h);
-    b[5 * i + 2] = (float)(w * (0.8 + 0.4 * uniform()));
-    b[5 * i + 3] = (float)(h * (0.8 + 0.4 * uniform()));
-    b[5 * i + 4] = (float)(a + (uniform() - 0.5) * 10);
+    double d[4], a;
+    detection(i, n, 0x5107, &a, d);
+    for (int k = 0; k < 4; k++) b[5 * i + k] = (float)d[k];
+    b[5 * i + 4] = (float)a;
   }
   return x;
 }
@@ -246,7 +221,7 @@ static int make_cases(bench_case *cases, int max) {
   static const char *rotated_labels[] = {"5,000 oriented boxes", "20,000 oriented boxes"};
   for (int i = 0; i < 2 && n < max; i++, n++) {
     build_case(&cases[n], "nms_rotated", rotated_labels[i]);
-    add_tensor(&cases[n], oriented_detections(rotated_sizes[i]));
+    add_tensor(&cases[n], rotated_detections(rotated_sizes[i]));
     add_tensor(&cases[n], uniform_tensor(1, &rotated_sizes[i], 0, 1));
     add_value(&cases[n], vo_float_value(0.5));
   }
@@ -254,7 +229,7 @@ static int make_cases(bench_case *cases, int max) {
                                                  "20,000 oriented boxes, 16 classes"};
   for (int i = 0; i < 2 && n < max; i++, n++) {
     build_case(&cases[n], "batched_nms_rotated", batched_rotated_labels[i]);
-    add_tensor(&cases[n], oriented_detections(rotated_sizes[i]));
+    add_tensor(&cases[n], rotated_detections(rotated_sizes[i]));
     add_tensor(&cases[n], uniform_tensor(1, &rotated_sizes[i], 0, 1));
     add_tensor(&cases[n], categories(rotated_sizes[i], 16));
     add_value(&cases[n], vo_float_value(0.5));

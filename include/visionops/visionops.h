@@ -341,6 +341,44 @@ VO_API vo_status vo_complete_box_iou_backward(const vo_context *ctx, const DLTen
                                               const DLTensor *a, const DLTensor *b, double eps,
                                               DLTensor *grad_a, DLTensor *grad_b);
 
+/* Box formats of vo_box_convert, torchvision's (image coordinates, y down):
+ * XYXY (x1, y1, x2, y2) corners; XYWH (x1, y1, w, h); CXCYWH (cx, cy, w, h);
+ * the rotated CXCYWHR (cx, cy, w, h, r) and XYWHR (x1, y1, w, h, r) with r
+ * in degrees, counter-clockwise on screen, (x1, y1) the rotated top-left
+ * corner; XYXYXYXY the four corners top-left, top-right, bottom-right,
+ * bottom-left. Boxes have 4, 5 or 8 coordinates. */
+typedef enum vo_box_format {
+  VO_BOX_XYXY = 0,
+  VO_BOX_XYWH = 1,
+  VO_BOX_CXCYWH = 2,
+  VO_BOX_CXCYWHR = 3,
+  VO_BOX_XYWHR = 4,
+  VO_BOX_XYXYXYXY = 5
+} vo_box_format;
+
+/* boxes [N, K_in] in in_fmt into out [N, K_out] in out_fmt, as
+ * torchvision.ops.box_convert (0.29) computes it, operation by operation:
+ * any pair among the axis-aligned formats or among the rotated ones (an
+ * axis-aligned <-> rotated pair is refused, as in torchvision), the same
+ * format a copy. Elementwise: NaN and Inf pass through. Float boxes
+ * (float32, float64, float16, bfloat16) keep their dtype (half types
+ * compute in float32, each operation rounded to the half type as torch's
+ * ops round); integer boxes (int64/32/16/8, uint8) keep theirs, sums
+ * wrapping as torch's, except that the pairs with CXCYWH on one side give
+ * float32 (torch's true division), and the rotated pairs compute in float32
+ * and round half to even back to the boxes' dtype. */
+VO_API vo_status vo_box_convert_shape(const vo_context *ctx, const DLTensor *boxes,
+                                      vo_box_format in_fmt, vo_box_format out_fmt,
+                                      vo_tensor_desc *out);
+VO_API vo_status vo_box_convert(const vo_context *ctx, const DLTensor *boxes, vo_box_format in_fmt,
+                                vo_box_format out_fmt, DLTensor *out);
+/* Its gradient with respect to float boxes, as torch's autograd computes it
+ * through torchvision's arithmetic: grad [N, K_out] (any float dtype) into
+ * grad_boxes [N, K_in] (the boxes' dtype), fully overwritten. */
+VO_API vo_status vo_box_convert_backward(const vo_context *ctx, const DLTensor *grad,
+                                         const DLTensor *boxes, vo_box_format in_fmt,
+                                         vo_box_format out_fmt, DLTensor *grad_boxes);
+
 /* --------------------------------------------------- RoI operators (typed)
  *
  * input is [N,C,H,W] of float32, float64, float16 or bfloat16 (any strides);

@@ -50,12 +50,68 @@ def box_format(op: str, fmt: str) -> str:
     return lowered
 
 
+def box_format_number(fmt: str) -> int:
+    """fmt's number (vo_box_format: 0 xyxy .. 5 xyxyxyxy), -1 if it is none of
+    torchvision's box formats (matched exactly, as torchvision does)."""
+    names = ["xyxy", "xywh", "cxcywh", "cxcywhr", "xywhr", "xyxyxyxy"]
+    for i, name in enumerate(names):
+        if fmt == name:
+            return i
+    return -1
+
+
+def box_format_size(number: int) -> int:
+    """Coordinates per box of format `number`: 4, 5 (rotated) or 8 (corners)."""
+    return 4 + number // 3 + 3 * (number // 5)
+
+
+def box_convert_formats(in_fmt: str, out_fmt: str) -> Tuple[int, int]:
+    """The two formats' numbers, with torchvision 0.29's errors: ValueError
+    for an unknown format, NotImplementedError for a pair it does not
+    convert (axis-aligned <-> rotated)."""
+    i, o = box_format_number(in_fmt), box_format_number(out_fmt)
+    if i < 0 or o < 0:
+        raise VisionOpsValueError("box_convert: Unsupported Bounding Box Conversions for given "
+                                  "in_fmt %s and out_fmt %s (formats: xyxy, xywh, cxcywh, "
+                                  "cxcywhr, xywhr, xyxyxyxy)" % (in_fmt, out_fmt))
+    if (i < 3) != (o < 3):
+        raise NotImplementedError("box_convert: Unsupported Bounding Box Conversions for given "
+                                  "in_fmt %s and out_fmt %s: axis-aligned and rotated boxes do "
+                                  "not convert into each other" % (in_fmt, out_fmt))
+    return i, o
+
+
+def check_box_coordinates(op: str, fmt: str, shape: List[int]) -> None:
+    """boxes [..., K] hold K coordinates per box, as format `fmt` has."""
+    k = box_format_size(box_format_number(fmt))
+    if len(shape) < 1 or shape[-1] != k:
+        raise VisionOpsValueError("%s: boxes in format %s must have shape [..., %d], got %s"
+                                  % (op, fmt, k, shape))
+
+
+def box_area_format(fmt: str) -> str:
+    """fmt, one of box_area's formats (torchvision 0.29's, matched exactly)."""
+    if fmt != "xyxy" and fmt != "xywh" and fmt != "cxcywh":
+        raise VisionOpsValueError("box_area: Unsupported Bounding Box area for given format %s "
+                                  "(formats: xyxy, xywh, cxcywh)" % fmt)
+    return fmt
+
+
+def check_box_area_shape(shape: List[int]) -> None:
+    if len(shape) < 1 or shape[-1] != 4:
+        raise VisionOpsValueError("box_area: boxes must have shape [N, 4] (or any leading "
+                                  "dimensions, [..., 4]), got %s" % shape)
+
+
+def check_box_batch(op: str, name: str, shape: List[int]) -> None:
+    """[..., N, 4] boxes (boxes1 has N, boxes2 M) of the pairwise IoU ops."""
+    if len(shape) < 2 or shape[-1] != 4:
+        raise VisionOpsValueError("%s: %s must have shape [..., %s, 4], got %s"
+                                  % (op, name, "N" if name == "boxes1" else "M", shape))
 def box_width(fmt: str) -> int:
     """Coordinates per box of a (lower-cased) format: 4, 5 for cxcywhr and
     xywhr, 8 for xyxyxyxy."""
-    if fmt == "cxcywhr" or fmt == "xywhr":
-        return 5
-    return 8 if fmt == "xyxyxyxy" else 4
+    return box_format_size(box_format_number(fmt))
 
 
 def rotated_iou_mode(op: str, mode: str) -> bool:

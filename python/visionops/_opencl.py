@@ -243,34 +243,16 @@ def rois_from_list(op, boxes):
     return rois
 
 
-_FORMATS = {
-    "xywh": "out[4*i] = a; out[4*i+1] = b; out[4*i+2] = a + c; out[4*i+3] = b + d",
-    "cxcywh": "out[4*i] = a - h * c; out[4*i+1] = b - h * d; out[4*i+2] = a + h * c;"
-              " out[4*i+3] = b + h * d",
-}
-
-
-def to_xyxy(op, boxes, fmt):
-    """[..., 4] pyopencl boxes in format `fmt` as (x1, y1, x2, y2), with
-    ops._to_xyxy's arithmetic (each product and sum rounded in the boxes'
-    dtype: no contraction)."""
-    queue = _same_queue(op, [("boxes", boxes)])
-    _contiguous(op, "boxes", boxes)
-    types = {"float32": "float", "float64": "double"}
-    t = types.get(boxes.dtype.name)
-    if t is None:
-        raise VisionOpsTypeError("%s: fmt=%r needs float32 or float64 pyopencl boxes, got %s "
-                                 "(convert them to xyxy first)" % (op, fmt, boxes.dtype.name))
-    out = module().empty(queue, boxes.shape, boxes.dtype)
-    if boxes.size:
-        preamble = "#pragma OPENCL FP_CONTRACT OFF\n"
-        if t == "double":
-            preamble = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + preamble
-        k = _kernel(queue.context, ("to_xyxy_" + fmt, t),
-                    "%s *out, const %s *box" % (t, t),
-                    "const %s a = box[4*i], b = box[4*i+1], c = box[4*i+2], d = box[4*i+3],"
-                    " h = 0.5; %s" % (t, _FORMATS[fmt]), preamble=preamble)
-        k(out, boxes, range=slice(boxes.size // 4), queue=queue)
+def wh_rows(rows):
+    """[M, 4] pyopencl rows (a, b, w, h) as (0, 0, w, h), a new array of
+    their dtype (a copy of the bits: any dtype)."""
+    _contiguous("box_area", "boxes", rows)
+    bits = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[rows.dtype.itemsize]
+    out = module().empty(rows.queue, rows.shape, rows.dtype)
+    if rows.size:
+        k = _kernel(rows.queue.context, ("wh_rows", bits), "%s *out, const %s *box" % (bits, bits),
+                    "const long j = i % 4; out[i] = j < 2 ? 0 : box[i]")
+        k(out, rows, range=slice(rows.size), queue=rows.queue)
     return out
 
 

@@ -14,9 +14,11 @@ from torch import Tensor
 from torch.jit.annotations import BroadcastingList2
 
 from . import torch as _registered  # noqa: F401  (registers torch.ops.visionops.*)
-from ._checks import (box_format, box_width, broadcast_leading, check_box_batch, check_box_list,
-                      check_features, check_features_found, check_image_shapes, check_level,
-                      check_rois, deform_groups, log2_round_float32, pair, rotated_iou_mode)
+from ._checks import (box_area_format, box_convert_formats, box_format, box_format_size,
+                      box_width, broadcast_leading, check_box_area_shape, check_box_batch,
+                      check_box_coordinates, check_box_list, check_features,
+                      check_features_found, check_image_shapes, check_level, check_rois,
+                      deform_groups, log2_round_float32, pair, rotated_iou_mode)
 from ._core import NO_DEFAULT, SCHEMAS, define_generated
 
 # ---------------------------------------------------------------- box ops
@@ -73,13 +75,26 @@ def batched_nms_rotated(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_thresho
                                                         bool(radians))
 
 
-def _to_xyxy(boxes: Tensor, fmt: str) -> Tensor:
-    if fmt == "xyxy":
-        return boxes
-    a, b, c, d = boxes[..., 0], boxes[..., 1], boxes[..., 2], boxes[..., 3]
-    if fmt == "xywh":
-        return torch.stack([a, b, a + c, b + d], dim=-1)
-    return torch.stack([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d], dim=-1)
+def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
+    """[..., K_in] boxes as [..., K_out]: the op on the boxes' rows."""
+    i, o = box_convert_formats(in_fmt, out_fmt)
+    shape = list(boxes.shape)
+    check_box_coordinates("box_convert", in_fmt, shape)
+    out = torch.ops.visionops.box_convert(boxes.reshape(-1, shape[-1]), i, o)
+    return out.reshape(shape[:-1] + [box_format_size(o)])
+
+
+def box_area(boxes: Tensor, fmt: str = "xyxy") -> Tensor:
+    """Areas of [..., 4] boxes: the op on the rows; for the formats with a
+    width and height, on the rows (0, 0, w, h), whose (w - 0) * (h - 0) is
+    torchvision's w * h exactly (values, dtypes and gradients)."""
+    fmt = box_area_format(fmt)
+    shape = list(boxes.shape)
+    check_box_area_shape(shape)
+    rows = boxes.reshape(-1, 4)
+    if fmt != "xyxy":
+        rows = torch.cat([torch.zeros_like(rows[:, :2]), rows[:, 2:]], 1)
+    return torch.ops.visionops.box_area(rows).reshape(shape[:-1])
 
 
 def _iou_op(op: str, boxes1: Tensor, boxes2: Tensor, eps: float) -> Tensor:
@@ -115,21 +130,15 @@ def _pairwise(op: str, boxes1: Tensor, boxes2: Tensor, eps: float, width: int = 
     return torch.stack(outs, 0).reshape(lead + [n, m])
 
 
-def _to_cxcywhr(boxes: Tensor, fmt: str) -> Tensor:
-    """xywhr or xyxyxyxy boxes as cxcywhr: box_convert's (branch
-    box-convert, issue 15), for the lead to wire in when it is merged."""
-    raise NotImplementedError("box_iou: fmt='%s' needs box_convert(boxes, '%s', 'cxcywhr'), "
-                              "not merged yet; pass cxcywhr boxes" % (fmt, fmt))
-
-
 def _rotated_box_iou(boxes1: Tensor, boxes2: Tensor, fmt: str) -> Tensor:
     """box_iou of rotated boxes: [..., N, K] x [..., M, K] in fmt (K = 5 or
-    8), as cxcywhr, through box_iou_rotated per slice."""
+    8), as cxcywhr (box_convert), through box_iou_rotated per slice."""
     width = box_width(fmt)
     check_box_batch("box_iou", "boxes1", list(boxes1.shape), width)
     check_box_batch("box_iou", "boxes2", list(boxes2.shape), width)
     if fmt != "cxcywhr":
-        boxes1, boxes2 = _to_cxcywhr(boxes1, fmt), _to_cxcywhr(boxes2, fmt)
+        boxes1 = box_convert(boxes1, fmt, "cxcywhr")
+        boxes2 = box_convert(boxes2, fmt, "cxcywhr")
     return _pairwise("box_iou_rotated", boxes1, boxes2, 0.0, 5)
 
 
@@ -140,7 +149,7 @@ def box_iou(boxes1: Tensor, boxes2: Tensor, fmt: str = "xyxy") -> Tensor:
     if fmt != "xyxy":
         check_box_batch("box_iou", "boxes1", list(boxes1.shape))
         check_box_batch("box_iou", "boxes2", list(boxes2.shape))
-        boxes1, boxes2 = _to_xyxy(boxes1, fmt), _to_xyxy(boxes2, fmt)
+        boxes1, boxes2 = box_convert(boxes1, fmt, "xyxy"), box_convert(boxes2, fmt, "xyxy")
     return _pairwise("box_iou", boxes1, boxes2, 0.0)
 
 

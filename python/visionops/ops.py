@@ -28,17 +28,18 @@ from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 # the op: their public functions are generated from the schema (see
 # _schema_function below), and so are their typed twins (_script.schema_twin).
 # Adding such an op to the Python API is one entry here: its docstring.
-_SCHEMA_OPS = {
-    "box_area": """Areas [N] of [N, 4] boxes (x1, y1, x2, y2), (x2 - x1) * (y2 - y1), with
-    torchvision's upcasting: float64 boxes give float64, the other float
-    boxes float32; int64 boxes give int64, the other integer boxes int32
-    (wrapping on overflow, as torch's integer arithmetic). Differentiable
-    with respect to float boxes.""",
-}
+_SCHEMA_OPS = {}
+
+# Ops whose public function takes the op's schema arguments first, as its
+# torchvision function does, and Python-only arguments after them (box_area's
+# fmt, torchvision 0.29's): test_torchvision_parity runs these on the op's
+# samples too.
+_SCHEMA_PREFIX_OPS = ("box_area",)
 
 __all__ = [
     "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou", "generalized_box_iou",
-    "distance_box_iou", "complete_box_iou", "box_iou_rotated", *_SCHEMA_OPS, "roi_align",
+    "distance_box_iou", "complete_box_iou", "box_area", "box_convert", "box_iou_rotated",
+    *_SCHEMA_OPS, "roi_align",
     "roi_pool", "ps_roi_align", "ps_roi_pool",
     "deform_conv2d", "multi_scale_roi_align", "MultiScaleRoIAlign", "RoIAlign", "RoIPool",
     "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError", "VisionOpsValueError",
@@ -256,19 +257,78 @@ def batched_nms_rotated(boxes, scores, idxs, iou_threshold, clockwise=False, rad
     return keep[:_count(num_kept)]
 
 
-def _to_xyxy(op, boxes, fmt):
-    """NumPy boxes in torchvision's formats to (x1, y1, x2, y2) (elementwise
-    arithmetic, as torchvision's box_convert)."""
+def _rows(x, k):
+    """[..., K] NumPy (or other DLPack / buffer) or pyopencl boxes as their
+    [M, K] rows (a view where the layout allows)."""
+    if len(x.shape) == 2:
+        return x
+    return (x if _opencl.is_array(x) else _numpy(x)).reshape(-1, k)
+
+
+def _numpy(x):
+    """A NumPy array itself; another DLPack or buffer-protocol array as one."""
     import numpy as np
 
-    if fmt == "xyxy":
-        return boxes
-    if _opencl.is_array(boxes):
-        return _opencl.to_xyxy(op, boxes, fmt)
-    a, b, c, d = (boxes[..., i] for i in range(4))
-    if fmt == "xywh":
-        return np.stack([a, b, a + c, b + d], axis=-1)
-    return np.stack([a - 0.5 * c, b - 0.5 * d, a + 0.5 * c, b + 0.5 * d], axis=-1)
+    if isinstance(x, np.ndarray):
+        return x
+    return np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
+
+
+@_fx_leaf
+def box_convert(boxes, in_fmt, out_fmt):
+    """[..., K_in] boxes in format in_fmt as [..., K_out] boxes in out_fmt,
+    as torchvision.ops.box_convert (0.29): the formats "xyxy", "xywh",
+    "cxcywh" (K = 4) and the rotated "cxcywhr", "xywhr" (K = 5; r in
+    degrees, counter-clockwise on screen) and "xyxyxyxy" (K = 8, the
+    corners); any pair among the axis-aligned or among the rotated formats
+    (NotImplementedError for one of each, ValueError for an unknown format);
+    the same format gives a copy. torchvision's arithmetic operation by
+    operation (float32 / float64 bit for bit with it, but for cos, sin and
+    atan2, which torch computes with its own vectorised functions; the half
+    types round each operation, as torch's ops do), its dtypes (integer
+    boxes keep their dtype, wrapping as torch's integers, but give float32
+    with cxcywh on either side; the rotated pairs round them back) and, on
+    torch tensors, autograd through the op's backward. NumPy, other DLPack
+    and pyopencl arrays run the C library (on the arrays' OpenCL queue)."""
+    i, o = _checks.box_convert_formats(in_fmt, out_fmt)
+    boxes = _tensor(boxes, "box_convert", "boxes")
+    if _is_torch(boxes):
+        return _script.box_convert(boxes, in_fmt, out_fmt)
+    shape = tuple(int(d) for d in boxes.shape)
+    _checks.check_box_coordinates("box_convert", in_fmt, list(shape))
+    out = _call("box_convert", _rows(boxes, shape[-1]), i, o)
+    return out if len(shape) == 2 else out.reshape(shape[:-1] + (_checks.box_format_size(o),))
+
+
+@_fx_leaf
+def box_area(boxes, fmt="xyxy"):
+    """Areas [...] of [..., 4] boxes in format fmt ("xyxy": (x2 - x1) * (y2 -
+    y1); "xywh", "cxcywh": w * h), as torchvision.ops.box_area (0.29; 0.14's
+    is fmt="xyxy" on [N, 4]), with torchvision's upcasting: float64 boxes give
+    float64, the other float boxes float32; int64 boxes give int64, the other
+    integer boxes int32 (wrapping on overflow, as torch's integer
+    arithmetic). Differentiable with respect to float boxes."""
+    fmt = _checks.box_area_format(fmt)
+    boxes = _tensor(boxes, "box_area", "boxes")
+    if _is_torch(boxes):
+        return _script.box_area(boxes, fmt)
+    shape = tuple(int(d) for d in boxes.shape)
+    _checks.check_box_area_shape(list(shape))
+    rows = _rows(boxes, 4)
+    if fmt != "xyxy":  # the area of (0, 0, w, h): w * h exactly, as _script.box_area
+        rows = _opencl.wh_rows(rows) if _opencl.is_array(rows) else _wh_rows(rows)
+    out = _call("box_area", rows)
+    return out if len(shape) == 2 else out.reshape(shape[:-1])
+
+
+def _wh_rows(rows):
+    """[M, 4] NumPy rows (a, b, w, h) as (0, 0, w, h)."""
+    import numpy as np
+
+    rows = _numpy(rows)
+    out = np.zeros_like(rows)
+    out[:, 2:] = rows[:, 2:]
+    return out
 
 
 def _int64(t):
@@ -311,14 +371,6 @@ def _box_pair(op, boxes1, boxes2):
     return _tensor(boxes1, op, "boxes1"), _tensor(boxes2, op, "boxes2")
 
 
-def _to_cxcywhr(boxes, fmt):
-    """NumPy / pyopencl xywhr or xyxyxyxy boxes as cxcywhr: box_convert's
-    (branch box-convert, issue 15), for the lead to wire in when it is
-    merged."""
-    raise NotImplementedError("box_iou: fmt='%s' needs box_convert(boxes, '%s', 'cxcywhr'), "
-                              "not merged yet; pass cxcywhr boxes" % (fmt, fmt))
-
-
 @_fx_leaf
 def box_iou(boxes1, boxes2, fmt="xyxy"):
     """Pairwise IoU of [..., N, K] and [..., M, K] boxes: [..., N, M].
@@ -338,12 +390,13 @@ def box_iou(boxes1, boxes2, fmt="xyxy"):
         _checks.check_box_batch("box_iou", "boxes1", [int(d) for d in boxes1.shape], width)
         _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape], width)
         if fmt != "cxcywhr":
-            boxes1, boxes2 = _to_cxcywhr(boxes1, fmt), _to_cxcywhr(boxes2, fmt)
+            boxes1 = box_convert(boxes1, fmt, "cxcywhr")
+            boxes2 = box_convert(boxes2, fmt, "cxcywhr")
         return _pairwise("box_iou_rotated", boxes1, boxes2, False, False, False, width=5)
     if fmt != "xyxy":
         _checks.check_box_batch("box_iou", "boxes1", [int(d) for d in boxes1.shape])
         _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape])
-        boxes1, boxes2 = _to_xyxy("box_iou", boxes1, fmt), _to_xyxy("box_iou", boxes2, fmt)
+        boxes1, boxes2 = box_convert(boxes1, fmt, "xyxy"), box_convert(boxes2, fmt, "xyxy")
     return _pairwise("box_iou", boxes1, boxes2)
 
 
@@ -828,8 +881,8 @@ else:
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
 _FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou",
-              "generalized_box_iou", "distance_box_iou", "complete_box_iou", "box_iou_rotated",
-              *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align",
+              "generalized_box_iou", "distance_box_iou", "complete_box_iou", "box_area",
+              "box_convert", "box_iou_rotated", *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align",
               "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d")
 if _torch is not None:
     import torch.fx as _fx

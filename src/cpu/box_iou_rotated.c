@@ -20,9 +20,9 @@
 #include "cpu/box_iou_rotated.inc"
 #include "kernels/dtype_end.h"
 
-/* One-thread cost of an element in nanoseconds: about 5 for a rejected
- * pair, 150-400 for an overlapping one (benchmark machine, float32); a
- * coarse mix for the thread count. */
+/* One-thread cost of an element in nanoseconds: a few for a rejected pair,
+ * 200-500 for an overlapping one (benchmark machine, float32; 2,000 x 2,000
+ * rotated detections average about 35); a coarse mix for the thread count. */
 #define VO_ROT_ELEMENT_NS 40.0
 
 /* One region's work: participants claim blocks of output elements. */
@@ -60,18 +60,9 @@ vo_status vo_cpu_rotated_iou(const vo_exec *ex) {
   if (total == 0) return VO_OK;
   const int aligned = ex->op == VO_OP_box_iou_rotated_aligned;
   const double scale = vo_rotated_angle_scale(ex->args[3].u.b, ex->args[4].u.b);
-  const vo_k_rotated_iou_args args = {
-      .a_dtype = (int)a->dtype,
-      .b_dtype = (int)b->dtype,
-      .a_stride = {a->stride[0], a->stride[1]},
-      .b_stride = {b->stride[0], b->stride[1]},
-      .n = a->shape[0],
-      .m = b->shape[0],
-      .aligned = aligned,
-      .iof = ex->args[2].u.b,
-      .reject = 0,
-      .angle_scale = scale,
-  };
+  const vo_k_rotated_iou_args args =
+      vo_k_rotated_iou_args_of((int)a->dtype, a->stride, (int)b->dtype, b->stride, a->shape[0],
+                               b->shape[0], aligned, ex->args[2].u.b, 0, scale);
   const int f64 = ex->dtype == VO_F64;
   vo_rot_work w = {.args = &args,
                    .a = vo_view_addr(a),
@@ -85,7 +76,9 @@ vo_status vo_cpu_rotated_iou(const vo_exec *ex) {
   void *mem = NULL;
   vo_rot_side_f32 sa32, sb32;
   vo_rot_side_f64 sa64, sb64;
-  if (vo_cpu_effective_isa(ex->ctx) != VO_ISA_SCALAR) {
+  /* The fast path is portable C: every CPU takes it unless the context asks
+   * for the plain path (VO_ISA_SCALAR, as test_backend_ops's reference). */
+  if (!(ex->ctx && ex->ctx->isa == VO_ISA_SCALAR)) {
     const int64_t na = a->shape[0], nb = b->shape[0];
     const size_t box = f64 ? sizeof(vo_k_rbox_f64) : sizeof(vo_k_rbox_f32);
     mem = vo_workspace_alloc(ex->ctx, ex->device, (size_t)(na + nb) * (box + 2 * sizeof(double)),

@@ -37,19 +37,10 @@ vo_status launch(const vo_exec *ex, cudaStream_t stream, const vo_k_rotated_iou_
 
 vo_status run(const vo_exec *ex, cudaStream_t stream) {
   const vo_view *a = &ex->inputs[0], *b = &ex->inputs[1];
-  vo_k_rotated_iou_args args;
-  args.a_dtype = (int)a->dtype;
-  args.b_dtype = (int)b->dtype;
-  args.a_stride[0] = a->stride[0];
-  args.a_stride[1] = a->stride[1];
-  args.b_stride[0] = b->stride[0];
-  args.b_stride[1] = b->stride[1];
-  args.n = a->shape[0];
-  args.m = b->shape[0];
-  args.aligned = ex->op == VO_OP_box_iou_rotated_aligned;
-  args.iof = ex->args[2].u.b;
-  args.reject = 1;
-  args.angle_scale = vo_rotated_angle_scale(ex->args[3].u.b, ex->args[4].u.b);
+  const vo_k_rotated_iou_args args = vo_k_rotated_iou_args_of(
+      (int)a->dtype, a->stride, (int)b->dtype, b->stride, a->shape[0], b->shape[0],
+      ex->op == VO_OP_box_iou_rotated_aligned, ex->args[2].u.b, 1,
+      vo_rotated_angle_scale(ex->args[3].u.b, ex->args[4].u.b));
   return ex->dtype == VO_F64 ? launch<double>(ex, stream, args) : launch<float>(ex, stream, args);
 }
 

@@ -41,14 +41,7 @@ VO_KFN vo_k_box_area_args vo_k_box_area_args_of(int boxes_dtype, const int64_t *
 /* Coordinate k of box i of integer boxes (int64, int32, int16, int8, uint8). */
 VO_KFN int64_t vo_k_box_area_int_coord(const VO_GLOBAL void *boxes, const vo_k_box_area_args *a,
                                        int64_t i, int64_t k) {
-  const int64_t e = i * a->boxes_stride[0] + k * a->boxes_stride[1];
-  switch (a->boxes_dtype) {
-    case VO_DT_I64: return ((const VO_GLOBAL int64_t *)boxes)[e];
-    case VO_DT_I32: return ((const VO_GLOBAL int32_t *)boxes)[e];
-    case VO_DT_I16: return ((const VO_GLOBAL int16_t *)boxes)[e];
-    case VO_DT_I8: return ((const VO_GLOBAL int8_t *)boxes)[e];
-    default: return ((const VO_GLOBAL uint8_t *)boxes)[e];
-  }
+  return vo_k_load_int(boxes, a->boxes_dtype, i * a->boxes_stride[0] + k * a->boxes_stride[1]);
 }
 
 /* The area of box i of integer boxes in int64 (unsigned arithmetic: torch's

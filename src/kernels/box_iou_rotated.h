@@ -34,6 +34,28 @@ typedef struct vo_k_rotated_iou_args {
   vo_k_double_arg angle_scale;
 } vo_k_rotated_iou_args;
 
+/* The args of a call from its box tensors' dtypes and strides [2], the
+ * box counts and the flags; what every backend's glue fills. */
+VO_KFN vo_k_rotated_iou_args vo_k_rotated_iou_args_of(int a_dtype, const int64_t *a_stride,
+                                                      int b_dtype, const int64_t *b_stride,
+                                                      int64_t n, int64_t m, int aligned, int iof,
+                                                      int reject, vo_k_double_arg angle_scale) {
+  vo_k_rotated_iou_args a;
+  a.a_dtype = a_dtype;
+  a.b_dtype = b_dtype;
+  for (int k = 0; k < 2; k++) {
+    a.a_stride[k] = a_stride[k];
+    a.b_stride[k] = b_stride[k];
+  }
+  a.n = n;
+  a.m = m;
+  a.aligned = aligned;
+  a.iof = iof;
+  a.reject = reject;
+  a.angle_scale = angle_scale;
+  return a;
+}
+
 #ifndef __OPENCL_C_VERSION__
 /* The factor from a box's angle column to theta, radians counter-clockwise
  * (torchvision's convention), for the ops' clockwise and radians flags:

@@ -38,6 +38,7 @@
  *   vo_k_atomic_add_f32 / _f64: the fast backward's accumulation (atomic on
  *                     devices; a plain += on the CPU, whose plain path
  *                     gives each output element one owner)
+ *   vo_k_load_int(p, dtype, i): element i of an integer tensor as int64_t
  *   vo_k_isfinite(vo_k_double)
  *
  * Per-type code is written once and instantiated per dtype with
@@ -101,6 +102,18 @@ VO_KFN vo_k_double vo_k_load_as_double(const VO_GLOBAL void *p, int dtype, int64
     case VO_DT_I8: return (vo_k_double)((const VO_GLOBAL int8_t *)p)[i];
     case VO_DT_U8: return (vo_k_double)((const VO_GLOBAL uint8_t *)p)[i];
     default: return (vo_k_double)((const VO_GLOBAL float *)p)[i];
+  }
+}
+
+/* Element i of a tensor of integer dtype (int64, int32, int16, int8, uint8)
+ * as int64_t, exactly. */
+VO_KFN int64_t vo_k_load_int(const VO_GLOBAL void *p, int dtype, int64_t i) {
+  switch (dtype) {
+    case VO_DT_I64: return ((const VO_GLOBAL int64_t *)p)[i];
+    case VO_DT_I32: return ((const VO_GLOBAL int32_t *)p)[i];
+    case VO_DT_I16: return ((const VO_GLOBAL int16_t *)p)[i];
+    case VO_DT_I8: return ((const VO_GLOBAL int8_t *)p)[i];
+    default: return ((const VO_GLOBAL uint8_t *)p)[i];
   }
 }
 

@@ -11,18 +11,10 @@ vo_status vo_opencl_rotated_iou(const vo_exec *ex) {
   vo_cl_call c;
   vo_status st = vo_cl_call_begin(ex, &c);
   if (st != VO_OK || out->numel == 0) return st;
-  const vo_k_rotated_iou_args args = {
-      .a_dtype = (int)a->dtype,
-      .b_dtype = (int)b->dtype,
-      .a_stride = {a->stride[0], a->stride[1]},
-      .b_stride = {b->stride[0], b->stride[1]},
-      .n = a->shape[0],
-      .m = b->shape[0],
-      .aligned = ex->op == VO_OP_box_iou_rotated_aligned,
-      .iof = ex->args[2].u.b,
-      .reject = 1,
-      .angle_scale = vo_rotated_angle_scale(ex->args[3].u.b, ex->args[4].u.b),
-  };
+  const vo_k_rotated_iou_args args = vo_k_rotated_iou_args_of(
+      (int)a->dtype, a->stride, (int)b->dtype, b->stride, a->shape[0], b->shape[0],
+      ex->op == VO_OP_box_iou_rotated_aligned, ex->args[2].u.b, 1,
+      vo_rotated_angle_scale(ex->args[3].u.b, ex->args[4].u.b));
   vo_cl_launch l;
   st = vo_cl_launch_begin(&l, &c, "box_iou_rotated",
                           ex->dtype == VO_F64 ? "vo_cl_rotated_iou_f64" : "vo_cl_rotated_iou_f32");

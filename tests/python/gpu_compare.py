@@ -328,6 +328,41 @@ def _op(name):
     return getattr(torchvision.ops, name, None)
 
 
+BOX_FORMATS = ("xyxy", "xywh", "cxcywh", "cxcywhr", "xywhr", "xyxyxyxy")
+
+
+def tv_box_convert(backward):
+    """torchvision.ops.box_convert, whose formats are names (the op's are
+    vo_box_format numbers), or for box_convert_backward its autograd; a
+    NotImplementedError where the installed torchvision lacks a format."""
+    def convert(boxes, in_fmt, out_fmt):
+        try:
+            return torchvision.ops.box_convert(boxes, BOX_FORMATS[in_fmt], BOX_FORMATS[out_fmt])
+        except ValueError as e:
+            raise NotImplementedError(str(e)) from e
+
+    def tv(x):
+        if not backward:
+            return [convert(*x)]
+        boxes = x[1].detach().requires_grad_()
+        return list(torch.autograd.grad(convert(boxes, x[2], x[3]), (boxes,), x[0]))
+    return tv
+
+
+def tv_rotated(aligned):
+    """torchvision::box_iou_rotated (0.29 and newer: box_iou(fmt="cxcywhr"),
+    float32 only on CUDA) where the call means the same: float32 boxes, IoU,
+    degrees counter-clockwise (TypeError otherwise, reported as a note)."""
+    def tv(a):
+        if not hasattr(TV, "box_iou_rotated"):
+            raise TypeError("this torchvision has no box_iou_rotated (0.29 and newer have)")
+        if a[0].dtype != torch.float32 or a[1].dtype != torch.float32 or any(a[2:5]):
+            raise TypeError("torchvision's box_iou_rotated: float32 IoU in degrees CCW only")
+        iou = TV.box_iou_rotated(a[0], a[1])
+        return [iou.diagonal() if aligned else iou]
+    return tv
+
+
 TV_CALLS = {
     "nms": lambda a: [TV.nms(a[0], a[1], a[2]), None],
     "batched_nms": lambda a: [torchvision.ops.batched_nms(a[0], a[1], a[2], a[3]), None],
@@ -352,6 +387,10 @@ TV_CALLS = {
     "generalized_box_iou_backward": tv_iou_backward(_op("generalized_box_iou")),
     "distance_box_iou_backward": tv_iou_backward(_op("distance_box_iou")),
     "complete_box_iou_backward": tv_iou_backward(_op("complete_box_iou")),
+    "box_convert": tv_box_convert(False),
+    "box_convert_backward": tv_box_convert(True),
+    "box_iou_rotated": tv_rotated(False),
+    "box_iou_rotated_aligned": tv_rotated(True),
 }
 
 

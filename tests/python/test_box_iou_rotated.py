@@ -478,6 +478,31 @@ def test_box_iou_rotated_formats_batched():
     np.testing.assert_array_equal(tgot.numpy(), got)
 
 
+@pytest.mark.parametrize("fmt", ["xywhr", "xyxyxyxy"])
+def test_box_iou_other_rotated_formats(fmt):
+    """xywhr and xyxyxyxy boxes go through box_convert to cxcywhr: the same
+    IoU as the cxcywhr boxes (to box_convert's rounding), NumPy and torch,
+    and torchvision 0.29's box_iou on them."""
+    rng = np.random.default_rng(11)
+    b1, b2 = random_boxes(rng, 12), random_boxes(rng, 9)
+    c1, c2 = visionops.box_convert(b1, "cxcywhr", fmt), visionops.box_convert(b2, "cxcywhr", fmt)
+    got = visionops.box_iou(c1, c2, fmt=fmt)
+    np.testing.assert_allclose(got, visionops.box_iou_rotated(b1, b2), rtol=0, atol=1e-9)
+    batched = visionops.box_iou(c1[None], c2[None], fmt=fmt)
+    np.testing.assert_array_equal(batched[0], got)
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    t1, t2 = torch.from_numpy(c1), torch.from_numpy(c2)
+    np.testing.assert_array_equal(visionops.box_iou(t1, t2, fmt=fmt).numpy(), got)
+    with pytest.raises(visionops.VisionOpsValueError, match=r"must have shape \[\.\.\., N, %d\]"
+                       % (5 if fmt == "xywhr" else 8)):
+        visionops.box_iou(c1[:, :4], c2, fmt=fmt)
+    torch, tvops = _torchvision_rotated()
+    want = tvops.box_iou(t1.float(), t2.float(), fmt=fmt)
+    # box_convert's cos / sin / atan2 are libm's, torch's its own: ulps apart
+    torch.testing.assert_close(visionops.box_iou(t1.float(), t2.float(), fmt=fmt), want,
+                               rtol=0, atol=2e-5)
+
+
 def test_pyopencl_arrays():
     test_opencl = pytest.importorskip("test_opencl")
     if test_opencl.QUEUE is None:

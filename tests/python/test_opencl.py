@@ -186,6 +186,36 @@ def test_box_area(dtype, rng):
     np.testing.assert_array_equal(got.get(), want)
 
 
+BOX_PAIRS = [(a, b) for group in (("xyxy", "xywh", "cxcywh"), ("cxcywhr", "xywhr", "xyxyxyxy"))
+             for a in group for b in group]
+BOX_SIZE = {"xyxy": 4, "xywh": 4, "cxcywh": 4, "cxcywhr": 5, "xywhr": 5, "xyxyxyxy": 8}
+
+
+@needs_opencl
+@pytest.mark.parametrize("pair", BOX_PAIRS, ids="-".join)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.uint8])
+def test_box_convert(pair, dtype, rng):
+    """Every pair on pyopencl arrays (leading dimensions too) against NumPy:
+    the same kernel's arithmetic on the device."""
+    boxes = (rng.uniform(0, 60, size=(3, 7, BOX_SIZE[pair[0]]))).astype(dtype)
+    got = visionops.box_convert(dev(boxes), *pair)
+    want = visionops.box_convert(boxes, *pair)
+    assert is_cl(got) and got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got.get().astype(np.float64), want.astype(np.float64),
+                               rtol=1e-6 if dtype != np.float16 else 1e-3, atol=1e-5)
+
+
+@needs_opencl
+@pytest.mark.parametrize("fmt", ["xyxy", "xywh", "cxcywh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int16])
+def test_box_area_formats(fmt, dtype, rng):
+    boxes = (detections(rng, 40, np.float64) * 3).astype(dtype).reshape(2, 20, 4)
+    got = visionops.box_area(dev(boxes), fmt)
+    want = visionops.box_area(boxes, fmt)
+    assert is_cl(got) and got.dtype == want.dtype and got.shape == (2, 20)
+    np.testing.assert_array_equal(got.get(), want)
+
+
 @needs_opencl
 def test_views_offsets_and_strides(rng):
     """A pyopencl view is its buffer, byte offset and byte strides: read in

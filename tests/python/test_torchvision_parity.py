@@ -1,6 +1,7 @@
 """Every op whose public function is made from its schema
-(visionops.ops._SCHEMA_OPS) against torchvision.ops' function of the same
-name, on every sample of the C sample registry (tests/samples: the random
+(visionops.ops._SCHEMA_OPS), or takes its schema's arguments first with
+Python-only ones after them (ops._SCHEMA_PREFIX_OPS: box_area and its fmt),
+against torchvision.ops' function of the same name, on every sample of the C sample registry (tests/samples: the random
 seeds, the edge cases and the small input) in each float
 dtype (and the integer boxes some samples hold): the same values, dtype and
 shape (float32 and float64 bit for bit, NaN where NaN; the half types within
@@ -19,7 +20,7 @@ import visionops  # noqa: E402
 from visionops import _core  # noqa: E402
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-OPS = sorted(visionops.ops._SCHEMA_OPS)
+OPS = sorted(set(visionops.ops._SCHEMA_OPS) | set(visionops.ops._SCHEMA_PREFIX_OPS))
 VARIANTS = ("random", "edge", "small")  # "model" is the GPU check's, hundreds of MB
 
 

@@ -706,6 +706,16 @@ static void sample_deform_conv2d_backward(vs_sample *s, const vs_params *q) {
   build_dcn_common(s, q, 1);
 }
 
+/* The integer dtype of the boxes ops' integer samples beside float dtype
+ * dt: int64 beside float64, uint8 beside bfloat16, int16 beside float16,
+ * int32 beside float32. */
+static DLDataType int_boxes_beside(DLDataType dt) {
+  return dt.bits == 64                          ? vt_i64
+         : dt.code == kDLBfloat                 ? vt_u8
+         : dt.code == kDLFloat && dt.bits == 16 ? vt_i16
+                                                : vt_i32;
+}
+
 /* box_area (and, with `grad`, its backward: grad [N] first): random 97,
  * 257 and 64 mixed boxes, and at seed 1 (forward) 45 integer boxes (int32
  * beside float32, int64 beside float64, int16 beside float16, uint8 beside
@@ -721,10 +731,7 @@ static void build_box_area_common(vs_sample *s, const vs_params *q, int grad) {
     kind = BOXES_MIXED;
     if (q->seed % VS_RANDOM_SEEDS == 1 && !grad) {
       kind = BOXES_SMALL;
-      dt = q->dt.bits == 64                             ? vt_i64
-           : q->dt.code == kDLBfloat                    ? vt_u8
-           : q->dt.code == kDLFloat && q->dt.bits == 16 ? vt_i16
-                                                        : vt_i32;
+      dt = int_boxes_beside(q->dt);
     }
   } else if (q->variant == VS_EDGE) {
     n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
@@ -753,6 +760,103 @@ static void build_box_area_common(vs_sample *s, const vs_params *q, int grad) {
 static void sample_box_area(vs_sample *s, const vs_params *q) { build_box_area_common(s, q, 0); }
 static void sample_box_area_backward(vs_sample *s, const vs_params *q) {
   build_box_area_common(s, q, 1);
+}
+
+/* box_convert (and, with `grad`, its backward: grad [N, K_out] first). The
+ * 18 pairs torchvision converts (the 12 conversions and the 6 copies) are
+ * spread over the samples and dtypes: sample slot k (random seeds 0-3, edge
+ * seed 1, small, model) in the d-th dtype of vs_dtypes converts pair
+ * (4 k + d) % 18, so every pair runs in some dtype and seed. Random: 97, 45,
+ * 257 and 64 mixed boxes, at seed 1 (forward) integer boxes as box_area's;
+ * edge: none, or degenerate boxes at right angles, whole turns and beyond;
+ * model: 6000 detections. Rotated boxes take angles in [-180, 180]. */
+static const int box_convert_pairs[18][2] = {{1, 0}, {3, 4}, {0, 2}, {5, 3}, {2, 0}, {4, 5},
+                                             {0, 1}, {3, 5}, {1, 2}, {5, 4}, {2, 1}, {4, 3},
+                                             {0, 0}, {3, 3}, {1, 1}, {4, 4}, {2, 2}, {5, 5}};
+
+/* Box b (x1, y1, x2, y2) with angle r (degrees) as format fmt, into out. */
+static int box_in_format(const double *b, double r, int fmt, double *out) {
+  const double cx = 0.5 * (b[0] + b[2]), cy = 0.5 * (b[1] + b[3]);
+  const double w = b[2] - b[0], h = b[3] - b[1];
+  const double t = r * 3.141592653589793 / 180, c = cos(t), s = sin(t);
+  const double x1 = cx - 0.5 * w * c - 0.5 * h * s, y1 = cy - 0.5 * h * c + 0.5 * w * s;
+  switch (fmt) {
+    case 0: memcpy(out, b, sizeof(double) * 4); return 4;
+    case 1: out[0] = b[0], out[1] = b[1], out[2] = w, out[3] = h; return 4;
+    case 2: out[0] = cx, out[1] = cy, out[2] = w, out[3] = h; return 4;
+    case 3: out[0] = cx, out[1] = cy, out[2] = w, out[3] = h, out[4] = r; return 5;
+    case 4: out[0] = x1, out[1] = y1, out[2] = w, out[3] = h, out[4] = r; return 5;
+    default: /* TL, TR, BR, BL */
+      out[0] = x1, out[1] = y1, out[2] = x1 + w * c, out[3] = y1 - w * s;
+      out[4] = out[2] + h * s, out[5] = out[3] + h * c, out[6] = x1 + h * s, out[7] = y1 + h * c;
+      return 8;
+  }
+}
+
+static void build_box_convert_common(vs_sample *s, const vs_params *q, int grad) {
+  static const int64_t random_n[VS_RANDOM_SEEDS] = {97, 45, 257, 64};
+  static const double edge_angles[8] = {0, 90, -90, 180, 45, 360, -270, 30.5};
+  int64_t n = 6, slot = 5;
+  box_kind kind = BOXES_SMALL;
+  DLDataType dt = q->dt;
+  if (q->variant == VS_RANDOM) {
+    slot = (int64_t)(q->seed % VS_RANDOM_SEEDS);
+    n = random_n[slot];
+    kind = BOXES_MIXED;
+    if (slot == 1 && !grad) {
+      kind = BOXES_SMALL;
+      dt = int_boxes_beside(q->dt);
+    }
+  } else if (q->variant == VS_EDGE) {
+    n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
+    slot = 4;
+    kind = BOXES_DEGENERATE;
+  } else if (q->variant == VS_MODEL) {
+    n = 6000;
+    slot = 6;
+    kind = BOXES_DETECTIONS;
+  }
+  int d = 0;
+  while (d < VS_NUM_DTYPES - 1 &&
+         (vs_dtypes[d]->code != q->dt.code || vs_dtypes[d]->bits != q->dt.bits))
+    d++;
+  const int *pair = box_convert_pairs[(4 * slot + d) % 18];
+  const int in_k = 4 + pair[0] / 3 + 3 * (pair[0] / 5), out_k = 4 + pair[1] / 3 + 3 * (pair[1] / 5);
+  const int is_int = dt.code != q->dt.code || dt.bits != q->dt.bits;
+  double *b = xmalloc(sizeof(double) * (size_t)(4 * n));
+  double *v = xmalloc(sizeof(double) * (size_t)(8 * n));
+  gen_boxes(kind, q->rng, n, b);
+  for (int64_t i = 0; i < n; i++) {
+    double *r = b + 4 * i;
+    if (is_int) {
+      for (int k = 0; k < 4; k++) r[k] = floor(8 * r[k]);
+      if (dt.code == kDLInt && i % 5 == 0) { /* reversed, where the dtype is signed */
+        const double x1 = r[0], y1 = r[1];
+        r[0] = r[2], r[1] = r[3], r[2] = x1, r[3] = y1;
+      }
+    }
+    double angle = q->variant == VS_EDGE ? edge_angles[i % 8] : vt_rng_uniform(q->rng, -180, 180);
+    if (is_int) angle = dt.code == kDLUInt ? floor(fabs(angle)) : floor(angle);
+    double *o = v + in_k * i;
+    box_in_format(r, angle, pair[0], o);
+    for (int k = 0; is_int && k < in_k; k++)
+      o[k] = dt.code == kDLUInt ? fmin(fabs(round(o[k])), 255) : round(o[k]);
+  }
+  const int64_t bs[2] = {n, in_k}, gs[2] = {n, out_k};
+  if (grad) arg_tensor(s, add_uniform(s, q->dt, 2, gs, q->rng, -1, 1));
+  const int tb = add_values(s, dt, 2, bs, v);
+  arg_tensor(s, tb);
+  arg_int(s, pair[0]);
+  arg_int(s, pair[1]);
+  s->shape_tensor = tb;
+  free(b);
+  free(v);
+}
+static void sample_box_convert(vs_sample *s, const vs_params *q) {
+  build_box_convert_common(s, q, 0);
+}
+static void sample_box_convert_backward(vs_sample *s, const vs_params *q) {
+  build_box_convert_common(s, q, 1);
 }
 
 /* Rotated boxes (cx, cy, w, h, angle in degrees): SPEC-NEXT 1.3's edge
