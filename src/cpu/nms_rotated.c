@@ -9,7 +9,7 @@
 
 /* The plain path (the context asks for the scalar ISA, as
  * test_backend_ops's reference does) computes every pair's polygon IoU;
- * otherwise, on any CPU, far-apart pairs are rejected first, which
+ * otherwise, on any CPU, pairs proven disjoint are rejected first, which
  * test_backend_ops checks gives the plain path's keep. */
 static int vo_nms_rotated_plain(const vo_exec *ex) { return ex->ctx->isa == VO_ISA_SCALAR; }
 

@@ -1,6 +1,7 @@
 // CUDA nms_rotated and batched_nms_rotated: the shared sort, mask and
 // resolve (cuda/nms.cuh) over rotated boxes with kernels/nms_rotated.h's
-// suppression test, far-apart pairs rejected before the polygon IoU.
+// suppression test, pairs the cheap tests prove disjoint (centre distance,
+// separating axis) rejected before the polygon IoU.
 #include "cuda/nms.cuh"
 #include "kernels/nms_rotated.h"
 
@@ -35,7 +36,7 @@ struct RBoxOf<double> {
   typedef vo_k_nms_rbox_f64 type;
 };
 
-// nms_rotated's boxes: vo_k_nms_rbox (cos, sin and reach once per box).
+// nms_rotated's boxes: vo_k_nms_rbox (cos, sin, reach and slack once per box).
 template <typename TT>
 struct RotatedKind {
   typedef TT T;

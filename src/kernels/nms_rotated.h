@@ -2,7 +2,7 @@
  * nms_rotated's suppression test in the portable dialect (kernels/compat.h):
  * a rotated box of kernels/box_iou_rotated.h with its reach, and whether a
  * kept box suppresses a later candidate (IoU >= the threshold), optionally
- * rejecting far-apart pairs before the polygon IoU. Run by the CPU's greedy
+ * rejecting pairs proven disjoint before the polygon IoU. Run by the CPU's greedy
  * pass (cpu/nms_rotated.c) and the CUDA and OpenCL mask kernels
  * (cuda/nms_rotated.cu, opencl/nms_rotated.cl). Per compute type (float,
  * double) bodies: kernels/nms_rotated.inc.

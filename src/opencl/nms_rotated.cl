@@ -1,8 +1,8 @@
 /*
  * nms_rotated and batched_nms_rotated as OpenCL C entry points: the shared
  * rank, resolve and finish kernels (nms.clh), the gather of the sorted
- * boxes (kernels/nms_rotated.h's vo_k_nms_rbox: cos, sin and reach once per
- * box) and the suppression mask with its test, far-apart pairs rejected
+ * boxes (kernels/nms_rotated.h's vo_k_nms_rbox: cos, sin, reach, slack once per
+ * box) and the suppression mask with its test, disjoint pairs rejected
  * first.
  */
 #include "opencl/portable.clh"
