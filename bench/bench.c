@@ -218,6 +218,23 @@ static int make_cases(bench_case *cases, int max) {
     add_value(&cases[n], vo_float_value(0.5));
     n++;
   }
+  static const int64_t rotated_sizes[] = {5000, 20000};
+  static const char *rotated_labels[] = {"5,000 oriented boxes", "20,000 oriented boxes"};
+  for (int i = 0; i < 2 && n < max; i++, n++) {
+    build_case(&cases[n], "nms_rotated", rotated_labels[i]);
+    add_tensor(&cases[n], rotated_detections(rotated_sizes[i]));
+    add_tensor(&cases[n], uniform_tensor(1, &rotated_sizes[i], 0, 1));
+    add_value(&cases[n], vo_float_value(0.5));
+  }
+  static const char *batched_rotated_labels[] = {"5,000 oriented boxes, 16 classes",
+                                                 "20,000 oriented boxes, 16 classes"};
+  for (int i = 0; i < 2 && n < max; i++, n++) {
+    build_case(&cases[n], "batched_nms_rotated", batched_rotated_labels[i]);
+    add_tensor(&cases[n], rotated_detections(rotated_sizes[i]));
+    add_tensor(&cases[n], uniform_tensor(1, &rotated_sizes[i], 0, 1));
+    add_tensor(&cases[n], categories(rotated_sizes[i], 16));
+    add_value(&cases[n], vo_float_value(0.5));
+  }
   static const char *pairwise[] = {"box_iou", "generalized_box_iou", "distance_box_iou",
                                    "complete_box_iou"};
   for (int i = 0; i < 4 && n < max; i++, n++) {

@@ -272,6 +272,21 @@ VO_API vo_status vo_batched_nms(const vo_context *ctx, const DLTensor *boxes,
                                 const DLTensor *scores, const DLTensor *idxs, double iou_threshold,
                                 DLTensor *keep, DLTensor *num_kept);
 
+/* Greedy NMS of rotated boxes [N,5] (cx, cy, w, h, angle; angle in degrees
+ * counter-clockwise on screen, y down; clockwise negates it, radians takes
+ * it in radians): a box is suppressed by a kept one when their rotated IoU
+ * (as vo_box_iou_rotated's) is >= iou_threshold (torchvision's rule for
+ * rotated boxes; nms's is >). Coordinates and angles must be finite, w and
+ * h >= 0. Scores, order and outputs as vo_nms. The batched form suppresses
+ * only within each category of idxs (int64[N]). */
+VO_API vo_status vo_nms_rotated(const vo_context *ctx, const DLTensor *boxes,
+                                const DLTensor *scores, double iou_threshold, int clockwise,
+                                int radians, DLTensor *keep, DLTensor *num_kept);
+VO_API vo_status vo_batched_nms_rotated(const vo_context *ctx, const DLTensor *boxes,
+                                        const DLTensor *scores, const DLTensor *idxs,
+                                        double iou_threshold, int clockwise, int radians,
+                                        DLTensor *keep, DLTensor *num_kept);
+
 /* Pairwise overlap of a[N,4] and b[M,4] into out[N,M]. Boxes are float32,
  * float64, float16, bfloat16 or integers (int64/32/16/8, uint8); the two sets
  * may differ in dtype, each read at its own precision. out is float64 when

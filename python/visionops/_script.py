@@ -62,6 +62,19 @@ def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: floa
     return torch.ops.visionops.batched_nms_kept(boxes, scores, _int64(idxs), float(iou_threshold))
 
 
+def nms_rotated(boxes: Tensor, scores: Tensor, iou_threshold: float, clockwise: bool = False,
+                radians: bool = False) -> Tensor:
+    return torch.ops.visionops.nms_rotated_kept(boxes, scores, float(iou_threshold),
+                                                bool(clockwise), bool(radians))
+
+
+def batched_nms_rotated(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float,
+                        clockwise: bool = False, radians: bool = False) -> Tensor:
+    return torch.ops.visionops.batched_nms_rotated_kept(boxes, scores, _int64(idxs),
+                                                        float(iou_threshold), bool(clockwise),
+                                                        bool(radians))
+
+
 def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
     """[..., K_in] boxes as [..., K_out]: the op on the boxes' rows."""
     i, o = box_convert_formats(in_fmt, out_fmt)

@@ -37,12 +37,12 @@ _SCHEMA_OPS = {}
 _SCHEMA_PREFIX_OPS = ("box_area",)
 
 __all__ = [
-    "nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-    "complete_box_iou", "box_area", "box_convert", "box_iou_rotated", *_SCHEMA_OPS, "roi_align",
-    "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d", "multi_scale_roi_align",
-    "MultiScaleRoIAlign", "RoIAlign", "RoIPool", "PSRoIAlign", "PSRoIPool", "DeformConv2d",
-    "VisionOpsError", "VisionOpsValueError", "VisionOpsTypeError", "roi_align_rotated",
-    "RoIAlignRotated",
+    "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou", "generalized_box_iou",
+    "distance_box_iou", "complete_box_iou", "box_area", "box_convert", "box_iou_rotated",
+    *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d",
+    "multi_scale_roi_align", "roi_align_rotated", "MultiScaleRoIAlign", "RoIAlign",
+    "RoIAlignRotated", "RoIPool", "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError",
+    "VisionOpsValueError", "VisionOpsTypeError",
 ]
 
 try:
@@ -212,6 +212,47 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     if _is_torch(boxes) or _is_torch(scores) or _is_torch(idxs):
         return _script.batched_nms(boxes, scores, idxs, float(iou_threshold))
     keep, num_kept = _call("batched_nms", boxes, scores, _int64(idxs), float(iou_threshold))
+    return keep[:_count(num_kept)]
+
+
+@_fx_leaf
+def nms_rotated(boxes, scores, iou_threshold, clockwise=False, radians=False):
+    """Indices (int64) of the rotated boxes kept by greedy NMS, by decreasing
+    score (ties: lower index first). boxes [N, 5] are (cx, cy, w, h, angle),
+    angle in degrees counter-clockwise on screen (torchvision's cxcywhr;
+    clockwise negates it, radians takes it in radians); a box is suppressed
+    by a kept one when their rotated IoU (box_iou_rotated's) is >=
+    iou_threshold, torchvision's rule for rotated boxes (nms's is >).
+    Coordinates and angles must be finite, w and h >= 0. On torch tensors
+    this is torch.ops.visionops.nms_rotated_kept (data-dependent size);
+    torch.ops.visionops.nms_rotated is the fixed-size form (keep [N],
+    num_kept) without a host sync."""
+    boxes = _tensor(boxes, "nms_rotated", "boxes")
+    scores = _tensor(scores, "nms_rotated", "scores")
+    if _is_torch(boxes) or _is_torch(scores):
+        return _script.nms_rotated(boxes, scores, float(iou_threshold), bool(clockwise),
+                                   bool(radians))
+    keep, num_kept = _call("nms_rotated", boxes, scores, float(iou_threshold), bool(clockwise),
+                           bool(radians))
+    return keep[:_count(num_kept)]
+
+
+@_fx_leaf
+def batched_nms_rotated(boxes, scores, idxs, iou_threshold, clockwise=False, radians=False):
+    """nms_rotated within each category of idxs (only boxes of the same
+    category suppress each other: no coordinate offset, so any coordinates
+    and category values work); kept indices by decreasing score. idxs may be
+    of any integer dtype (the library reads int64; others are widened). On
+    torch tensors: torch.ops.visionops.batched_nms_rotated_kept, or the
+    fixed-size torch.ops.visionops.batched_nms_rotated."""
+    boxes = _tensor(boxes, "batched_nms_rotated", "boxes")
+    scores = _tensor(scores, "batched_nms_rotated", "scores")
+    idxs = _tensor(idxs, "batched_nms_rotated", "idxs")
+    if _is_torch(boxes) or _is_torch(scores) or _is_torch(idxs):
+        return _script.batched_nms_rotated(boxes, scores, idxs, float(iou_threshold),
+                                           bool(clockwise), bool(radians))
+    keep, num_kept = _call("batched_nms_rotated", boxes, scores, _int64(idxs),
+                           float(iou_threshold), bool(clockwise), bool(radians))
     return keep[:_count(num_kept)]
 
 
@@ -890,10 +931,11 @@ else:
 # with torch.fx.wrap too makes the modules' calls above leaves by fx's own
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
-_FX_LEAVES = ("nms", "batched_nms", "box_iou", "generalized_box_iou", "distance_box_iou",
-              "complete_box_iou", "box_area", "box_convert", "box_iou_rotated", *_SCHEMA_OPS,
-              "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "multi_scale_roi_align",
-              "deform_conv2d", "roi_align_rotated")
+_FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou",
+              "generalized_box_iou", "distance_box_iou", "complete_box_iou", "box_area",
+              "box_convert", "box_iou_rotated", *_SCHEMA_OPS, "roi_align", "roi_pool",
+              "ps_roi_align", "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d",
+              "roi_align_rotated")
 if _torch is not None:
     import torch.fx as _fx
 

@@ -643,14 +643,19 @@ def _make_below_autograd(name):
 # The library's nms and batched_nms return a fixed-size `keep` [N] and the
 # count `num_kept`: no host sync, so they run inside CUDA graphs. torchvision's
 # form, only the kept indices, has a size known only after the run; these
-# two ops give it (visionops.nms and visionops.batched_nms call them on torch
-# tensors), with a fake kernel that allocates a data-dependent size, so
+# ops give it (visionops.nms, batched_nms and their rotated forms call them
+# on torch tensors), with a fake kernel that allocates a data-dependent size, so
 # torch.export and torch.compile capture them as torchvision's nms is.
 
 NMS_KEPT = {
     "nms_kept": ("nms_kept(Tensor boxes, Tensor scores, float iou_threshold) -> Tensor", "nms"),
     "batched_nms_kept": ("batched_nms_kept(Tensor boxes, Tensor scores, Tensor idxs, "
                          "float iou_threshold) -> Tensor", "batched_nms"),
+    "nms_rotated_kept": ("nms_rotated_kept(Tensor boxes, Tensor scores, float iou_threshold, "
+                         "bool clockwise=False, bool radians=False) -> Tensor", "nms_rotated"),
+    "batched_nms_rotated_kept": ("batched_nms_rotated_kept(Tensor boxes, Tensor scores, "
+                                 "Tensor idxs, float iou_threshold, bool clockwise=False, "
+                                 "bool radians=False) -> Tensor", "batched_nms_rotated"),
 }
 
 

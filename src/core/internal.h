@@ -139,13 +139,17 @@ typedef enum vo_iou_kind {
   VO_IOU_COMPLETE
 } vo_iou_kind;
 
-/* nms and batched_nms. */
+/* nms, batched_nms, nms_rotated and batched_nms_rotated. */
 typedef struct vo_nms_params {
-  const vo_view *boxes;  /* [N,4] float */
-  const vo_view *scores; /* [N] same dtype */
-  const vo_view *idxs;   /* [N] int64, NULL for plain nms */
+  const vo_view *boxes;  /* [N,4] float; rotated: [N,5] (cx, cy, w, h, angle) */
+  const vo_view *scores; /* [N] any floating dtype */
+  const vo_view *idxs;   /* [N] int64, NULL for the unbatched ops */
   double iou_threshold;
-  float iou_threshold_f32; /* the largest float <= iou_threshold: float compute's */
+  /* The float threshold whose float comparisons decide as double ones: the
+   * largest float <= iou_threshold (nms: IoU > it), the smallest float >=
+   * it (nms_rotated: IoU >= it). */
+  float iou_threshold_f32;
+  double angle_scale;      /* rotated: vo_rotated_angle_scale of the flags */
   const vo_view *keep;     /* out: int64 [N], contiguous */
   const vo_view *num_kept; /* out: int64 [], contiguous */
 } vo_nms_params;

@@ -1,27 +1,24 @@
 /*
- * CPU kernel for nms and batched_nms: a stable score sort (LSD radix sort of
- * order-preserving integer keys), then greedy suppression per category over
- * structure-of-arrays boxes with a branch-free (vectorised) inner loop.
- * batched_nms groups the categories with a second stable radix pass and runs
- * them in parallel; a single large category runs a chunked greedy pass on
- * several threads instead (vo_nms_flow_worker: no barrier per kept box).
+ * CPU greedy NMS (cpu/nms.h) for every box kind, and nms's own kind: a
+ * stable score sort (LSD radix sort of order-preserving integer keys), then
+ * greedy suppression per category. The batched ops group the categories
+ * with a second stable radix pass and run them in parallel; a single large
+ * category runs a chunked greedy pass on several threads instead
+ * (vo_nms_flow_worker: no barrier per kept box). nms's axis-aligned boxes
+ * are structure-of-arrays with a branch-free (vectorised) inner loop.
  */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/common.h"
+#include "cpu/nms.h"
 #include "kernels/nms.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
 #define VO_HAVE_AVX2_KERNELS 1
 #endif
-
-/* Below this many boxes one category stays on one thread: with the serial
- * AVX2 pass, nms of the benchmark's 5,000 detections takes 0.37 ms. */
-#define VO_NMS_PARALLEL_MIN 8192
 
 /* A sort record: an unsigned key and the position it came from. */
 typedef struct vo_sort_item {
@@ -80,26 +77,11 @@ static inline uint64_t vo_score_key_f32(float s) {
   return (uint64_t)(uint32_t)~u;
 }
 
-/* Boxes of one category in score order (slots 0..m-1) in the compute type,
- * the threshold in it, and the apply step for the ISA. */
-typedef struct vo_nms_boxes {
-  int use_f64;
-  int64_t m;
-  const void *x1, *y1, *x2, *y2, *area;
-  float thr_f32;
-  double thr_f64;
-  void (*apply_f32)(const float *, const float *, const float *, const float *, const float *,
-                    int64_t, int64_t, int64_t, float, uint8_t *);
-  void (*apply_f64)(const double *, const double *, const double *, const double *, const double *,
-                    int64_t, int64_t, int64_t, double, uint8_t *);
-} vo_nms_boxes;
-
 typedef struct vo_nms_work {
   const vo_exec *ex;
-  int use_f64;
-  int avx2;
+  const vo_nms_kind *kind;
   int64_t *slot_index;     /* [n] slot -> original index */
-  void *soa;               /* 5 arrays of n compute-type values: x1 y1 x2 y2 area */
+  void *store;             /* n boxes in the kind's layout */
   uint8_t *sup;            /* [n] by slot */
   uint8_t *kept;           /* [n] by slot */
   int64_t *kept_list;      /* [n] per category at its first slot: kept slots in it */
@@ -107,73 +89,9 @@ typedef struct vo_nms_work {
   int64_t *segment_starts; /* [n + 1] first slot of each category, then n */
 } vo_nms_work;
 
-/*
- * The greedy pass is built from one step, vo_nms_apply_*: kept box i
- * suppresses every box of slots [j0, j1) (all later than i) whose IoU with
- * it is strictly above thr. It follows torchvision's arithmetic exactly
- * (max/min operand order included), so the same boxes are suppressed; a
- * NaN IoU compares false and never suppresses. Suppressions are rare, so
- * the result is or-ed into sup[].
- */
-#define VO_S_F32
-#include "kernels/dtype_begin.h"
-#include "cpu/nms.inc"
-#include "kernels/dtype_end.h"
-
-#define VO_S_F64
-#include "kernels/dtype_begin.h"
-#include "cpu/nms.inc"
-#include "kernels/dtype_end.h"
-
-#ifdef VO_HAVE_AVX2_KERNELS
-/* float64: the plain loop compiled for AVX2 (bit-identical: no contraction
- * into FMAs, -ffp-contract=off). */
-__attribute__((flatten, target("avx2,fma"))) static void vo_nms_apply_avx2_f64(
-    const double *restrict x1, const double *restrict y1, const double *restrict x2,
-    const double *restrict y2, const double *restrict area, int64_t i, int64_t j0, int64_t j1,
-    double thr, uint8_t *restrict sup) {
-  vo_nms_apply_loop_f64(x1, y1, x2, y2, area, i, j0, j1, thr, sup);
-}
-
-/* float32, 8 candidates a step in AVX2 with the arithmetic of the scalar
- * loop: max_ps(a, b) is a > b ? a : b and min_ps(a, b) is a < b ? a : b,
- * so max_ps(x1[j], ix1) is ix1 < x1[j] ? x1[j] : ix1 etc. A step stores
- * only when one of its eight candidates is suppressed. (Skipping the
- * division when all eight intersections are empty was measured slower:
- * that branch is unpredictable.) */
-__attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_f32(
-    const float *x1, const float *y1, const float *x2, const float *y2, const float *area,
-    int64_t i, int64_t j0, int64_t j1, float thr, uint8_t *sup) {
-  const __m256 zero = _mm256_setzero_ps(), vthr = _mm256_set1_ps(thr);
-  const float ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];
-  const __m256 vx1 = _mm256_set1_ps(ix1), vy1 = _mm256_set1_ps(iy1);
-  const __m256 vx2 = _mm256_set1_ps(ix2), vy2 = _mm256_set1_ps(iy2), va = _mm256_set1_ps(ia);
-  int64_t j = j0;
-  for (; j + 8 <= j1; j += 8) {
-    const __m256 xx1 = _mm256_max_ps(_mm256_loadu_ps(x1 + j), vx1);
-    const __m256 yy1 = _mm256_max_ps(_mm256_loadu_ps(y1 + j), vy1);
-    const __m256 xx2 = _mm256_min_ps(_mm256_loadu_ps(x2 + j), vx2);
-    const __m256 yy2 = _mm256_min_ps(_mm256_loadu_ps(y2 + j), vy2);
-    const __m256 w = _mm256_max_ps(_mm256_sub_ps(xx2, xx1), zero);
-    const __m256 h = _mm256_max_ps(_mm256_sub_ps(yy2, yy1), zero);
-    const __m256 inter = _mm256_mul_ps(w, h);
-    const __m256 uni = _mm256_sub_ps(_mm256_add_ps(va, _mm256_loadu_ps(area + j)), inter);
-    int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_div_ps(inter, uni), vthr, _CMP_GT_OQ));
-    while (bits) {
-      sup[j + __builtin_ctz((unsigned)bits)] = 1;
-      bits &= bits - 1;
-    }
-  }
-  if (j < j1) vo_nms_apply_scalar_f32(x1, y1, x2, y2, area, i, j, j1, thr, sup);
-}
-#endif
-
 static inline void vo_nms_apply(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
                                 uint8_t *sup) {
-  if (b->use_f64)
-    b->apply_f64(b->x1, b->y1, b->x2, b->y2, b->area, i, j0, j1, b->thr_f64, sup);
-  else
-    b->apply_f32(b->x1, b->y1, b->x2, b->y2, b->area, i, j0, j1, b->thr_f32, sup);
+  b->apply(b, i, j0, j1, sup);
 }
 
 /* Greedy suppression on the calling thread: each box not yet suppressed is
@@ -276,23 +194,8 @@ static int64_t vo_nms_greedy(const vo_nms_boxes *b, uint8_t *sup, int64_t *kept_
 
 /* Greedy NMS over slots [start, start + m) on `threads` threads. */
 static void vo_nms_segment(const vo_nms_work *w, int64_t n, int64_t start, int64_t m, int threads) {
-  const vo_nms_params *p = &w->ex->p.nms;
-  vo_nms_boxes nb = {.use_f64 = w->use_f64, .m = m};
-  if (w->use_f64) {
-    vo_nms_gather_f64(w, n, start, m, &nb);
-    nb.thr_f64 = p->iou_threshold;
-    nb.apply_f64 = vo_nms_apply_scalar_f64;
-#ifdef VO_HAVE_AVX2_KERNELS
-    if (w->avx2) nb.apply_f64 = vo_nms_apply_avx2_f64;
-#endif
-  } else {
-    vo_nms_gather_f32(w, n, start, m, &nb);
-    nb.thr_f32 = p->iou_threshold_f32;
-    nb.apply_f32 = vo_nms_apply_scalar_f32;
-#ifdef VO_HAVE_AVX2_KERNELS
-    if (w->avx2) nb.apply_f32 = vo_nms_apply_avx2_f32;
-#endif
-  }
+  vo_nms_boxes nb = {.m = m};
+  w->kind->gather(w->ex, w->store, n, start, m, w->slot_index + start, &nb);
   int64_t *kept_list = w->kept_list + start;
   const int64_t count = vo_nms_greedy(&nb, w->sup + start, kept_list, w->kept_end, threads);
   uint8_t *kept = w->kept + start;
@@ -320,16 +223,16 @@ static void vo_nms_small_worker(void *arg, int slot) {
 }
 
 /* Threads for the greedy pass over m boxes of one category. Its work is
- * not known in advance (each kept box costs one IoU per later box); a pass
- * over fewer than VO_NMS_PARALLEL_MIN boxes takes well under a millisecond
- * and stays on one thread. Above, the estimate assumes one kept box in
- * 30 (the benchmark's detector-like boxes) at 0.5 ns an IoU. */
-static int vo_nms_threads(const vo_context *ctx, int64_t m) {
-  if (m < VO_NMS_PARALLEL_MIN) return 1;
-  return vo_cpu_threads_for(ctx, vo_nms_chunks(m), 0.5 * (double)m * (double)m / 60.0);
+ * not known in advance (each kept box costs one test per later box); a
+ * pass over fewer than the kind's parallel_min boxes stays on one thread.
+ * Above, the estimate assumes one kept box in 30 (the benchmark's
+ * detector-like boxes) at the kind's pair_ns a test. */
+static int vo_nms_threads(const vo_context *ctx, const vo_nms_kind *kind, int64_t m) {
+  if (m < kind->parallel_min) return 1;
+  return vo_cpu_threads_for(ctx, vo_nms_chunks(m), kind->pair_ns * (double)m * (double)m / 60.0);
 }
 
-vo_status vo_cpu_nms(const vo_exec *ex) {
+vo_status vo_cpu_nms_run(const vo_exec *ex, const vo_nms_kind *kind) {
   const vo_nms_params *p = &ex->p.nms;
   const vo_context *ctx = ex->ctx;
   const int64_t n = p->boxes->shape[0];
@@ -340,16 +243,15 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
     return VO_OK;
   }
 
-  vo_nms_work w = {.ex = ex};
-  w.use_f64 = ex->dtype == VO_F64;
-  w.avx2 = vo_cpu_effective_isa(ctx) == VO_ISA_AVX2;
+  vo_nms_work w = {.ex = ex, .kind = kind};
   const size_t un = (size_t)n;
-  const size_t elem = w.use_f64 ? sizeof(double) : sizeof(float);
+  const size_t box_bytes = kind->box_bytes[ex->dtype == VO_F64];
   const size_t chunks = (size_t)vo_nms_chunks(n);
   /* One block: three sort arrays, the slot map, segment starts, the kept
-   * lists, chunk ends, 5 SoA arrays, flags. Sizes cannot overflow: n
-   * elements of the inputs already fit in memory. */
-  const size_t bytes = un * (3 * sizeof(vo_sort_item) + 3 * sizeof(int64_t) + 5 * elem + 2) +
+   * lists, chunk ends, the kind's boxes, flags. Sizes cannot overflow: n
+   * rows of the boxes (4 or 5 elements each) already fit in memory, and a
+   * kind's layout takes a few times their size at most. */
+  const size_t bytes = un * (3 * sizeof(vo_sort_item) + 3 * sizeof(int64_t) + box_bytes + 2) +
                        (chunks + 1) * sizeof(int64_t);
   char *mem = vo_workspace_alloc(ctx, ex->device, bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
@@ -358,8 +260,8 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
   w.segment_starts = w.slot_index + n;
   w.kept_list = w.segment_starts + n + 1;
   w.kept_end = w.kept_list + n;
-  w.soa = w.kept_end + chunks;
-  w.sup = (uint8_t *)w.soa + 5 * un * elem;
+  w.store = w.kept_end + chunks;
+  w.sup = (uint8_t *)w.store + un * box_bytes;
   w.kept = w.sup + n;
   memset(w.sup, 0, 2 * un);
 
@@ -382,7 +284,7 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
   int64_t count = 0;
   if (!p->idxs) {
     for (int64_t r = 0; r < n; r++) w.slot_index[r] = ranks[r].index;
-    vo_nms_segment(&w, n, 0, n, vo_nms_threads(ctx, n));
+    vo_nms_segment(&w, n, 0, n, vo_nms_threads(ctx, kind, n));
     for (int64_t r = 0; r < n; r++)
       if (w.kept[r]) keep[count++] = ranks[r].index;
   } else {
@@ -412,11 +314,11 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
     int64_t small_count = 0;
     for (int64_t g = 0; g < num_segments; g++) {
       const int64_t m = starts[g + 1] - starts[g];
-      const int t = vo_nms_threads(ctx, m);
+      const int t = vo_nms_threads(ctx, kind, m);
       if (t > 1) {
         vo_nms_segment(&w, n, starts[g], m, t);
       } else {
-        small_cost += 0.5 * (double)m * (double)m / 60.0 + 20.0 * (double)m;
+        small_cost += kind->pair_ns * (double)m * (double)m / 60.0 + 20.0 * (double)m;
         small[small_count++].index = g;
       }
     }
@@ -436,3 +338,112 @@ vo_status vo_cpu_nms(const vo_exec *ex) {
   vo_workspace_free(ctx, ex->device, mem);
   return VO_OK;
 }
+
+/* ------------------------------------------------------------ nms's boxes */
+
+/*
+ * nms's step, vo_nms_apply_*: kept box i suppresses every box of slots
+ * [j0, j1) (all later than i) whose IoU with it is strictly above thr. It
+ * follows torchvision's arithmetic exactly (max/min operand order
+ * included), so the same boxes are suppressed; a NaN IoU compares false and
+ * never suppresses. Suppressions are rare, so the result is or-ed into
+ * sup[].
+ */
+#define VO_S_F32
+#include "kernels/dtype_begin.h"
+#include "cpu/nms.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_F64
+#include "kernels/dtype_begin.h"
+#include "cpu/nms.inc"
+#include "kernels/dtype_end.h"
+
+#ifdef VO_HAVE_AVX2_KERNELS
+/* float64: the plain loop compiled for AVX2 (bit-identical: no contraction
+ * into FMAs, -ffp-contract=off). */
+__attribute__((flatten, target("avx2,fma"))) static void vo_nms_apply_avx2_arrays_f64(
+    const double *restrict x1, const double *restrict y1, const double *restrict x2,
+    const double *restrict y2, const double *restrict area, int64_t i, int64_t j0, int64_t j1,
+    double thr, uint8_t *restrict sup) {
+  vo_nms_apply_loop_f64(x1, y1, x2, y2, area, i, j0, j1, thr, sup);
+}
+
+/* float32, 8 candidates a step in AVX2 with the arithmetic of the scalar
+ * loop: max_ps(a, b) is a > b ? a : b and min_ps(a, b) is a < b ? a : b,
+ * so max_ps(x1[j], ix1) is ix1 < x1[j] ? x1[j] : ix1 etc. A step stores
+ * only when one of its eight candidates is suppressed. (Skipping the
+ * division when all eight intersections are empty was measured slower:
+ * that branch is unpredictable.) */
+__attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_arrays_f32(
+    const float *x1, const float *y1, const float *x2, const float *y2, const float *area,
+    int64_t i, int64_t j0, int64_t j1, float thr, uint8_t *sup) {
+  const __m256 zero = _mm256_setzero_ps(), vthr = _mm256_set1_ps(thr);
+  const float ix1 = x1[i], iy1 = y1[i], ix2 = x2[i], iy2 = y2[i], ia = area[i];
+  const __m256 vx1 = _mm256_set1_ps(ix1), vy1 = _mm256_set1_ps(iy1);
+  const __m256 vx2 = _mm256_set1_ps(ix2), vy2 = _mm256_set1_ps(iy2), va = _mm256_set1_ps(ia);
+  int64_t j = j0;
+  for (; j + 8 <= j1; j += 8) {
+    const __m256 xx1 = _mm256_max_ps(_mm256_loadu_ps(x1 + j), vx1);
+    const __m256 yy1 = _mm256_max_ps(_mm256_loadu_ps(y1 + j), vy1);
+    const __m256 xx2 = _mm256_min_ps(_mm256_loadu_ps(x2 + j), vx2);
+    const __m256 yy2 = _mm256_min_ps(_mm256_loadu_ps(y2 + j), vy2);
+    const __m256 w = _mm256_max_ps(_mm256_sub_ps(xx2, xx1), zero);
+    const __m256 h = _mm256_max_ps(_mm256_sub_ps(yy2, yy1), zero);
+    const __m256 inter = _mm256_mul_ps(w, h);
+    const __m256 uni = _mm256_sub_ps(_mm256_add_ps(va, _mm256_loadu_ps(area + j)), inter);
+    int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_div_ps(inter, uni), vthr, _CMP_GT_OQ));
+    while (bits) {
+      sup[j + __builtin_ctz((unsigned)bits)] = 1;
+      bits &= bits - 1;
+    }
+  }
+  if (j < j1) vo_nms_apply_arrays_f32(x1, y1, x2, y2, area, i, j, j1, thr, sup);
+}
+
+/* The AVX2 steps of a category's description (cpu/nms.h). */
+static void vo_nms_apply_avx2_f64(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
+                                  uint8_t *sup) {
+  vo_nms_apply_avx2_arrays_f64(b->array[0], b->array[1], b->array[2], b->array[3], b->array[4], i,
+                               j0, j1, b->thr_f64, sup);
+}
+static void vo_nms_apply_avx2_f32(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
+                                  uint8_t *sup) {
+  vo_nms_apply_avx2_arrays_f32(b->array[0], b->array[1], b->array[2], b->array[3], b->array[4], i,
+                               j0, j1, b->thr_f32, sup);
+}
+#endif
+
+/* A category of nms's boxes in the compute type, with the threshold (for
+ * float, the largest float not above it) and the ISA's apply step. */
+static void vo_nms_axis_gather(const vo_exec *ex, void *store, int64_t n, int64_t start, int64_t m,
+                               const int64_t *slot_index, vo_nms_boxes *nb) {
+#ifdef VO_HAVE_AVX2_KERNELS
+  const int avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
+#endif
+  if (ex->dtype == VO_F64) {
+    vo_nms_axis_gather_f64(ex, store, n, start, m, slot_index, nb);
+    nb->thr_f64 = ex->p.nms.iou_threshold;
+#ifdef VO_HAVE_AVX2_KERNELS
+    if (avx2) nb->apply = vo_nms_apply_avx2_f64;
+#endif
+  } else {
+    vo_nms_axis_gather_f32(ex, store, n, start, m, slot_index, nb);
+    nb->thr_f32 = ex->p.nms.iou_threshold_f32;
+#ifdef VO_HAVE_AVX2_KERNELS
+    if (avx2) nb->apply = vo_nms_apply_avx2_f32;
+#endif
+  }
+}
+
+/* Below 8,192 boxes one category stays on one thread: with the serial
+ * AVX2 pass, nms of the benchmark's 5,000 detections takes 0.37 ms. An IoU
+ * takes about 0.5 ns. */
+static const vo_nms_kind vo_nms_axis_kind = {
+    .box_bytes = {5 * sizeof(float), 5 * sizeof(double)},
+    .pair_ns = 0.5,
+    .parallel_min = 8192,
+    .gather = vo_nms_axis_gather,
+};
+
+vo_status vo_cpu_nms(const vo_exec *ex) { return vo_cpu_nms_run(ex, &vo_nms_axis_kind); }

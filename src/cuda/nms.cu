@@ -1,321 +1,41 @@
-// CUDA nms and batched_nms: a stable radix sort of the scores, a 64x64-tile
-// suppression bitmask and a greedy resolve that stays on the device.
-#include <exception>
-
-#include <cub/device/device_radix_sort.cuh>
-
-#include "cuda/common.cuh"
+// CUDA nms and batched_nms: the shared sort, mask and resolve (cuda/nms.cuh)
+// over axis-aligned boxes with kernels/nms.h's suppression test.
+#include "cuda/nms.cuh"
 #include "kernels/nms.h"
 
 namespace {
 
-// Boxes per mask word (one bit each).
-constexpr int kTile = 64;
-constexpr int kResolveThreads = 1024;
-constexpr int kThreads = 256;
-
-// Radix-sort keys. Every NaN becomes the positive quiet NaN, whose bits sort
-// above +inf, so NaN scores come first in a descending sort as in torch; CUB
-// already treats -0.0 and +0.0 as equal, so they stay in index order.
-__device__ __forceinline__ float canonical_key(float s) {
-  return isnan(s) ? __int_as_float(0x7fc00000) : s;
-}
-__device__ __forceinline__ double canonical_key(double s) {
-  return isnan(s) ? __longlong_as_double(0x7ff8000000000000LL) : s;
-}
-
-// Scores of any floating dtype (SPEC section 5: they need not have the
-// boxes' dtype) as sort keys K: double for float64 scores, else float, which
-// holds the half types exactly. Read by their runtime dtype: one pass.
-template <typename K>
-__global__ void nms_keys_kernel(vo_cuda_view scores, int64_t n, K *keys, int64_t *order) {
-  VO_CUDA_GRID_STRIDE(i, n) {
-    keys[i] = canonical_key(vo_cuda_load_as<K>(scores, vo_cuda_offset(scores, i)));
-    order[i] = i;
-  }
-}
-
-// Boxes (and categories) in score order, converted to the compute type T and
-// packed, so the quadratic mask pass reads dense rows.
-template <typename T>
-__global__ void nms_gather_kernel(vo_cuda_view boxes, vo_cuda_view idxs, const int64_t *sorted,
-                                  int64_t n, T *sboxes, int64_t *sidx, int64_t *order) {
-  VO_CUDA_GRID_STRIDE(i, n) {
-    const int64_t o = sorted[i];
-    order[i] = o;
-    for (int k = 0; k < 4; ++k)
-      sboxes[i * 4 + k] = vo_cuda_load_as<T>(boxes, vo_cuda_offset(boxes, o, k));
-    if (sidx) sidx[i] = static_cast<const int64_t *>(idxs.data)[vo_cuda_offset(idxs, o)];
-  }
-}
-
-// kernels/nms.h's suppression test for each compute type: kept box i (four
-// coordinates) against candidate j, thr the threshold in that type.
-__device__ __forceinline__ bool suppresses(const float *i, const float *j, float thr) {
+// kernels/nms.h's test per compute type: kept box i (four coordinates)
+// against candidate j, thr the threshold in that type.
+__device__ __forceinline__ bool axis_suppresses(const float *i, const float *j, float thr) {
   const vo_k_nms_box_f32 a = vo_k_nms_box_of_f32(i[0], i[1], i[2], i[3]);
   const vo_k_nms_box_f32 b = vo_k_nms_box_of_f32(j[0], j[1], j[2], j[3]);
   return vo_k_nms_suppresses_f32(&a, &b, thr);
 }
-__device__ __forceinline__ bool suppresses(const double *i, const double *j, double thr) {
+__device__ __forceinline__ bool axis_suppresses(const double *i, const double *j, double thr) {
   const vo_k_nms_box_f64 a = vo_k_nms_box_of_f64(i[0], i[1], i[2], i[3]);
   const vo_k_nms_box_f64 b = vo_k_nms_box_of_f64(j[0], j[1], j[2], j[3]);
   return vo_k_nms_suppresses_f64(&a, &b, thr);
 }
-// The threshold in the compute type (float: the largest float not above it,
-// the same decisions as comparing in double).
-float threshold_in(float, const vo_nms_params &p) { return p.iou_threshold_f32; }
-double threshold_in(double, const vo_nms_params &p) { return p.iou_threshold; }
 
-// Mask rows of row blocks [rb0, rb1) against column blocks [rb0, col_blocks):
-// word (r - rb0*64, cb - rb0) of the chunk has bit j set when sorted box
-// cb*64 + j comes after r and overlaps it by more than the threshold. Words
-// left of the diagonal block are never read, so never computed.
-template <typename T>
-__global__ void __launch_bounds__(kTile)
-    nms_mask_kernel(const T *sboxes, const int64_t *sidx, int64_t n, T thr, int64_t col_blocks,
-                    int64_t rb0, int64_t rb1, uint64_t *mask) {
-  __shared__ T col_box[kTile * 4];
-  __shared__ int64_t col_idx[kTile];
-  const int t = threadIdx.x;
-  const int64_t width = col_blocks - rb0;
-  const int64_t tiles = (rb1 - rb0) * width;
-  // The tile is uniform across the block, so the barriers below are too.
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int64_t rb = rb0 + tile / width;
-    const int64_t cb = rb0 + tile % width;
-    if (cb < rb) continue;
-    const int64_t col0 = cb * kTile;
-    const int ncols = (int)(n - col0 < kTile ? n - col0 : kTile);
-    if (t < ncols) {
-      for (int k = 0; k < 4; ++k) col_box[t * 4 + k] = sboxes[(col0 + t) * 4 + k];
-      if (sidx) col_idx[t] = sidx[col0 + t];
-    }
-    __syncthreads();
-    const int64_t i = rb * kTile + t;
-    if (i < n) {
-      T box[4];
-      for (int k = 0; k < 4; ++k) box[k] = sboxes[i * 4 + k];
-      const int64_t cat = sidx ? sidx[i] : 0;
-      uint64_t bits = 0;
-      for (int j = cb == rb ? t + 1 : 0; j < ncols; ++j) {
-        if (sidx && col_idx[j] != cat) continue;
-        if (suppresses(box, &col_box[j * 4], thr)) bits |= 1ull << j;
-      }
-      mask[(i - rb0 * kTile) * width + (cb - rb0)] = bits;
-    }
-    __syncthreads();
+// nms's boxes: (x1, y1, x2, y2) in T as loaded; areas are computed per pair.
+template <typename TT>
+struct AxisKind {
+  typedef TT T;
+  struct Box {
+    T v[4];
+  };
+  explicit AxisKind(const vo_exec *) {}
+  __device__ Box load(const vo_cuda_view &boxes, int64_t row) const {
+    Box b;
+    for (int k = 0; k < 4; ++k) b.v[k] = vo_cuda_load_as<T>(boxes, vo_cuda_offset(boxes, row, k));
+    return b;
   }
-}
-
-// Greedy resolve of row blocks [rb0, rb1) with the chunk's mask. `removed`
-// (one bit per sorted box) and `count` persist in global memory across
-// chunks. Per row block: one thread walks its 64 boxes in order (the only
-// sequential part), then the whole block ORs the kept boxes' rows into
-// `removed` for the later column blocks.
-__global__ void __launch_bounds__(kResolveThreads)
-    nms_resolve_kernel(const uint64_t *mask, const int64_t *order, int64_t n, int64_t col_blocks,
-                       int64_t rb0, int64_t rb1, uint64_t *removed, int64_t *count, int64_t *keep) {
-  __shared__ uint64_t diag[kTile];
-  __shared__ int kept_rows[kTile];
-  __shared__ int num_rows_kept;
-  const int t = threadIdx.x;
-  const int64_t width = col_blocks - rb0;
-  int64_t kept = t == 0 ? *count : 0;  // meaningful in thread 0 only
-  for (int64_t rb = rb0; rb < rb1; ++rb) {
-    const int64_t row0 = rb * kTile;
-    const int nrows = (int)(n - row0 < kTile ? n - row0 : kTile);
-    const uint64_t *rows = mask + (row0 - rb0 * kTile) * width;  // row r at rows[r * width]
-    // Fetch the diagonal words in parallel: thread 0's walk then touches only
-    // shared memory instead of up to 64 dependent global loads.
-    if (t < nrows) diag[t] = rows[(int64_t)t * width + (rb - rb0)];
-    __syncthreads();
-    if (t == 0) {
-      uint64_t rem = removed[rb];
-      int nk = 0;
-      for (int j = 0; j < nrows; ++j) {
-        if (!((rem >> j) & 1)) {
-          keep[kept++] = order[row0 + j];
-          kept_rows[nk++] = j;
-          rem |= diag[j];
-        }
-      }
-      num_rows_kept = nk;
-    }
-    __syncthreads();
-    const int nk = num_rows_kept;
-    if (nk > 0) {
-      for (int64_t cb = rb + 1 + t; cb < col_blocks; cb += kResolveThreads) {
-        uint64_t acc = removed[cb];
-        for (int k = 0; k < nk; ++k) acc |= rows[(int64_t)kept_rows[k] * width + (cb - rb0)];
-        removed[cb] = acc;
-      }
-    }
-    // Makes this block's `removed` words visible to the next row block's walk
-    // and frees diag / kept_rows for reuse.
-    __syncthreads();
+  __device__ static bool suppresses(const Box &i, const Box &j, T thr) {
+    return axis_suppresses(i.v, j.v, thr);
   }
-  if (t == 0) *count = kept;
-}
-
-__global__ void nms_finish_kernel(const int64_t *count, int64_t n, int64_t *keep,
-                                  int64_t *num_kept) {
-  const int64_t k = *count;
-  if (blockIdx.x == 0 && threadIdx.x == 0) *num_kept = k;
-  for (int64_t i = k + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    keep[i] = -1;
-}
-
-// T: the boxes' compute type (double for float64 boxes, else float); K: the
-// scores' sort key type.
-template <typename T, typename K>
-vo_status nms_run(const vo_exec *ex, cudaStream_t stream) {
-  const vo_nms_params &p = ex->p.nms;
-  const int64_t n = p.boxes->shape[0];
-  int64_t *keep = static_cast<int64_t *>(vo_view_addr(p.keep));
-  int64_t *num_kept = static_cast<int64_t *>(vo_view_addr(p.num_kept));
-  vo_status st;
-
-  if (n == 0) return vo_cuda_check(ex, cudaMemsetAsync(num_kept, 0, sizeof(int64_t), stream));
-
-  const bool batched = p.idxs != nullptr;
-  const int64_t col_blocks = (n + kTile - 1) / kTile;
-  const size_t un = (size_t)n;
-  const int key_bits = (int)sizeof(K) * 8;
-
-  // Sort phase workspace: key and value double buffers plus CUB's scratch
-  // (the DoubleBuffer form needs only O(P) scratch beyond the buffers).
-  size_t sort_temp = 0;
-  {
-    cub::DoubleBuffer<K> k(nullptr, nullptr);
-    cub::DoubleBuffer<int64_t> v(nullptr, nullptr);
-    st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_temp, k, v, n, 0,
-                                                                     key_bits, stream));
-    if (st != VO_OK) return st;
-  }
-  const size_t a_keys0 = 0;
-  const size_t a_keys1 = a_keys0 + vo_cuda_align(un * sizeof(K));
-  const size_t a_vals0 = a_keys1 + vo_cuda_align(un * sizeof(K));
-  const size_t a_vals1 = a_vals0 + vo_cuda_align(un * sizeof(int64_t));
-  const size_t a_temp = a_vals1 + vo_cuda_align(un * sizeof(int64_t));
-  const size_t a_total = a_temp + vo_cuda_align(sort_temp);
-
-  // State that lives through the resolve: sorted boxes, their original
-  // indices and categories, the `removed` bitmap and the kept counter.
-  const size_t b_boxes = 0;
-  const size_t b_order = b_boxes + vo_cuda_align(un * 4 * sizeof(T));
-  const size_t b_idx = b_order + vo_cuda_align(un * sizeof(int64_t));
-  const size_t b_removed = b_idx + (batched ? vo_cuda_align(un * sizeof(int64_t)) : 0);
-  const size_t b_total = b_removed + vo_cuda_align(((size_t)col_blocks + 1) * sizeof(uint64_t));
-
-  vo_cuda_workspace ws_sort(ex), ws_state(ex), ws_mask(ex);
-  char *a = static_cast<char *>(ws_sort.alloc(a_total));
-  if (!a) return VO_ERROR_OUT_OF_MEMORY;
-  char *b = static_cast<char *>(ws_state.alloc(b_total));
-  if (!b) return VO_ERROR_OUT_OF_MEMORY;
-
-  K *keys0 = reinterpret_cast<K *>(a + a_keys0);
-  K *keys1 = reinterpret_cast<K *>(a + a_keys1);
-  int64_t *vals0 = reinterpret_cast<int64_t *>(a + a_vals0);
-  int64_t *vals1 = reinterpret_cast<int64_t *>(a + a_vals1);
-  T *sboxes = reinterpret_cast<T *>(b + b_boxes);
-  int64_t *order = reinterpret_cast<int64_t *>(b + b_order);
-  int64_t *sidx = batched ? reinterpret_cast<int64_t *>(b + b_idx) : nullptr;
-  uint64_t *removed = reinterpret_cast<uint64_t *>(b + b_removed);
-  int64_t *count = reinterpret_cast<int64_t *>(removed + col_blocks);
-
-  // The mask is quadratic; it is built and resolved in chunks of row blocks
-  // sized to the context's workspace limit (beyond what is held already), at
-  // least one row block, so any N that fits in memory works.
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
-  const size_t budget = limit > b_total ? limit - b_total : 0;
-  const size_t row_block_words = (size_t)col_blocks * kTile;  // widest chunk
-  size_t cap_words;                                           // mask capacity
-  if (budget / sizeof(uint64_t) / (size_t)col_blocks >= un) {
-    cap_words = un * (size_t)col_blocks;  // the whole mask at once
-  } else {
-    size_t nrb = budget / sizeof(uint64_t) / row_block_words;
-    if (nrb < 1) nrb = 1;
-    cap_words = nrb * row_block_words;
-  }
-
-  const unsigned int grid_n = vo_cuda_blocks(n, kThreads);
-  nms_keys_kernel<K><<<grid_n, kThreads, 0, stream>>>(vo_cuda_view_of(p.scores), n, keys0, vals0);
-  if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-
-  cub::DoubleBuffer<K> dkeys(keys0, keys1);
-  cub::DoubleBuffer<int64_t> dvals(vals0, vals1);
-  st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairsDescending(a + a_temp, sort_temp, dkeys,
-                                                                   dvals, n, 0, key_bits, stream));
-  if (st != VO_OK) return st;
-
-  nms_gather_kernel<T><<<grid_n, kThreads, 0, stream>>>(
-      vo_cuda_view_of(p.boxes), vo_cuda_view_of(p.idxs), dvals.Current(), n, sboxes, sidx, order);
-  if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-  st = vo_cuda_check(
-      ex, cudaMemsetAsync(removed, 0, ((size_t)col_blocks + 1) * sizeof(uint64_t), stream));
-  if (st != VO_OK) return st;
-  ws_sort.release();  // stream-ordered: the mask may reuse this memory
-
-  // The limit may promise more than the device has free: fall back to
-  // smaller chunks before giving up.
-  uint64_t *mask = nullptr;
-  bool retried = false;
-  for (;;) {
-    mask = static_cast<uint64_t *>(ws_mask.alloc(cap_words * sizeof(uint64_t)));
-    if (mask || cap_words <= row_block_words) break;
-    size_t nrb = cap_words / row_block_words / 2;
-    if (nrb < 1) nrb = 1;
-    cap_words = nrb * row_block_words;
-    retried = true;
-  }
-  if (!mask) return VO_ERROR_OUT_OF_MEMORY;
-  if (retried) vo_clear_error();  // the failed attempt's message is not this call's
-
-  for (int64_t rb0 = 0; rb0 < col_blocks;) {
-    const int64_t width = col_blocks - rb0;
-    const size_t rows_left = un - (size_t)rb0 * kTile;
-    int64_t rb1;
-    if (rows_left <= cap_words / (size_t)width) {
-      rb1 = col_blocks;
-    } else {
-      // cap_words >= 64 * col_blocks here, so at least one row block fits.
-      rb1 = rb0 + (int64_t)(cap_words / ((size_t)width * kTile));
-    }
-    const int64_t tiles = (rb1 - rb0) * width;
-    nms_mask_kernel<T><<<vo_cuda_blocks(tiles, 1), kTile, 0, stream>>>(
-        sboxes, sidx, n, threshold_in(T(), p), col_blocks, rb0, rb1, mask);
-    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-    nms_resolve_kernel<<<1, kResolveThreads, 0, stream>>>(mask, order, n, col_blocks, rb0, rb1,
-                                                          removed, count, keep);
-    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-    rb0 = rb1;
-  }
-
-  nms_finish_kernel<<<grid_n, kThreads, 0, stream>>>(count, n, keep, num_kept);
-  return vo_cuda_check_launch(ex);
-}
+};
 
 }  // namespace
 
-extern "C" vo_status vo_cuda_nms(const vo_exec *ex) {
-  vo_cuda_device_guard guard(ex->device.device_id);
-  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
-  const cudaStream_t stream = vo_cuda_stream(ex);
-  // CUB's dispatch can throw cuda::cuda_error (from its device switching);
-  // nothing may unwind into the C callers.
-  try {
-    const bool f64_boxes = ex->dtype == VO_F64, f64_scores = ex->p.nms.scores->dtype == VO_F64;
-    if (f64_boxes)
-      return f64_scores ? nms_run<double, double>(ex, stream) : nms_run<double, float>(ex, stream);
-    return f64_scores ? nms_run<float, double>(ex, stream) : nms_run<float, float>(ex, stream);
-  } catch (const std::exception &e) {
-    (void)cudaGetLastError();
-    return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: CUDA error: %s", ex->op_name, e.what());
-  } catch (...) {
-    (void)cudaGetLastError();
-    return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: CUDA error: unexpected exception in CUB",
-                   ex->op_name);
-  }
-}
+extern "C" vo_status vo_cuda_nms(const vo_exec *ex) { return nms_dispatch<AxisKind>(ex); }

@@ -236,37 +236,52 @@ static vo_status vo_opencl_copy_to_host(DLDevice device, void *dst, const void *
 
 /* ------------------------------------------------------------ data checks */
 
+vo_status vo_cl_read_to_host(const vo_cl_call *c, const vo_view *t, void **copy_out,
+                             const void **first) {
+  const vo_exec *ex = c->ex;
+  int64_t lo = 0, hi = 0; /* element offsets of the span */
+  for (int d = 0; d < t->ndim; d++) {
+    const int64_t reach = (t->shape[d] - 1) * t->stride[d];
+    if (reach < 0)
+      lo += reach;
+    else
+      hi += reach;
+  }
+  const size_t es = vo_dtype_size(t->dtype), bytes = (size_t)(hi - lo + 1) * es;
+  unsigned char *copy = malloc(bytes);
+  if (!copy)
+    return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: out of host memory for a copy of %zu bytes",
+                   ex->op_name, bytes);
+  const vo_status st =
+      vo_cl_check(ex,
+                  vo_cl.EnqueueReadBuffer(c->queue, (cl_mem)t->data, CL_TRUE,
+                                          (size_t)((int64_t)t->byte_offset + lo * (int64_t)es),
+                                          bytes, copy, 0, NULL, NULL),
+                  "read of a tensor to the host");
+  if (st != VO_OK) {
+    free(copy);
+    return st;
+  }
+  *copy_out = copy;
+  *first = copy + (size_t)(-lo) * es;
+  return VO_OK;
+}
+
 /* Without float64 on the device (the checks compute in double: their
  * decisions are the CPU's exactly), the host runs them: each checked
  * tensor's span of elements is read back and walked row by row. */
 static vo_status vo_cl_check_on_host(const vo_cl_call *c, vo_k_check_found *found) {
   const vo_exec *ex = c->ex;
-  vo_status st = VO_OK;
-  for (int i = 0; i < ex->num_data_checks && st == VO_OK; i++) {
+  for (int i = 0; i < ex->num_data_checks; i++) {
     const vo_k_check *k = &ex->data_checks[i].check;
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
     const int64_t rows = vo_k_check_rows(k), len = vo_k_check_row_length(k);
     if (t->numel == 0 || rows == 0) continue;
-    int64_t lo = 0, hi = 0; /* element offsets of the span */
-    for (int d = 0; d < t->ndim; d++) {
-      const int64_t reach = (t->shape[d] - 1) * t->stride[d];
-      if (reach < 0)
-        lo += reach;
-      else
-        hi += reach;
-    }
-    const size_t es = vo_dtype_size(t->dtype), bytes = (size_t)(hi - lo + 1) * es;
-    unsigned char *copy = malloc(bytes);
-    if (!copy)
-      return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: out of host memory to check %s (%zu bytes)",
-                     ex->op_name, vo_arg_name(ex, ex->data_checks[i].arg), bytes);
-    st = vo_cl_check(ex,
-                     vo_cl.EnqueueReadBuffer(c->queue, (cl_mem)t->data, CL_TRUE,
-                                             (size_t)((int64_t)t->byte_offset + lo * (int64_t)es),
-                                             bytes, copy, 0, NULL, NULL),
-                     "read of a tensor to check");
-    const void *first = copy + (size_t)(-lo) * es;
-    for (int64_t r = 0; r < rows && st == VO_OK; r++) {
+    void *copy;
+    const void *first;
+    const vo_status st = vo_cl_read_to_host(c, t, &copy, &first);
+    if (st != VO_OK) return st;
+    for (int64_t r = 0; r < rows; r++) {
       const int64_t j = vo_k_check_bad_column(first, k, r);
       if (j < 0) continue;
       found[i].first = (uint64_t)(r * len + j);
@@ -275,7 +290,7 @@ static vo_status vo_cl_check_on_host(const vo_cl_call *c, vo_k_check_found *foun
     }
     free(copy);
   }
-  return st;
+  return VO_OK;
 }
 
 /* Per check, one pass over the rows finds the first bad item (an atomic

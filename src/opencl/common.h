@@ -35,6 +35,12 @@ typedef struct vo_cl_call {
  * queue cannot be queried; for float64 calls on devices without fp64. */
 vo_status vo_cl_call_begin(const vo_exec *ex, vo_cl_call *c);
 
+/* A blocking copy of the elements of t (its whole span, strides as they
+ * are) to new host memory *copy (free() it); *first is t's first element
+ * there. For work a device without fp64 cannot do exactly. */
+vo_status vo_cl_read_to_host(const vo_cl_call *c, const vo_view *t, void **copy,
+                             const void **first);
+
 /* VO_OK for CL_SUCCESS, else VO_ERROR_BACKEND_FAILURE (VO_ERROR_OUT_OF_MEMORY
  * for the allocation errors) with "<op>: OpenCL <what> failed: <error>". */
 vo_status vo_cl_check(const vo_exec *ex, cl_int err, const char *what);

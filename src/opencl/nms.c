@@ -1,18 +1,19 @@
 /*
- * OpenCL nms and batched_nms: the host glue of opencl/nms.cl. Everything
- * stays on the device: the host only queues kernels (rank and gather, then
- * per chunk of rows the mask and the greedy resolve, then the finish) and
- * reads nothing back. The mask is quadratic; it is built in chunks of rows
- * sized to the context's workspace limit (beyond the state held), at least
- * 64 rows, so any N that fits in memory works.
+ * OpenCL NMS (opencl/nms.h) for every box kind, and nms and batched_nms,
+ * the host glue of opencl/nms.cl. Everything stays on the device: the host
+ * only queues kernels (rank, the kind's gather, then per chunk of rows the
+ * kind's mask and the greedy resolve, then the finish) and reads nothing
+ * back. The mask is quadratic; it is built in chunks of rows sized to the
+ * context's workspace limit (beyond the state held), at least 64 rows, so
+ * any N that fits in memory works.
  */
 #include <stdio.h>
 
-#include "opencl/common.h"
+#include "opencl/nms.h"
 
 static size_t vo_cl_align(size_t n) { return (n + 127) & ~(size_t)127; }
 
-vo_status vo_opencl_nms(const vo_exec *ex) {
+vo_status vo_opencl_nms_run(const vo_exec *ex, const vo_cl_nms_kind *kind, const void *gather_arg) {
   const vo_nms_params *p = &ex->p.nms;
   const int64_t n = p->boxes->shape[0];
   vo_cl_call c;
@@ -24,10 +25,10 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
                       sizeof zero);
   }
   const int f64 = ex->dtype == VO_F64, batched = p->idxs != NULL;
-  const size_t un = (size_t)n, tsize = f64 ? sizeof(double) : sizeof(float);
+  const size_t un = (size_t)n;
   const int64_t col_blocks = (n + 63) / 64;
   /* Workspace: sorted boxes, order, sorted categories, removed bits, count. */
-  const size_t order_at = vo_cl_align(un * 4 * tsize);
+  const size_t order_at = vo_cl_align(un * kind->box_bytes[f64]);
   const size_t sidx_at = order_at + vo_cl_align(un * sizeof(int64_t));
   const size_t removed_at = sidx_at + (batched ? vo_cl_align(un * sizeof(int64_t)) : 0);
   const size_t count_at = removed_at + (size_t)col_blocks * sizeof(uint64_t);
@@ -52,13 +53,8 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
   const char *sfx = f64 ? "f64" : "f32";
   char name[48];
   vo_cl_launch l;
-  snprintf(name, sizeof name, "vo_cl_nms_rank_%s", sfx);
-  if (st == VO_OK && (st = vo_cl_launch_begin(&l, &c, "nms", name)) == VO_OK) {
-    const int b_dtype = (int)p->boxes->dtype, s_dtype = (int)p->scores->dtype;
-    vo_cl_arg_view(&l, p->boxes);
-    vo_cl_arg(&l, &b_dtype, sizeof b_dtype);
-    vo_cl_arg_i64(&l, p->boxes->stride[0]);
-    vo_cl_arg_i64(&l, p->boxes->stride[1]);
+  if (st == VO_OK && (st = vo_cl_launch_begin(&l, &c, kind->program, "vo_cl_nms_rank")) == VO_OK) {
+    const int s_dtype = (int)p->scores->dtype;
     vo_cl_arg_view(&l, p->scores);
     vo_cl_arg(&l, &s_dtype, sizeof s_dtype);
     vo_cl_arg_i64(&l, p->scores->stride[0]);
@@ -70,10 +66,23 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
     vo_cl_arg_i64(&l, (int64_t)sidx_at);
     st = vo_cl_launch_run(&l, n);
   }
+  snprintf(name, sizeof name, "%s_gather_%s", kind->prefix, sfx);
+  if (st == VO_OK && (st = vo_cl_launch_begin(&l, &c, kind->program, name)) == VO_OK) {
+    const int b_dtype = (int)p->boxes->dtype;
+    vo_cl_arg_view(&l, p->boxes);
+    vo_cl_arg(&l, &b_dtype, sizeof b_dtype);
+    vo_cl_arg_i64(&l, p->boxes->stride[0]);
+    vo_cl_arg_i64(&l, p->boxes->stride[1]);
+    vo_cl_arg_i64(&l, n);
+    vo_cl_arg_mem(&l, ws, 0);
+    vo_cl_arg_i64(&l, (int64_t)order_at);
+    if (kind->gather_args) kind->gather_args(&l, ex, gather_arg);
+    st = vo_cl_launch_run(&l, n);
+  }
   for (int64_t r0 = 0; st == VO_OK && r0 < n; r0 += chunk) {
     const int64_t r1 = r0 + chunk < n ? r0 + chunk : n;
-    snprintf(name, sizeof name, "vo_cl_nms_mask_%s", sfx);
-    if ((st = vo_cl_launch_begin(&l, &c, "nms", name)) != VO_OK) break;
+    snprintf(name, sizeof name, "%s_mask_%s", kind->prefix, sfx);
+    if ((st = vo_cl_launch_begin(&l, &c, kind->program, name)) != VO_OK) break;
     vo_cl_arg_mem(&l, ws, 0);
     vo_cl_arg_i64(&l, (int64_t)sidx_at);
     vo_cl_arg(&l, &batched, sizeof batched);
@@ -87,7 +96,7 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
     vo_cl_arg_i64(&l, r1);
     vo_cl_arg_mem(&l, mask, 0);
     if ((st = vo_cl_launch_run(&l, (r1 - r0) * col_blocks)) != VO_OK) break;
-    if ((st = vo_cl_launch_begin(&l, &c, "nms", "vo_cl_nms_resolve")) != VO_OK) break;
+    if ((st = vo_cl_launch_begin(&l, &c, kind->program, "vo_cl_nms_resolve")) != VO_OK) break;
     vo_cl_arg_mem(&l, ws, 0);
     vo_cl_arg_i64(&l, (int64_t)order_at);
     vo_cl_arg_i64(&l, (int64_t)removed_at);
@@ -99,7 +108,8 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
     vo_cl_arg_view(&l, p->keep);
     st = vo_cl_launch_run(&l, 1);
   }
-  if (st == VO_OK && (st = vo_cl_launch_begin(&l, &c, "nms", "vo_cl_nms_finish")) == VO_OK) {
+  if (st == VO_OK &&
+      (st = vo_cl_launch_begin(&l, &c, kind->program, "vo_cl_nms_finish")) == VO_OK) {
     vo_cl_arg_mem(&l, ws, 0);
     vo_cl_arg_i64(&l, (int64_t)count_at);
     vo_cl_arg_i64(&l, n);
@@ -110,4 +120,12 @@ vo_status vo_opencl_nms(const vo_exec *ex) {
   vo_workspace_free(ex->ctx, ex->device, mask);
   vo_workspace_free(ex->ctx, ex->device, ws);
   return st;
+}
+
+/* nms's boxes: four values of the compute type, as loaded. */
+vo_status vo_opencl_nms(const vo_exec *ex) {
+  static const vo_cl_nms_kind kind = {.program = "nms",
+                                      .prefix = "vo_cl_nms",
+                                      .box_bytes = {4 * sizeof(float), 4 * sizeof(double)}};
+  return vo_opencl_nms_run(ex, &kind, NULL);
 }

@@ -136,6 +136,13 @@ vo_status vo_call_roi_pooling_backward(const vo_context *ctx, vo_op_id op, const
                                        double spatial_scale, int64_t pooled_height,
                                        int64_t pooled_width, const int64_t sizes[4],
                                        DLTensor *grad_input);
+/* The arguments every NMS op shares (nms, nms_rotated and their batched
+ * forms): boxes [N, box_columns] float (argument 0), scores [N] of any
+ * floating dtype (1), idxs [N] int64 (idxs_arg; < 0 without), the IoU
+ * threshold not NaN (threshold_arg). Sets ex->dtype (the boxes'), the
+ * outputs keep int64 [N] and num_kept int64 [] and ex->p.nms, all but
+ * iou_threshold_f32 and angle_scale (the op's own). */
+vo_status vo_check_nms_args(vo_exec *ex, int box_columns, int idxs_arg, int threshold_arg);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);
 /* Position-sensitive RoI ops: the channel count `c` (of tensor argument

@@ -1,6 +1,8 @@
 /*
  * nms and batched_nms: argument checks and output shapes. batched_nms is nms
- * with a category per box, so both share one check and one kernel per backend.
+ * with a category per box, so both share one check and one kernel per
+ * backend; the checks of every NMS op's common arguments (vo_check_nms_args,
+ * also nms_rotated's) are here.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,11 +20,12 @@ static float vo_nms_threshold_f32(double t) {
   return f;
 }
 
-/* idxs_arg < 0 for plain nms. */
-static vo_status vo_check_nms_common(vo_exec *ex, int idxs_arg, int threshold_arg) {
+vo_status vo_check_nms_args(vo_exec *ex, int box_columns, int idxs_arg, int threshold_arg) {
   vo_status st;
-  const int64_t box_dims[2] = {-1, 4};
-  if ((st = vo_expect_shape(ex, ARG_BOXES, 2, box_dims, "N, 4")) != VO_OK) return st;
+  const int64_t box_dims[2] = {-1, box_columns};
+  char layout[16]; /* "N, 4" */
+  snprintf(layout, sizeof layout, "N, %d", box_columns);
+  if ((st = vo_expect_shape(ex, ARG_BOXES, 2, box_dims, layout)) != VO_OK) return st;
   if ((st = vo_expect_float(ex, ARG_BOXES)) != VO_OK) return st;
   const int64_t n = ex->inputs[ARG_BOXES].shape[0];
   char what[32]; /* the rows of boxes */
@@ -46,10 +49,16 @@ static vo_status vo_check_nms_common(vo_exec *ex, int idxs_arg, int threshold_ar
   p->scores = &ex->inputs[ARG_SCORES];
   p->idxs = idxs_arg >= 0 ? &ex->inputs[idxs_arg] : NULL;
   p->iou_threshold = ex->args[threshold_arg].u.f;
-  p->iou_threshold_f32 = vo_nms_threshold_f32(p->iou_threshold);
   p->keep = &ex->outputs[0];
   p->num_kept = &ex->outputs[1];
   return VO_OK;
+}
+
+/* idxs_arg < 0 for plain nms. */
+static vo_status vo_check_nms_common(vo_exec *ex, int idxs_arg, int threshold_arg) {
+  const vo_status st = vo_check_nms_args(ex, 4, idxs_arg, threshold_arg);
+  if (st == VO_OK) ex->p.nms.iou_threshold_f32 = vo_nms_threshold_f32(ex->p.nms.iou_threshold);
+  return st;
 }
 
 vo_status vo_check_nms(vo_exec *ex) { return vo_check_nms_common(ex, -1, 2); }

@@ -52,6 +52,15 @@ def samples(name, dt=torch.float64):
     if name in ("nms", "nms_kept"):
         return [(_boxes(20, 6, dtype=dt), _rand(20, seed=7, dtype=dt), 0.5),
                 (_boxes(0, 6, dtype=dt), _rand(0, seed=7, dtype=dt), 0.5)]
+    if name in ("nms_rotated_kept", "batched_nms_rotated_kept"):
+        b = _boxes(20, 6, dtype=torch.float64)
+        angle = _rand(20, seed=9, dtype=torch.float64) * 360 - 180
+        rboxes = torch.cat([(b[:, :2] + b[:, 2:]) / 2, b[:, 2:] - b[:, :2], angle[:, None]], 1)
+        first = (rboxes.to(dt), _rand(20, seed=7, dtype=dt))
+        if name == "nms_rotated_kept":
+            return [first + (0.5, False, False), first + (0.3, True, True)]
+        idxs = torch.randint(0, 3, (20,), generator=torch.Generator().manual_seed(8))
+        return [first + (idxs, 0.5, False, False)]
     if name in ("batched_nms", "batched_nms_kept"):
         idxs = torch.randint(0, 3, (20,), generator=torch.Generator().manual_seed(8))
         return [(_boxes(20, 6, dtype=dt), _rand(20, seed=7, dtype=dt), idxs, 0.5)]

@@ -349,6 +349,16 @@ typedef struct vs_params {
   vt_rng *rng;
 } vs_params;
 
+/* A random permutation of n log-spaced scores (distinct in float16 too). */
+static void log_spaced_scores(vt_rng *rng, int64_t n, double *sc) {
+  for (int64_t i = 0; i < n; i++) sc[i] = exp2((double)i * (15.0 / (double)n) - 5);
+  for (int64_t i = n - 1; i > 0; i--) {
+    const int64_t j = vt_rng_int(rng, i + 1);
+    const double t = sc[i];
+    sc[i] = sc[j], sc[j] = t;
+  }
+}
+
 /* nms / batched_nms: random 97, 0, 1031 and 300 boxes with many tied
  * scores; edge: none, or degenerate boxes with equal scores; model: 6000
  * detections with distinct scores (log-spaced, distinct in float16 too, as
@@ -384,14 +394,7 @@ static void build_nms_common(vs_sample *s, const vs_params *q, int batched) {
                                         : q->variant == VS_SMALL ? 3
                                                                  : 5);
   }
-  if (q->variant == VS_MODEL) { /* a permutation of log-spaced scores */
-    for (int64_t i = 0; i < n; i++) sc[i] = exp2((double)i * (15.0 / (double)n) - 5);
-    for (int64_t i = n - 1; i > 0; i--) {
-      const int64_t j = vt_rng_int(q->rng, i + 1);
-      const double t = sc[i];
-      sc[i] = sc[j], sc[j] = t;
-    }
-  }
+  if (q->variant == VS_MODEL) log_spaced_scores(q->rng, n, sc);
   const int64_t bs[2] = {n, 4}, ss[1] = {n};
   const int tb = add_values(s, q->dt, 2, bs, b);
   arg_tensor(s, tb);
@@ -1005,6 +1008,124 @@ static void build_rotated_iou(vs_sample *s, const vs_params *q, int aligned) {
 static void sample_box_iou_rotated(vs_sample *s, const vs_params *q) { build_rotated_iou(s, q, 0); }
 static void sample_box_iou_rotated_aligned(vs_sample *s, const vs_params *q) {
   build_rotated_iou(s, q, 1);
+}
+
+/* nms_rotated / batched_nms_rotated. Rotated boxes (cx, cy, w, h, angle in
+ * degrees) of set `kind`:
+ * - clusters: oriented detections, jittered copies around objects in an
+ *   extent x extent image, each object at its own angle (a tenth at exactly
+ *   0 or 90 degrees); one box in six a duplicate of an earlier one (IoU 1),
+ *   one in ten an earlier one turned by 180 degrees (the same rectangle);
+ * - degenerate: zero width, zero height, points, duplicates, a box nested in
+ *   the previous one, far away (+20000), the previous box beside itself
+ *   (shared edge, the same angle), square boxes at 0 and 90 degrees. */
+typedef enum rbox_set { RBOXES_CLUSTERS, RBOXES_DEGENERATE } rbox_set;
+
+static void gen_rbox_set(rbox_set kind, vt_rng *rng, int64_t n, double extent, double *b) {
+  const int64_t objects = n / 12 + 1;
+  double *obj = xmalloc(sizeof(double) * (size_t)(5 * objects));
+  for (int64_t k = 0; k < objects; k++) {
+    double *o = obj + 5 * k;
+    o[0] = vt_rng_uniform(rng, 0, extent), o[1] = vt_rng_uniform(rng, 0, extent);
+    o[2] = vt_rng_uniform(rng, 0.02, 0.25) * extent, o[3] = vt_rng_uniform(rng, 0.02, 0.1) * extent;
+    o[4] = vt_rng_int(rng, 10) == 0 ? 90.0 * (double)vt_rng_int(rng, 2)
+                                    : vt_rng_uniform(rng, -180, 180);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double *r = b + 5 * i;
+    const double *p = i > 0 ? b + 5 * (i - 1) : NULL;
+    if (kind == RBOXES_CLUSTERS) {
+      if (i > 0 && vt_rng_int(rng, 6) == 0) {
+        memcpy(r, b + 5 * vt_rng_int(rng, i), sizeof(double) * 5);
+        continue;
+      }
+      if (i > 0 && vt_rng_int(rng, 10) == 0) {
+        memcpy(r, b + 5 * vt_rng_int(rng, i), sizeof(double) * 5);
+        r[4] += r[4] > 0 ? -180 : 180;
+        continue;
+      }
+      const double *o = obj + 5 * vt_rng_int(rng, objects);
+      r[0] = o[0] + 0.1 * o[2] * normal(rng), r[1] = o[1] + 0.1 * o[3] * normal(rng);
+      r[2] = o[2] * vt_rng_uniform(rng, 0.85, 1.15), r[3] = o[3] * vt_rng_uniform(rng, 0.85, 1.15);
+      r[4] = o[4] == 0 || o[4] == 90 ? o[4] : o[4] + 6 * normal(rng);
+      continue;
+    }
+    const double x = (double)vt_rng_int(rng, 64) - 16, y = (double)vt_rng_int(rng, 64) - 16;
+    r[0] = x, r[1] = y, r[2] = (double)(1 + vt_rng_int(rng, 20)),
+    r[3] = (double)(1 + vt_rng_int(rng, 20));
+    r[4] = (double)(15 * vt_rng_int(rng, 24) - 180);
+    switch (i % 8) {
+      case 0: r[2] = 0; break;        /* zero width */
+      case 1: r[3] = 0; break;        /* zero height */
+      case 2: r[2] = r[3] = 0; break; /* a point */
+      case 3:                         /* duplicate */
+        if (p) memcpy(r, p, sizeof(double) * 5);
+        break;
+      case 4: /* inside the previous box */
+        if (p) memcpy(r, p, sizeof(double) * 5), r[2] *= 0.5, r[3] *= 0.5;
+        break;
+      case 5: r[0] += 20000, r[1] -= 20000; break; /* far away */
+      case 6:                                      /* beside the previous box, sharing its edge */
+        if (p) {
+          const double t = p[4] * 0.017453292519943295;
+          memcpy(r, p, sizeof(double) * 5);
+          r[0] += p[2] * cos(t), r[1] -= p[2] * sin(t);
+        }
+        break;
+      default: r[3] = r[2], r[4] = 90.0 * (double)vt_rng_int(rng, 2); break; /* a square */
+    }
+  }
+  free(obj);
+}
+
+/* Random: 97, 0, 1031 and 300 oriented detections with tied scores (eighths),
+ * thresholds 0.5, 0.3, 0.7 and 0 (a threshold <= 0 suppresses disjoint boxes
+ * too); edge: none, or 40 degenerate boxes with equal scores; small: 6
+ * boxes, 3 categories; model: 4,000 oriented detections of a 1024x1024
+ * aerial image, 16 categories, distinct scores (log-spaced). */
+static void build_nms_rotated_common(vs_sample *s, const vs_params *q, int batched) {
+  static const int64_t random_counts[VS_RANDOM_SEEDS] = {97, 0, 1031, 300};
+  static const double thresholds[VS_RANDOM_SEEDS] = {0.5, 0.3, 0.7, 0.0};
+  int64_t n = 6, categories = 3;
+  double threshold = 0.5, extent = 24;
+  rbox_set kind = RBOXES_CLUSTERS;
+  if (q->variant == VS_RANDOM) {
+    n = random_counts[q->seed % VS_RANDOM_SEEDS];
+    threshold = thresholds[q->seed % VS_RANDOM_SEEDS];
+    extent = 200, categories = 5;
+  } else if (q->variant == VS_EDGE) {
+    n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
+    kind = RBOXES_DEGENERATE;
+  } else if (q->variant == VS_MODEL) {
+    n = 4000, extent = 1024, categories = 16;
+  }
+  double *b = xmalloc(sizeof(double) * (size_t)(5 * n));
+  double *sc = xmalloc(sizeof(double) * (size_t)n);
+  double *ids = xmalloc(sizeof(double) * (size_t)n);
+  gen_rbox_set(kind, q->rng, n, extent, b);
+  for (int64_t i = 0; i < n; i++) {
+    sc[i] = q->variant == VS_EDGE ? 0.5 : floor(vt_rng_uniform(q->rng, 0, 8)) / 8;
+    ids[i] = (double)vt_rng_int(q->rng, categories);
+  }
+  if (q->variant == VS_MODEL) log_spaced_scores(q->rng, n, sc);
+  const int64_t bs[2] = {n, 5}, ss[1] = {n};
+  const int tb = add_values(s, q->dt, 2, bs, b);
+  arg_tensor(s, tb);
+  arg_tensor(s, add_values(s, q->dt, 1, ss, sc));
+  if (batched) arg_tensor(s, add_values(s, vt_i64, 1, ss, ids));
+  arg_float(s, threshold);
+  arg_bool(s, q->variant == VS_RANDOM && q->seed % VS_RANDOM_SEEDS == 2); /* clockwise */
+  arg_bool(s, 0);                                                         /* radians */
+  s->shape_tensor = tb;
+  free(b);
+  free(sc);
+  free(ids);
+}
+static void sample_nms_rotated(vs_sample *s, const vs_params *q) {
+  build_nms_rotated_common(s, q, 0);
+}
+static void sample_batched_nms_rotated(vs_sample *s, const vs_params *q) {
+  build_nms_rotated_common(s, q, 1);
 }
 
 /* ------------------------------------------------------------ the table */
