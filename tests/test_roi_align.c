@@ -1,6 +1,7 @@
 /* roi_align and roi_align_backward on the CPU: against a double-precision
  * reference written from SPEC.md, hand-checked values, finite differences,
- * thread-count determinism, and every validation error. */
+ * thread-count determinism, and every validation error; roi_align_rotated's
+ * typed wrappers against it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -551,6 +552,83 @@ static void empty_shapes(void) {
   CHECK_STATUS(run_backward(NULL, vt_f32, LAYOUT_CONTIGUOUS, &pb1, gin, NULL), VO_OK);
 }
 
+/* roi_align_rotated's typed wrappers: at angle 0 (aligned) it is roi_align
+ * of the same box; clockwise negates the angle and radians takes it in
+ * radians; its shape wrapper agrees with the call; and its backward is the
+ * forward's adjoint: <forward(x), g> = <x, backward(g)>. */
+static void rotated_wrappers(void) {
+  enum { N = 2, C = 3, H = 11, W = 13, K = 4, PH = 3, PW = 4 };
+  vt_rng rng;
+  vt_rng_seed(&rng, 15);
+  double x[N * C * H * W], g[K * C * PH * PW], rot[K * 6], axis[K * 5], turned[K * 6];
+  for (int i = 0; i < N * C * H * W; i++) x[i] = vt_rng_uniform(&rng, -1, 1);
+  for (int i = 0; i < K * C * PH * PW; i++) g[i] = vt_rng_uniform(&rng, -1, 1);
+  for (int k = 0; k < K; k++) {
+    const double cx = vt_rng_uniform(&rng, 2, 10), cy = vt_rng_uniform(&rng, 2, 8);
+    const double w = vt_rng_uniform(&rng, 1, 7), h = vt_rng_uniform(&rng, 1, 6);
+    const double r[6] = {(double)(k % N), cx, cy, w, h, 0};
+    memcpy(rot + 6 * k, r, sizeof r);
+    const double a[5] = {(double)(k % N), cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2};
+    memcpy(axis + 5 * k, a, sizeof a);
+    memcpy(turned + 6 * k, r, sizeof r);
+    turned[6 * k + 5] = 30.0 * (k + 1);
+  }
+  const int64_t xs[4] = {N, C, H, W}, rs[2] = {K, 6}, as[2] = {K, 5}, os[4] = {K, C, PH, PW};
+  vt_tensor *in = vt_tensor_new(vt_f64, 4, xs, x), *gr = vt_tensor_new(vt_f64, 4, os, g);
+  vt_tensor *rr = vt_tensor_new(vt_f64, 2, rs, rot), *ar = vt_tensor_new(vt_f64, 2, as, axis);
+  vt_tensor *out_r = vt_tensor_new(vt_f64, 4, os, NULL),
+            *out_a = vt_tensor_new(vt_f64, 4, os, NULL);
+  vo_tensor_desc d;
+  CHECK_STATUS(vo_roi_align_rotated_shape(NULL, &in->dl, &rr->dl, 1.0, PH, PW, 2, 1, 0, 0, &d),
+               VO_OK);
+  CHECK(d.ndim == 4 && d.shape[0] == K && d.shape[1] == C && d.shape[2] == PH && d.shape[3] == PW &&
+        d.dtype.bits == 64);
+  CHECK_STATUS(vo_roi_align_rotated(NULL, &in->dl, &rr->dl, 1.0, PH, PW, 2, 1, 0, 0, &out_r->dl),
+               VO_OK);
+  CHECK_STATUS(vo_roi_align(NULL, &in->dl, &ar->dl, 1.0, PH, PW, 2, 1, &out_a->dl), VO_OK);
+  double worst = 0;
+  for (int64_t i = 0; i < K * C * PH * PW; i++)
+    worst = fmax(worst, fabs(vt_get(&out_r->dl, i) - vt_get(&out_a->dl, i)));
+  CHECK_MSG(worst < 1e-12, "roi_align_rotated at angle 0 vs roi_align: %g", worst);
+
+  /* Turned boxes: clockwise with -a and radians with a * pi / 180 (the
+   * ops' literal) give the same bits as degrees counter-clockwise. */
+  vt_tensor *tr = vt_tensor_new(vt_f64, 2, rs, turned);
+  vt_tensor *want = vt_tensor_new(vt_f64, 4, os, NULL), *got = vt_tensor_new(vt_f64, 4, os, NULL);
+  CHECK_STATUS(vo_roi_align_rotated(NULL, &in->dl, &tr->dl, 1.0, PH, PW, 0, 1, 0, 0, &want->dl),
+               VO_OK);
+  for (int k = 0; k < K; k++) vt_set(&tr->dl, 6 * k + 5, -turned[6 * k + 5]);
+  CHECK_STATUS(vo_roi_align_rotated(NULL, &in->dl, &tr->dl, 1.0, PH, PW, 0, 1, 1, 0, &got->dl),
+               VO_OK);
+  CHECK(memcmp(got->dl.data, want->dl.data, sizeof(double) * K * C * PH * PW) == 0);
+  for (int k = 0; k < K; k++) vt_set(&tr->dl, 6 * k + 5, turned[6 * k + 5] * 0.01745329251);
+  CHECK_STATUS(vo_roi_align_rotated(NULL, &in->dl, &tr->dl, 1.0, PH, PW, 0, 1, 0, 1, &got->dl),
+               VO_OK);
+  worst = 0;
+  for (int64_t i = 0; i < K * C * PH * PW; i++)
+    worst = fmax(worst, fabs(vt_get(&got->dl, i) - vt_get(&want->dl, i)));
+  CHECK_MSG(worst < 1e-12, "roi_align_rotated radians vs degrees: %g", worst);
+
+  /* The backward as the forward's adjoint, on the turned boxes. */
+  for (int k = 0; k < K; k++) vt_set(&tr->dl, 6 * k + 5, turned[6 * k + 5]);
+  vt_tensor *gi = vt_tensor_new(vt_f64, 4, xs, NULL);
+  CHECK_STATUS(vo_roi_align_rotated_backward(NULL, &gr->dl, &tr->dl, 1.0, PH, PW, N, C, H, W, 0, 1,
+                                             0, 0, &gi->dl),
+               VO_OK);
+  double lhs = 0, rhs = 0;
+  for (int64_t i = 0; i < K * C * PH * PW; i++) lhs += vt_get(&want->dl, i) * g[i];
+  for (int64_t i = 0; i < N * C * H * W; i++) rhs += x[i] * vt_get(&gi->dl, i);
+  CHECK_MSG(fabs(lhs - rhs) < 1e-10 * (1 + fabs(lhs)), "adjoint: %.17g vs %.17g", lhs, rhs);
+
+  /* A negative width is refused, naming it. */
+  vt_set(&tr->dl, 3, -1);
+  CHECK_STATUS(vo_roi_align_rotated(NULL, &in->dl, &tr->dl, 1.0, PH, PW, 0, 1, 0, 0, &got->dl),
+               VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("negative");
+  vt_tensor *all[] = {in, gr, rr, ar, out_r, out_a, tr, want, got, gi};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) vt_tensor_free(all[i]);
+}
+
 int main(void) {
   vo_context *ctx1 = NULL, *ctx2 = NULL, *ctx3 = NULL;
   CHECK_STATUS(vo_context_create(&ctx1), VO_OK);
@@ -577,6 +655,7 @@ int main(void) {
   errors();
   cuda_device();
   empty_shapes();
+  rotated_wrappers();
   vo_context_destroy(ctx1);
   vo_context_destroy(ctx2);
   vo_context_destroy(ctx3);

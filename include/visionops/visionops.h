@@ -417,6 +417,37 @@ VO_API vo_status vo_roi_align_backward(const vo_context *ctx, const DLTensor *gr
                                        int64_t width, int64_t sampling_ratio, int aligned,
                                        DLTensor *grad_input);
 
+/* RoIAlignRotated (detectron2's ROIAlignRotated when aligned != 0): rois
+ * [K,6] are (batch index, cx, cy, w, h, angle), the angle in degrees,
+ * counter-clockwise on screen as torchvision's rotated boxes (clockwise != 0
+ * negates it, radians != 0 takes it in radians). Each bin's sampling grid
+ * (sampling_ratio <= 0: ceil(roi size / pooled size) points per axis) is
+ * laid on the un-rotated box and turned about its centre, then sampled as
+ * vo_roi_align does. aligned != 0 shifts the centre by -0.5 pixel;
+ * otherwise w and h are at least 1 (mmcv's rule). w, h < 0 are refused.
+ * out is [K,C,pooled_height,pooled_width] in input's dtype. */
+VO_API vo_status vo_roi_align_rotated_shape(const vo_context *ctx, const DLTensor *input,
+                                            const DLTensor *rois, double spatial_scale,
+                                            int64_t pooled_height, int64_t pooled_width,
+                                            int64_t sampling_ratio, int aligned, int clockwise,
+                                            int radians, vo_tensor_desc *out);
+VO_API vo_status vo_roi_align_rotated(const vo_context *ctx, const DLTensor *input,
+                                      const DLTensor *rois, double spatial_scale,
+                                      int64_t pooled_height, int64_t pooled_width,
+                                      int64_t sampling_ratio, int aligned, int clockwise,
+                                      int radians, DLTensor *out);
+
+/* Gradient of vo_roi_align_rotated with respect to its input, as
+ * vo_roi_align_backward is of vo_roi_align (grad_input fully overwritten;
+ * bit-identical on the CPU for any thread count; linear in grad, so its own
+ * gradient is a vo_roi_align_rotated). */
+VO_API vo_status vo_roi_align_rotated_backward(const vo_context *ctx, const DLTensor *grad,
+                                               const DLTensor *rois, double spatial_scale,
+                                               int64_t pooled_height, int64_t pooled_width,
+                                               int64_t batch_size, int64_t channels, int64_t height,
+                                               int64_t width, int64_t sampling_ratio, int aligned,
+                                               int clockwise, int radians, DLTensor *grad_input);
+
 /* MultiScaleRoIAlign as torchvision.ops.MultiScaleRoIAlign, in one call:
  * features are num_levels maps [N,C,H_l,W_l] of one dtype (finest first) and
  * scales their spatial scales, each half the previous (powers of two, as
