@@ -47,9 +47,14 @@ endif
 # The torch 2.x lane: the Python suite against the newest torch and
 # torchvision from PyPI, with onnx and onnxruntime (opcheck, torch.export,
 # ONNX, autocast, TorchScript, torch.func, DDP), in a cached venv outside the
-# clone (scripts/test-torch2.sh; several GB the first time).
-test-torch2: deps
-	./scripts/test-torch2.sh $(PYTHON)
+# clone (scripts/test-torch2.sh; several GB the first time). The sample
+# exporter of $(BUILD) feeds the generic tests (Meta kernels, opcheck,
+# torchvision parity) every op's samples: the lane's installed package has
+# no build tree beside it to find it in.
+test-torch2: configure
+	cmake --build $(BUILD) -j $(JOBS) --target vo_samples_export
+	VISIONOPS_SAMPLES_EXPORT=$(CURDIR)/$(BUILD)/tests/vo_samples_export \
+	  ./scripts/test-torch2.sh $(PYTHON)
 
 # visionops and torchvision side by side (bench/compare_torchvision.py: same
 # inputs, same process, medians at 1 thread and all threads, CUDA columns
