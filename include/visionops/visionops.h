@@ -608,6 +608,43 @@ VO_API vo_status vo_deform_conv2d_backward(
     int64_t groups, int64_t offset_groups, DLTensor *grad_input, DLTensor *grad_weight,
     DLTensor *grad_offset, DLTensor *grad_mask, DLTensor *grad_bias);
 
+/* Multi-scale deformable attention (Deformable DETR's MSDeformAttn core;
+ * torchvision main's deform_attn): value [N,S,M,D] holds the keys of L
+ * levels, level l (rows H_l, W_l of spatial_shapes [L,2] int64) at keys
+ * level_start_index[l] .. + H_l*W_l (row-major); sampling_loc
+ * [N,Q,M,L,P,2] holds normalised (x, y) in [0, 1] (pixel centres at
+ * (j + 0.5) / W), attn_weight [N,Q,M,L,P] the samples' weights (not
+ * normalised here). out [N,Q,M*D] (value's dtype):
+ *   out[n,q,m*D+d] = sum_l,p attn[n,q,m,l,p] * bilinear_l(value[n,.,m,d],
+ *                    x = loc_x * W_l - 0.5, y = loc_y * H_l - 0.5),
+ * corners off the level reading 0 (grid_sample's zeros padding,
+ * align_corners=False); a NaN location samples 0. value, sampling_loc and
+ * attn_weight share one float dtype (half types compute in float32), any
+ * strides. spatial_shapes must sum H_l*W_l to S and level_start_index
+ * hold each level's first key (checked before any output is written, on
+ * the tensors' device). im2col_step (>= 1) is accepted for compatibility
+ * and changes nothing. */
+VO_API vo_status vo_deform_attn(const vo_context *ctx, const DLTensor *value,
+                                const DLTensor *spatial_shapes, const DLTensor *level_start_index,
+                                const DLTensor *sampling_loc, const DLTensor *attn_weight,
+                                int64_t im2col_step, DLTensor *out);
+
+/* Gradients of vo_deform_attn for grad_output [N,Q,M*D]: grad_value
+ * [N,S,M,D], grad_sampling_loc [N,Q,M,L,P,2] and grad_attn_weight
+ * [N,Q,M,L,P] (value's dtype) are fully overwritten. A sample outside
+ * (-1, H_l) x (-1, W_l) in pixels, or at a NaN location, has zero
+ * gradients. The CPU result is bit-identical for any thread count; the
+ * device backends add grad_value atomically unless the context is
+ * deterministic (vo_context_set_deterministic), when they give the CPU's
+ * summation order. */
+VO_API vo_status vo_deform_attn_backward(const vo_context *ctx, const DLTensor *value,
+                                         const DLTensor *spatial_shapes,
+                                         const DLTensor *level_start_index,
+                                         const DLTensor *sampling_loc, const DLTensor *attn_weight,
+                                         const DLTensor *grad_output, int64_t im2col_step,
+                                         DLTensor *grad_value, DLTensor *grad_sampling_loc,
+                                         DLTensor *grad_attn_weight);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,8 +14,9 @@ _Static_assert(VO_MAX_LIST <= VO_K_CHECK_MAX_MAPS, "a roi_grid check holds every
 static int vo_host_readable(DLDeviceType t) { return t == kDLCPU || t == kDLCUDAHost; }
 
 /* The first bad item of a tensor the host reads, as a device backend finds it. */
-static void vo_find_on_host(const vo_view *t, const vo_k_check *c, vo_k_check_found *found) {
-  const void *data = vo_view_addr(t);
+static void vo_find_on_host(const vo_view *t, const vo_view *t2, const vo_k_check *c,
+                            vo_k_check_found *found) {
+  const void *data = vo_view_addr(t), *data2 = vo_view_addr(t2);
   const int64_t rows = vo_k_check_rows(c), len = vo_k_check_row_length(c);
   /* rows in order, their offsets stepped rather than divided out (argmax
    * and channel_mapping have K*C*PH rows: millions in a detector's step) */
@@ -25,10 +26,10 @@ static void vo_find_on_host(const vo_view *t, const vo_k_check *c, vo_k_check_fo
       idx[0] = r;
       o = r * c->stride[0];
     }
-    const int64_t j = vo_k_check_bad_column_at(data, c, r, o, idx);
+    const int64_t j = vo_k_check_bad_column_at(data, data2, c, r, o, idx);
     if (j >= 0) {
       found->first = (uint64_t)(r * len + j);
-      vo_k_check_values(data, c, r * len + j, found->value);
+      vo_k_check_values(data, data2, c, r * len + j, found->value);
       return;
     }
     if (vo_k_check_is_roi(c)) continue;
@@ -94,6 +95,25 @@ static vo_status vo_data_check_failure(const vo_exec *ex, const vo_data_check *d
                      "[0, H*W = %lld)",
                      ex->op_name, name, (long long)idx[0], (long long)idx[1], (long long)idx[2],
                      (long long)col, (int)v, (long long)c->hw);
+    case VO_K_CHECK_LEVELS: {
+      const double through = found->value[1], before = found->value[2];
+      if (col == 2)
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                       "%s: %s[%lld] = %.0f, expected %.0f (the keys H * W of the levels before "
+                       "it in %s)",
+                       ex->op_name, vo_arg_name(ex, d->arg2), (long long)row, v, before, name);
+      if (v < 0)
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                       "%s: %s[%lld, %lld] = %.0f is negative (a level's %s)", ex->op_name, name,
+                       (long long)row, (long long)col, v, col == 0 ? "height" : "width");
+      if (through > (double)c->keys)
+        return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                       "%s: %s's levels 0..%lld hold more keys (H * W) than value's S = %lld",
+                       ex->op_name, name, (long long)row, (long long)c->keys);
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                     "%s: %s's %lld levels hold %.0f keys (H * W), but value has S = %lld",
+                     ex->op_name, name, (long long)row + 1, through, (long long)c->keys);
+    }
     default: { /* VO_K_CHECK_CHANNEL_MAPPING */
       const int64_t want = (idx[1] * c->shape[2] + idx[2]) * c->shape[3] + col;
       return vo_fail(VO_ERROR_INVALID_ARGUMENT,
@@ -113,7 +133,8 @@ vo_status vo_run_data_checks(const vo_exec *ex) {
     for (int i = 0; i < ex->num_data_checks; i++) {
       const vo_data_check *d = &ex->data_checks[i];
       if (ex->inputs[d->arg].numel == 0) continue;
-      vo_find_on_host(&ex->inputs[d->arg], &d->check, &found[i]);
+      vo_find_on_host(&ex->inputs[d->arg], &ex->inputs[d->arg2 >= 0 ? d->arg2 : d->arg], &d->check,
+                      &found[i]);
       if (found[i].first != VO_K_CHECK_NONE) return vo_data_check_failure(ex, d, &found[i]);
     }
     return VO_OK;

@@ -270,6 +270,7 @@ typedef struct vo_deform_conv2d_params {
  * (core/data_checks.c), vo_infer never. */
 typedef struct vo_data_check {
   int arg;
+  int arg2; /* the check's second tensor argument (levels), -1 if none */
   vo_k_check check;
 } vo_data_check;
 

@@ -1,5 +1,6 @@
 // The CUDA backend's check_data hook: runs a call's declared value checks
-// (kernels/data_checks.h: rois, adaptive grid, argmax, channel_mapping) on
+// (kernels/data_checks.h: rois, adaptive grid, argmax, channel_mapping,
+// rotated boxes, deform_attn's levels) on
 // the device. Per check, one pass over the rows finds the first bad item
 // (atomicMin of its key) and a one-thread kernel records what the message
 // needs; 32 bytes per check come back after one stream synchronisation for
@@ -13,19 +14,20 @@ constexpr int kThreads = 256;
 
 static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "atomicMin on the 64-bit key");
 
-__global__ void find_kernel(const void *data, vo_k_check c, int64_t rows, int64_t len,
-                            vo_k_check_found *res) {
+__global__ void find_kernel(const void *data, const void *data2, vo_k_check c, int64_t rows,
+                            int64_t len, vo_k_check_found *res) {
   VO_CUDA_GRID_STRIDE(r, rows) {
-    const int64_t j = vo_k_check_bad_column(data, &c, r);
+    const int64_t j = vo_k_check_bad_column(data, data2, &c, r);
     if (j >= 0)
       atomicMin(reinterpret_cast<unsigned long long *>(&res->first),
                 (unsigned long long)(r * len + j));
   }
 }
 
-__global__ void record_kernel(const void *data, vo_k_check c, vo_k_check_found *res) {
+__global__ void record_kernel(const void *data, const void *data2, vo_k_check c,
+                              vo_k_check_found *res) {
   if (res->first == VO_K_CHECK_NONE) return;
-  vo_k_check_values(data, &c, (int64_t)res->first, res->value);
+  vo_k_check_values(data, data2, &c, (int64_t)res->first, res->value);
 }
 
 }  // namespace
@@ -46,10 +48,11 @@ vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found) {
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
     const int64_t rows = vo_k_check_rows(&c);
     if (t->numel == 0 || rows == 0) continue;
-    const void *data = vo_view_addr(t);
+    const int arg2 = ex->data_checks[i].arg2;
+    const void *data = vo_view_addr(t), *data2 = vo_view_addr(&ex->inputs[arg2 >= 0 ? arg2 : 0]);
     find_kernel<<<vo_cuda_blocks(rows, kThreads), kThreads, 0, stream>>>(
-        data, c, rows, vo_k_check_row_length(&c), dev + i);
-    record_kernel<<<1, 1, 0, stream>>>(data, c, dev + i);
+        data, data2, c, rows, vo_k_check_row_length(&c), dev + i);
+    record_kernel<<<1, 1, 0, stream>>>(data, data2, c, dev + i);
     if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
   }
   st = vo_cuda_check(ex, cudaMemcpyAsync(found, dev, bytes, cudaMemcpyDeviceToHost, stream));

@@ -8,9 +8,10 @@
  * (core/data_checks.c), from what vo_k_check_values records.
  *
  * A check looks at the tensor row by row: a row [5] (rois, roi_grid,
- * rotated boxes; [6] for rotated rois) or a row of the last dimension of a
- * 4-D int32 tensor (argmax,
- * channel_mapping; roi_grid's rows have length 1). vo_k_check_bad_column
+ * rotated boxes; [6] for rotated rois), a row of the last dimension of a
+ * 4-D int32 tensor (argmax, channel_mapping; roi_grid's rows have length
+ * 1) or a level of deform_attn (a row (H, W) of spatial_shapes and its
+ * level_start_index, the check's second tensor: rows of length 3). vo_k_check_bad_column
  * gives a row's first bad column; the first bad item overall is the least
  * key row * row length + column, the row-major order in which the op layer
  * has always searched.
@@ -29,6 +30,12 @@
 #define VO_K_CHECK_ARGMAX 3          /* int32 [K,C,PH,PW]: -1 or an index in [0, H*W) */
 #define VO_K_CHECK_CHANNEL_MAPPING 4 /* int32 [K,C',PH,PW]: (c*PH + ph)*PW + pw */
 #define VO_K_CHECK_RBOXES 5          /* rotated boxes [K,5]: finite; w, h (columns 2, 3) >= 0 */
+/* deform_attn's levels: spatial_shapes [L,2] int64 (H_l, W_l >= 0, summing
+ * H_l * W_l to the check's `keys`, value's S) and, as the second tensor,
+ * level_start_index [L] int64 (the keys of the levels before l) */
+#define VO_K_CHECK_LEVELS 6
+/* Most levels a deform_attn call may have (its level check is O(L^2)). */
+#define VO_K_MAX_LEVELS 4096
 
 /* Most samples per bin along one axis an explicit sampling_ratio may ask
  * for, and the least bound the adaptive grid gets. */
@@ -52,6 +59,8 @@ typedef struct vo_k_check {
   int dtype;   /* VO_DT_* of the tensor */
   int rotated; /* rois and roi_grid: rotated rois [K,6] */
   int64_t shape[4], stride[4];
+  int64_t stride2;                     /* levels: level_start_index's stride */
+  int64_t keys;                        /* levels: S of value */
   int64_t batch_size;                  /* rois: N of the input */
   int64_t hw;                          /* argmax: H*W, saturated at INT64_MAX */
   int64_t pooled_height, pooled_width; /* roi_grid */
@@ -76,10 +85,11 @@ typedef struct vo_k_check_found {
   double value[3];
 } vo_k_check_found;
 
-/* 1 for the kinds whose rows are the [K,5] rows of a 2-D tensor. */
+/* 1 for the kinds whose rows are the rows of a 2-D tensor ([K,5] RoIs
+ * and boxes, [L,2] levels). */
 VO_KFN int vo_k_check_is_roi(const vo_k_check *c) {
   return c->kind == VO_K_CHECK_ROIS || c->kind == VO_K_CHECK_ROI_GRID ||
-         c->kind == VO_K_CHECK_RBOXES;
+         c->kind == VO_K_CHECK_RBOXES || c->kind == VO_K_CHECK_LEVELS;
 }
 
 /* Rows and row length of the tensor as this check walks it. */
@@ -89,6 +99,7 @@ VO_KFN int64_t vo_k_check_rows(const vo_k_check *c) {
 VO_KFN int64_t vo_k_check_row_length(const vo_k_check *c) {
   if (c->kind == VO_K_CHECK_ROI_GRID) return 1;
   if (c->kind == VO_K_CHECK_ROIS) return c->rotated ? 6 : 5;
+  if (c->kind == VO_K_CHECK_LEVELS) return 3;
   return c->kind == VO_K_CHECK_RBOXES ? 5 : c->shape[3];
 }
 
@@ -167,12 +178,51 @@ VO_KFN void vo_k_roi_extent(const VO_GLOBAL void *data, const vo_k_check *c, int
   *rw = w;
 }
 
+/* Level `row` of a levels check: its first bad column (0 H, 1 W, 2 its
+ * start) or -1, and the keys of the levels before it (*before) and through
+ * it (*through, saturated at keys + 1). A row after a bad one is not
+ * judged (-1): the first bad row reports. */
+VO_KFN int64_t vo_k_check_level(const VO_GLOBAL int64_t *shapes, const VO_GLOBAL int64_t *starts,
+                                const vo_k_check *c, int64_t row, int64_t *before,
+                                int64_t *through) {
+  const int64_t s0 = c->stride[0], s1 = c->stride[1], keys = c->keys;
+  int64_t acc = 0;
+  *before = *through = 0;
+  for (int64_t k = 0; k <= row; k++) {
+    const int64_t h = shapes[k * s0], w = shapes[k * s0 + s1];
+    const int64_t start = starts[k * c->stride2];
+    const int sized = h >= 0 && w >= 0;
+    const int over = sized && w > 0 && h > (keys - acc) / w; /* acc + h*w > keys */
+    const int64_t sum = !sized ? acc : over ? keys + 1 : acc + h * w;
+    const int64_t col = h < 0                                           ? 0
+                        : w < 0                                         ? 1
+                        : start != acc                                  ? 2
+                        : over || (k == c->shape[0] - 1 && sum != keys) ? 1
+                                                                        : -1;
+    if (k < row && col >= 0) return -1;
+    if (k == row) {
+      *before = acc;
+      *through = sum;
+      return col;
+    }
+    acc += h * w;
+  }
+  return -1;
+}
+
 /* The first bad column of row `row` of the tensor at `data` (its first
- * element), or -1 when the row is fine; o and idx are the row's element
- * offset and (i0, i1, i2), as vo_k_check_row_offset gives them (a host loop
- * walks them without its divisions). */
-VO_KFN int64_t vo_k_check_bad_column_at(const VO_GLOBAL void *data, const vo_k_check *c,
-                                        int64_t row, int64_t o, const int64_t idx[3]) {
+ * element; data2 the check's second tensor, levels only), or -1 when the
+ * row is fine; o and idx are the row's element offset and (i0, i1, i2), as
+ * vo_k_check_row_offset gives them (a host loop walks them without its
+ * divisions). */
+VO_KFN int64_t vo_k_check_bad_column_at(const VO_GLOBAL void *data, const VO_GLOBAL void *data2,
+                                        const vo_k_check *c, int64_t row, int64_t o,
+                                        const int64_t idx[3]) {
+  if (c->kind == VO_K_CHECK_LEVELS) {
+    int64_t before, through;
+    return vo_k_check_level((const VO_GLOBAL int64_t *)data, (const VO_GLOBAL int64_t *)data2, c,
+                            row, &before, &through);
+  }
   if (c->kind == VO_K_CHECK_ROIS) {
     const int64_t len = c->rotated ? 6 : 5;
     for (int64_t j = 0; j < len; j++) {
@@ -218,20 +268,30 @@ VO_KFN int64_t vo_k_check_bad_column_at(const VO_GLOBAL void *data, const vo_k_c
 }
 
 /* The same for row `row` alone (a device work item). */
-VO_KFN int64_t vo_k_check_bad_column(const VO_GLOBAL void *data, const vo_k_check *c, int64_t row) {
+VO_KFN int64_t vo_k_check_bad_column(const VO_GLOBAL void *data, const VO_GLOBAL void *data2,
+                                     const vo_k_check *c, int64_t row) {
   int64_t idx[3];
   const int64_t o = vo_k_check_row_offset(c, row, idx);
-  return vo_k_check_bad_column_at(data, c, row, o, idx);
+  return vo_k_check_bad_column_at(data, data2, c, row, o, idx);
 }
 
-/* What the message about bad item `key` needs (see vo_k_check_found). */
-VO_KFN void vo_k_check_values(const VO_GLOBAL void *data, const vo_k_check *c, int64_t key,
-                              double value[3]) {
+/* What the message about bad item `key` needs (see vo_k_check_found;
+ * levels: the bad value, the keys through the level and before it). */
+VO_KFN void vo_k_check_values(const VO_GLOBAL void *data, const VO_GLOBAL void *data2,
+                              const vo_k_check *c, int64_t key, double value[3]) {
   const int64_t len = vo_k_check_row_length(c), row = key / len, col = key % len;
   int64_t idx[3];
   const int64_t o = vo_k_check_row_offset(c, row, idx);
   value[0] = value[1] = value[2] = 0;
-  if (c->kind == VO_K_CHECK_ROIS || c->kind == VO_K_CHECK_RBOXES) {
+  if (c->kind == VO_K_CHECK_LEVELS) {
+    const VO_GLOBAL int64_t *shapes = (const VO_GLOBAL int64_t *)data;
+    const VO_GLOBAL int64_t *starts = (const VO_GLOBAL int64_t *)data2;
+    int64_t before, through;
+    vo_k_check_level(shapes, starts, c, row, &before, &through);
+    value[0] = (double)(col == 2 ? starts[row * c->stride2] : shapes[o + col * c->stride[1]]);
+    value[1] = (double)through;
+    value[2] = (double)before;
+  } else if (c->kind == VO_K_CHECK_ROIS || c->kind == VO_K_CHECK_RBOXES) {
     value[0] = vo_k_load_as_double(data, c->dtype, o + col * c->stride[1]);
   } else if (c->kind == VO_K_CHECK_ROI_GRID) {
     const int m = vo_k_roi_map_of(data, c, row);

@@ -16,7 +16,9 @@
 
 /* An op without OpenCL glue yet has a line `#define vo_opencl_<kernel> NULL`
  * here: calling it on an OpenCL device then fails with "not implemented on
- * the opencl backend" (docs/ADDING_A_BACKEND.md). Every op has its glue. */
+ * the opencl backend" (docs/ADDING_A_BACKEND.md). */
+#define vo_opencl_deform_attn NULL
+#define vo_opencl_deform_attn_backward NULL
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
 static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {
@@ -275,20 +277,27 @@ static vo_status vo_cl_check_on_host(const vo_cl_call *c, vo_k_check_found *foun
   for (int i = 0; i < ex->num_data_checks; i++) {
     const vo_k_check *k = &ex->data_checks[i].check;
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
+    const int arg2 = ex->data_checks[i].arg2;
     const int64_t rows = vo_k_check_rows(k), len = vo_k_check_row_length(k);
     if (t->numel == 0 || rows == 0) continue;
-    void *copy;
-    const void *first;
-    const vo_status st = vo_cl_read_to_host(c, t, &copy, &first);
+    void *copy, *copy2 = NULL;
+    const void *first, *first2;
+    vo_status st = vo_cl_read_to_host(c, t, &copy, &first);
     if (st != VO_OK) return st;
+    first2 = first;
+    if (arg2 >= 0 && (st = vo_cl_read_to_host(c, &ex->inputs[arg2], &copy2, &first2)) != VO_OK) {
+      free(copy);
+      return st;
+    }
     for (int64_t r = 0; r < rows; r++) {
-      const int64_t j = vo_k_check_bad_column(first, k, r);
+      const int64_t j = vo_k_check_bad_column(first, first2, k, r);
       if (j < 0) continue;
       found[i].first = (uint64_t)(r * len + j);
-      vo_k_check_values(first, k, r * len + j, found[i].value);
+      vo_k_check_values(first, first2, k, r * len + j, found[i].value);
       break;
     }
     free(copy);
+    free(copy2);
   }
   return VO_OK;
 }
@@ -310,12 +319,15 @@ vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found) {
   for (int i = 0; i < count && st == VO_OK; i++) {
     const vo_k_check *k = &ex->data_checks[i].check;
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
+    const int arg2 = ex->data_checks[i].arg2;
+    const vo_view *t2 = arg2 >= 0 ? &ex->inputs[arg2] : t;
     const int64_t rows = vo_k_check_rows(k);
     if (t->numel == 0 || rows == 0) continue;
     const uint64_t at = (uint64_t)i * sizeof(vo_k_check_found);
     vo_cl_launch l;
     if ((st = vo_cl_launch_begin(&l, &c, "data_checks", "vo_cl_check_find")) != VO_OK) break;
     vo_cl_arg_view(&l, t);
+    vo_cl_arg_view(&l, t2);
     vo_cl_arg(&l, k, sizeof *k);
     vo_cl_arg_i64(&l, rows);
     vo_cl_arg_i64(&l, vo_k_check_row_length(k));
@@ -323,6 +335,7 @@ vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found) {
     if ((st = vo_cl_launch_run(&l, rows)) != VO_OK) break;
     if ((st = vo_cl_launch_begin(&l, &c, "data_checks", "vo_cl_check_record")) != VO_OK) break;
     vo_cl_arg_view(&l, t);
+    vo_cl_arg_view(&l, t2);
     vo_cl_arg(&l, k, sizeof *k);
     vo_cl_arg_mem(&l, dev, at);
     st = vo_cl_launch_run(&l, 1);

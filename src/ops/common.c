@@ -123,6 +123,7 @@ vo_k_check *vo_declare_data_check(vo_exec *ex, int kind, int arg) {
   vo_data_check *d = &ex->data_checks[ex->num_data_checks++];
   memset(d, 0, sizeof *d);
   d->arg = arg;
+  d->arg2 = -1;
   const vo_view *v = &ex->inputs[arg];
   d->check.kind = kind;
   d->check.dtype = (int)v->dtype;
@@ -145,6 +146,17 @@ vo_status vo_declare_rois_check(vo_exec *ex, int rois_arg, int64_t n) {
 
 vo_status vo_declare_rboxes_check(vo_exec *ex, int arg) {
   return vo_declare_data_check(ex, VO_K_CHECK_RBOXES, arg) ? VO_OK : VO_ERROR_BACKEND_FAILURE;
+}
+
+/* The kernels index value with the levels' keys, so they must lie in
+ * [0, S): checked once per call (O(L^2) work, L <= VO_K_MAX_LEVELS). */
+vo_status vo_declare_levels_check(vo_exec *ex, int shapes_arg, int starts_arg, int64_t keys) {
+  vo_k_check *c = vo_declare_data_check(ex, VO_K_CHECK_LEVELS, shapes_arg);
+  if (!c) return VO_ERROR_BACKEND_FAILURE;
+  ex->data_checks[ex->num_data_checks - 1].arg2 = starts_arg;
+  c->keys = keys;
+  c->stride2 = ex->inputs[starts_arg].stride[0];
+  return VO_OK;
 }
 
 /* The work of the roi_align family is K * C * PH * PW * (samples per bin),

@@ -50,6 +50,10 @@ vo_status vo_declare_rotated_rois_check(vo_exec *ex, int rois_arg, int64_t n);
 /* Declares the check of rotated boxes [K,5] (cx, cy, w, h, angle): every
  * value finite, w and h >= 0 (the rotated ops' geometry assumes both). */
 vo_status vo_declare_rboxes_check(vo_exec *ex, int arg);
+/* Declares deform_attn's check of its levels: spatial_shapes (argument
+ * shapes_arg, [L,2] int64, L >= 1) rows H, W >= 0 whose H * W sum to `keys`,
+ * and level_start_index (starts_arg, [L] int64) each level's first key. */
+vo_status vo_declare_levels_check(vo_exec *ex, int shapes_arg, int starts_arg, int64_t keys);
 /* Int argument `arg` is <= max; `why` says what the bound protects. */
 vo_status vo_expect_int_at_most(const vo_exec *ex, int arg, int64_t max, const char *why);
 /* sampling_ratio (int argument) is at most VO_K_MAX_SAMPLING_RATIO. */

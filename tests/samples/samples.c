@@ -1128,6 +1128,82 @@ static void sample_batched_nms_rotated(vs_sample *s, const vs_params *q) {
   build_nms_rotated_common(s, q, 1);
 }
 
+/* deform_attn (and, with `grad`, _deform_attn_backward: grad_output [N,Q,M*D]
+ * after attn_weight). Random: SPEC-NEXT 5.3's measured case (levels 5x7,
+ * 3x4, 1x1, locations partly outside [0, 1]), one level with P = 1, D = 70
+ * (beyond one 64-channel chunk), four levels down to 1x1; edge: no queries,
+ * or NaN, infinite, huge, exactly 0 and 1 locations, zero weights and an
+ * empty (0 x 5) level; small: SPEC-NEXT 5.6's gradcheck shape; model: a
+ * Deformable-DETR decoder on an 800x1088 image (strides 8-64, Q = 300). */
+typedef struct da_problem {
+  int64_t n, m, d, q, p, levels;
+  int64_t hw[4][2];
+  int special; /* edge seed 1's locations and weights */
+} da_problem;
+
+static da_problem da_problem_of(vs_variant variant, uint64_t seed) {
+  static const da_problem random[VS_RANDOM_SEEDS] = {
+      {2, 2, 3, 7, 4, 3, {{5, 7}, {3, 4}, {1, 1}}, 0},
+      {1, 3, 8, 11, 1, 1, {{6, 9}}, 0},
+      {3, 1, 70, 5, 2, 2, {{4, 4}, {2, 3}}, 0},
+      {2, 4, 4, 9, 3, 4, {{8, 5}, {4, 3}, {2, 2}, {1, 1}}, 0}};
+  static const da_problem edge[VS_EDGE_SEEDS] = {
+      {2, 2, 3, 0, 2, 2, {{3, 4}, {2, 2}}, 0},
+      {2, 2, 5, 6, 4, 3, {{4, 6}, {0, 5}, {3, 3}}, 1}};
+  static const da_problem small = {2, 2, 3, 5, 2, 2, {{3, 4}, {2, 2}}, 0};
+  static const da_problem model = {2, 8, 32, 300, 4, 4,
+                                   {{100, 136}, {50, 68}, {25, 34}, {13, 17}}, 0};
+  return variant == VS_RANDOM ? random[seed % VS_RANDOM_SEEDS]
+         : variant == VS_EDGE ? edge[seed % VS_EDGE_SEEDS]
+         : variant == VS_SMALL ? small
+                               : model;
+}
+
+static void build_deform_attn_common(vs_sample *s, const vs_params *q, int grad) {
+  const da_problem d = da_problem_of(q->variant, q->seed);
+  double shapes[8], starts[4];
+  int64_t keys = 0;
+  for (int64_t l = 0; l < d.levels; l++) {
+    shapes[2 * l] = (double)d.hw[l][0];
+    shapes[2 * l + 1] = (double)d.hw[l][1];
+    starts[l] = (double)keys;
+    keys += d.hw[l][0] * d.hw[l][1];
+  }
+  const int64_t vs[4] = {d.n, keys, d.m, d.d}, ss[2] = {d.levels, 2}, ls[1] = {d.levels};
+  const int64_t locs[6] = {d.n, d.q, d.m, d.levels, d.p, 2}, as[5] = {d.n, d.q, d.m, d.levels, d.p};
+  const int64_t gs[3] = {d.n, d.q, d.m * d.d};
+  arg_tensor(s, add_uniform(s, q->dt, 4, vs, q->rng, -1, 1));
+  arg_tensor(s, add_values(s, vt_i64, 2, ss, shapes));
+  arg_tensor(s, add_values(s, vt_i64, 1, ls, starts));
+  const int64_t nl = shape_numel(6, locs), na = shape_numel(5, as);
+  double *lv = xmalloc(sizeof(double) * (size_t)(nl + 1));
+  double *av = xmalloc(sizeof(double) * (size_t)(na + 1));
+  static const double odd[] = {NAN, INFINITY, -INFINITY, 1e30, -1e30, 0, 1, 0.5, -0.5, 1.5};
+  for (int64_t i = 0; i < nl; i++) {
+    lv[i] = vt_rng_uniform(q->rng, -0.15, 1.15);
+    if (d.special && i % 7 == 3) lv[i] = odd[(i / 7) % (int64_t)(sizeof odd / sizeof odd[0])];
+  }
+  for (int64_t i = 0; i < na; i++) {
+    av[i] = vt_rng_uniform(q->rng, 0, 1);
+    if (d.special && i % 5 == 1) av[i] = 0;
+  }
+  const int tl = add_values(s, q->dt, 6, locs, lv);
+  arg_tensor(s, tl);
+  arg_tensor(s, add_values(s, q->dt, 5, as, av));
+  free(lv);
+  free(av);
+  if (grad) arg_tensor(s, add_uniform(s, q->dt, 3, gs, q->rng, -1, 1));
+  arg_int(s, q->variant == VS_RANDOM && q->seed % VS_RANDOM_SEEDS == 0 ? 64 : 3);
+  s->shape_tensor = tl;
+  s->note = q->variant == VS_MODEL ? "Deformable-DETR decoder, 4 levels, Q = 300" : NULL;
+}
+static void sample_deform_attn(vs_sample *s, const vs_params *q) {
+  build_deform_attn_common(s, q, 0);
+}
+static void sample__deform_attn_backward(vs_sample *s, const vs_params *q) {
+  build_deform_attn_common(s, q, 1);
+}
+
 /* ------------------------------------------------------------ the table */
 
 /* One builder per op of ops.def, in its order: an op without sample_<name>
