@@ -15,7 +15,9 @@
  * VO_TEST_BACKEND_OPS_SKIP_LARGE=1 the >2^31-element case (both for
  * compute-sanitizer runs in scripts/gpu-check.sh);
  * VO_TEST_BACKEND_OPS_LARGE_ONLY=1 runs that case alone (ctest's
- * test_backend_ops_large, labelled "large" as test_large is).
+ * test_backend_ops_large, labelled "large" as test_large is);
+ * VO_TEST_BACKEND_OPS_OPS=name,name,... runs only those ops (by hand, while
+ * working on them).
  * On an OpenCL device without fp64 (its probe says "no fp64", e.g. under
  * the backend's testing aid VISIONOPS_OPENCL_NO_FP64=1), every float64 call
  * must be refused with the op, float64 and cl_khr_fp64 in the message, and
@@ -746,6 +748,19 @@ done:
   free(hb);
 }
 
+/* Whether `name` is an item of the comma-separated `list`. */
+static int listed(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    const size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!end) break;
+    p = end + 1;
+  }
+  return 0;
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   plain_ctx = new_context(0, VO_ISA_SCALAR);
@@ -757,11 +772,14 @@ int main(void) {
   if (large_only && strcmp(large_only, "1") == 0) {
     printf("only the >2^31-element case: VO_TEST_BACKEND_OPS_LARGE_ONLY=1\n");
   } else {
+    const char *ops = getenv("VO_TEST_BACKEND_OPS_OPS");
     for (int i = 0; i < vo_op_count(); i++) {
       const vo_op_info *op = vo_op_get(i);
-      if (CHECK_MSG(op != NULL, "vo_op_get(%d) is NULL", i)) test_op(op);
+      if (!CHECK_MSG(op != NULL, "vo_op_get(%d) is NULL", i)) continue;
+      if (ops && *ops && !listed(ops, op->name)) continue;
+      test_op(op);
     }
-    for (int t = 0; t < num_targets; t++) not_implemented(&targets[t]);
+    for (int t = 0; t < num_targets && !(ops && *ops); t++) not_implemented(&targets[t]);
     printf("  ops: %.1f s\n", now_s() - t0);
   }
   for (int t = 0; t < num_targets; t++) {
