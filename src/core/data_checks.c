@@ -133,7 +133,7 @@ vo_status vo_run_data_checks(const vo_exec *ex) {
     for (int i = 0; i < ex->num_data_checks; i++) {
       const vo_data_check *d = &ex->data_checks[i];
       if (ex->inputs[d->arg].numel == 0) continue;
-      vo_find_on_host(&ex->inputs[d->arg], &ex->inputs[d->arg2 >= 0 ? d->arg2 : d->arg], &d->check,
+      vo_find_on_host(&ex->inputs[d->arg], &ex->inputs[vo_data_check_second(d)], &d->check,
                       &found[i]);
       if (found[i].first != VO_K_CHECK_NONE) return vo_data_check_failure(ex, d, &found[i]);
     }

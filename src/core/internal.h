@@ -270,9 +270,15 @@ typedef struct vo_deform_conv2d_params {
  * (core/data_checks.c), vo_infer never. */
 typedef struct vo_data_check {
   int arg;
-  int arg2; /* the check's second tensor argument (levels), -1 if none */
+  int arg2; /* levels: the second tensor argument (level_start_index); unused otherwise */
   vo_k_check check;
 } vo_data_check;
+
+/* The argument whose data a check's predicate gets as data2: arg2 for the
+ * levels kind, the checked tensor itself (unread) for the others. */
+static inline int vo_data_check_second(const vo_data_check *d) {
+  return d->check.kind == VO_K_CHECK_LEVELS ? d->arg2 : d->arg;
+}
 
 /* Everything about one call, built by the dispatcher and the op's check
  * function, read by the kernel. */

@@ -48,8 +48,8 @@ vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found) {
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
     const int64_t rows = vo_k_check_rows(&c);
     if (t->numel == 0 || rows == 0) continue;
-    const int arg2 = ex->data_checks[i].arg2;
-    const void *data = vo_view_addr(t), *data2 = vo_view_addr(&ex->inputs[arg2 >= 0 ? arg2 : 0]);
+    const int arg2 = vo_data_check_second(&ex->data_checks[i]);
+    const void *data = vo_view_addr(t), *data2 = vo_view_addr(&ex->inputs[arg2]);
     find_kernel<<<vo_cuda_blocks(rows, kThreads), kThreads, 0, stream>>>(
         data, data2, c, rows, vo_k_check_row_length(&c), dev + i);
     record_kernel<<<1, 1, 0, stream>>>(data, data2, c, dev + i);

@@ -277,7 +277,7 @@ static vo_status vo_cl_check_on_host(const vo_cl_call *c, vo_k_check_found *foun
   for (int i = 0; i < ex->num_data_checks; i++) {
     const vo_k_check *k = &ex->data_checks[i].check;
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
-    const int arg2 = ex->data_checks[i].arg2;
+    const int arg2 = vo_data_check_second(&ex->data_checks[i]);
     const int64_t rows = vo_k_check_rows(k), len = vo_k_check_row_length(k);
     if (t->numel == 0 || rows == 0) continue;
     void *copy, *copy2 = NULL;
@@ -285,7 +285,8 @@ static vo_status vo_cl_check_on_host(const vo_cl_call *c, vo_k_check_found *foun
     vo_status st = vo_cl_read_to_host(c, t, &copy, &first);
     if (st != VO_OK) return st;
     first2 = first;
-    if (arg2 >= 0 && (st = vo_cl_read_to_host(c, &ex->inputs[arg2], &copy2, &first2)) != VO_OK) {
+    if (arg2 != ex->data_checks[i].arg &&
+        (st = vo_cl_read_to_host(c, &ex->inputs[arg2], &copy2, &first2)) != VO_OK) {
       free(copy);
       return st;
     }
@@ -319,8 +320,7 @@ vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found) {
   for (int i = 0; i < count && st == VO_OK; i++) {
     const vo_k_check *k = &ex->data_checks[i].check;
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
-    const int arg2 = ex->data_checks[i].arg2;
-    const vo_view *t2 = arg2 >= 0 ? &ex->inputs[arg2] : t;
+    const vo_view *t2 = &ex->inputs[vo_data_check_second(&ex->data_checks[i])];
     const int64_t rows = vo_k_check_rows(k);
     if (t->numel == 0 || rows == 0) continue;
     const uint64_t at = (uint64_t)i * sizeof(vo_k_check_found);

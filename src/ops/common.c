@@ -123,7 +123,7 @@ vo_k_check *vo_declare_data_check(vo_exec *ex, int kind, int arg) {
   vo_data_check *d = &ex->data_checks[ex->num_data_checks++];
   memset(d, 0, sizeof *d);
   d->arg = arg;
-  d->arg2 = -1;
+  d->arg2 = arg;
   const vo_view *v = &ex->inputs[arg];
   d->check.kind = kind;
   d->check.dtype = (int)v->dtype;
