@@ -9,8 +9,8 @@ stay symbolic), and, where the registry names a backward op, an autograd
 kernel that calls it.
 
 Under torch.autocast the ops take low-precision features beside float32 rois,
-boxes and scores natively; deform_conv2d and multi_scale_roi_align get
-autocast kernels (see "autocast" below).
+boxes and scores natively; deform_conv2d, multi_scale_roi_align and
+deform_attn get autocast kernels (see "autocast" below).
 
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
 Meta, Autograd and Autocast keys are used, which both support. With torch >= 2
@@ -219,9 +219,11 @@ def _make_meta(schema):
 # ------------------------------------------------------------------ autograd
 #
 # The backward op's arguments are found by name among the forward's arguments
-# and outputs; its first argument receives the gradient of the forward's first
-# output (every backward here is linear in it); batch_size/channels/height/
-# width are the forward input's sizes. Its outputs named grad_X are the
+# and outputs; its argument named grad_output (torchvision's
+# _deform_attn_backward has it after the forward's tensors), else its first
+# argument, receives the gradient of the forward's first output (every
+# backward here is linear in it); batch_size/channels/height/width are the
+# forward input's sizes. Its outputs named grad_X are the
 # gradients of argument X; an unnamed (or first) output is the gradient of
 # the forward's first tensor argument.
 
@@ -258,13 +260,21 @@ def _unflatten(layout, flat):
     return args
 
 
+def _grad_position(bschema):
+    """Where a backward op takes the gradient of the forward's output: its
+    argument named grad_output, else its first."""
+    names = [a.name for a in bschema.args]
+    return names.index("grad_output") if "grad_output" in names else 0
+
+
 def _backward_args(schema, bschema, args, outs, grad):
     named = {a.name: v for a, v in zip(schema.args, args)}
     named.update(zip(schema.returns, outs))
     first_input = named[schema.tensor_args[0]]
+    grad_at = _grad_position(bschema)
     result = []
     for i, a in enumerate(bschema.args):
-        if i == 0:
+        if i == grad_at:
             result.append(grad)
         elif a.name in named:
             result.append(named[a.name])
@@ -741,6 +751,11 @@ def _register_batching_rules():
 #   autocast may give levels different dtypes: such levels are cast to their
 #   promoted dtype and the result to features[0]'s dtype, as torchvision's
 #   MultiScaleRoIAlign returns.
+# - deform_attn, whose value, sampling_loc and attn_weight share one dtype in
+#   the library while autocast may give them different ones (value from a
+#   float16 projection beside float32 locations): they are cast to their
+#   promoted dtype and the result to value's dtype, as torchvision's
+#   deform_attn autocast returns.
 # torch 1.13 knows AutocastCPU (bfloat16 only) and AutocastCUDA too.
 
 _AUTOCAST_KEYS = {name: "Autocast" + _TORCH_BACKENDS[name][0] for name in _C.device_types()
@@ -790,8 +805,30 @@ def _make_autocast_multi_scale_roi_align(device_type):
     return autocast_multi_scale_roi_align
 
 
+def _make_autocast_deform_attn(device_type):
+    op = torch.ops.visionops.deform_attn
+
+    def autocast_deform_attn(value, spatial_shapes, level_start_index, sampling_loc, attn_weight,
+                             im2col_step):
+        floats = (value, sampling_loc, attn_weight)
+        with torch.autocast(device_type, enabled=False):
+            if len({t.dtype for t in floats}) == 1 or not all(t.is_floating_point()
+                                                              for t in floats):
+                return op(value, spatial_shapes, level_start_index, sampling_loc, attn_weight,
+                          im2col_step)  # the library reports mismatched non-float dtypes
+            wide = torch.promote_types(torch.promote_types(value.dtype, sampling_loc.dtype),
+                                       attn_weight.dtype)
+            out = op(value.to(wide), spatial_shapes, level_start_index, sampling_loc.to(wide),
+                     attn_weight.to(wide), im2col_step)
+        return out.to(value.dtype)
+
+    autocast_deform_attn.__name__ = "visionops_deform_attn_autocast_%s" % device_type
+    return autocast_deform_attn
+
+
 def _register_autocast():
     for device_type, key in _AUTOCAST_KEYS.items():
+        _lib.impl("deform_attn", _make_autocast_deform_attn(device_type), key)
         _lib.impl("deform_conv2d", _make_autocast_deform_conv2d(device_type), key)
         _lib.impl("multi_scale_roi_align", _make_autocast_multi_scale_roi_align(device_type), key)
 
