@@ -15,7 +15,8 @@ deform_attn get autocast kernels (see "autocast" below).
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
 Meta, Autograd and Autocast keys are used, which both support. With torch >= 2
 the autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
-hessian); forward mode where an op is linear in its argument."""
+hessian); forward mode where an op is linear in its argument (deform_attn: in
+value and attn_weight, not sampling_loc)."""
 import torch
 from torch.utils.dlpack import to_dlpack
 
@@ -460,6 +461,33 @@ def _deform_conv2d_jvp(op):
     return jvp
 
 
+def _deform_attn_jvp(op):
+    """deform_attn is linear in value and in attn_weight with the others
+    fixed; the jvp is the sum of those two terms. It is not linear in
+    sampling_loc: a tangent of sampling_loc is an error."""
+
+    def jvp(ctx, tangents):
+        value, shapes, starts, loc, weight, out = ctx.saved_tensors
+        t_value, _, _, t_loc, t_weight = tangents
+        if t_loc is not None:
+            raise VisionOpsError("visionops.deform_attn: forward-mode AD (torch.func.jvp, "
+                                 "jacfwd, torch.autograd.forward_ad) with respect to "
+                                 "sampling_loc is not supported; use reverse mode "
+                                 "(torch.func.grad, jacrev, vjp) for sampling_loc")
+
+        def attn(v, w):
+            return op(*_unflatten(ctx.layout, [v, shapes, starts, loc, w]))
+
+        terms = []
+        if t_value is not None:
+            terms.append(attn(t_value, weight))
+        if t_weight is not None:
+            terms.append(attn(value, t_weight))
+        return sum(terms[1:], terms[0]) if terms else torch.zeros_like(out)
+
+    return jvp
+
+
 def _unsupported_jvp(schema):
     def jvp(ctx, tangents):
         raise VisionOpsError("visionops.%s: forward-mode AD (torch.func.jvp, jacfwd, "
@@ -476,6 +504,8 @@ def _jvp_rule(schema, op):
         return _roi_pool_jvp(op)
     if schema.name == "deform_conv2d":
         return _deform_conv2d_jvp(op)
+    if schema.name == "deform_attn":
+        return _deform_attn_jvp(op)
     return _unsupported_jvp(schema)
 
 

@@ -2,8 +2,9 @@
 re-statement of SPEC-NEXT 5.3 written here: forward and the gradients of
 value, sampling_loc and attn_weight, float32 / float64, on random cases and
 the edge cases of SPEC-NEXT 5.6; gradcheck; NaN locations; thread counts;
-the half types; NumPy inputs; autocast; double backward and forward mode
-refused; bad inputs; torchvision main's op where installed."""
+the half types; NumPy inputs; autocast; forward mode (value, attn_weight;
+sampling_loc refused); double backward refused; bad inputs; torchvision
+main's op where installed."""
 import numpy as np
 import pytest
 
@@ -258,6 +259,19 @@ def test_autocast_promotes_and_returns_value_dtype():
     want64 = visionops.deform_attn(value.double(), shapes, starts, loc.double(), weight.double(),
                                    step)
     assert torch.equal(out64, want64.float())
+    # autograd through the casts: each gradient in its operand's dtype
+    v, sl = v16.clone().requires_grad_(), loc.clone().requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = visionops.deform_attn(v, shapes, starts, sl, weight, step)
+    g = grad_of(out).float()
+    grad_v, grad_sl = torch.autograd.grad(out.float(), (v, sl), g)
+    assert grad_v.dtype == torch.bfloat16 and grad_sl.dtype == torch.float32
+    v32, sl32 = v16.float().requires_grad_(), loc.clone().requires_grad_()
+    want_v, want_sl = torch.autograd.grad(
+        visionops.deform_attn(v32, shapes, starts, sl32, weight, step), (v32, sl32),
+        g.bfloat16().float())
+    assert torch.equal(grad_sl, want_sl)
+    assert torch.equal(grad_v, want_v.bfloat16())
 
 
 def test_backward_takes_grad_output_at_its_position():
@@ -289,24 +303,54 @@ def test_double_backward_is_an_error():
         torch.autograd.grad(grads[1].sum(), (v, sl, aw))
 
 
-def test_forward_mode_is_refused():
+def test_forward_mode():
+    """deform_attn is linear in value and in attn_weight: their jvp is the op
+    of the tangent; a tangent of sampling_loc is refused clearly."""
     import torch.autograd.forward_ad as fwAD
 
-    value, shapes, starts, loc, weight, step = make_case("p1", 15)
+    value, shapes, starts, loc, weight, step = make_case("outside", 15)
+    t_value, t_weight = torch.randn_like(value), torch.randn_like(weight)
+
+    def op(v, sl, aw):
+        return torch.ops.visionops.deform_attn(v, shapes, starts, sl, aw, step)
+
+    want = op(t_value, loc, weight) + op(value, loc, t_weight)
     with fwAD.dual_level():
-        dual = fwAD.make_dual(value, torch.ones_like(value))
-        with pytest.raises(visionops.VisionOpsError, match="forward-mode AD"):
-            torch.ops.visionops.deform_attn(dual, shapes, starts, loc, weight, step)
+        out = op(fwAD.make_dual(value, t_value), loc, fwAD.make_dual(weight, t_weight))
+        primal, tangent = fwAD.unpack_dual(out)
+        assert torch.equal(primal, op(value, loc, weight))
+        torch.testing.assert_close(tangent, want, rtol=1e-12, atol=1e-12)
+        dual = fwAD.make_dual(loc, torch.ones_like(loc))
+        with pytest.raises(visionops.VisionOpsError, match="forward-mode AD .*sampling_loc"):
+            op(value, dual, weight)
     if hasattr(torch, "func"):  # torch >= 2
-        with pytest.raises(visionops.VisionOpsError, match="forward-mode AD"):
-            torch.func.jvp(lambda v: visionops.deform_attn(v, shapes, starts, loc, weight, step),
-                           (value,), (torch.ones_like(value),))
-        # reverse mode under torch.func works
-        grad = torch.func.grad(lambda v: visionops.deform_attn(v, shapes, starts, loc, weight,
-                                                               step).sum())(value)
-        v = value.clone().requires_grad_()
-        visionops.deform_attn(v, shapes, starts, loc, weight, step).sum().backward()
-        assert torch.equal(grad, v.grad)
+        _, tangent = torch.func.jvp(lambda v, aw: visionops.deform_attn(v, shapes, starts, loc,
+                                                                        aw, step),
+                                    (value, weight), (t_value, t_weight))
+        torch.testing.assert_close(tangent, want, rtol=1e-12, atol=1e-12)
+        with pytest.raises(visionops.VisionOpsError, match="forward-mode AD .*sampling_loc"):
+            torch.func.jvp(lambda sl: visionops.deform_attn(value, shapes, starts, sl, weight,
+                                                            step),
+                           (loc,), (torch.ones_like(loc),))
+        # reverse mode under torch.func is autograd's
+        grad = torch.func.grad(lambda sl: visionops.deform_attn(value, shapes, starts, sl, weight,
+                                                                step).sum())(loc)
+        sl = loc.clone().requires_grad_()
+        visionops.deform_attn(value, shapes, starts, sl, weight, step).sum().backward()
+        assert torch.equal(grad, sl.grad)
+
+
+def test_backward_has_no_forward_mode():
+    import torch.autograd.forward_ad as fwAD
+
+    value, shapes, starts, loc, weight, step = make_case("p1", 17)
+    g = torch.randn(value.shape[0], loc.shape[1], value.shape[2] * value.shape[3],
+                    dtype=torch.float64)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(g, torch.ones_like(g))
+        with pytest.raises(visionops.VisionOpsError, match="forward-mode AD .*not supported"):
+            torch.ops.visionops._deform_attn_backward(value, shapes, starts, loc, weight, dual,
+                                                      step)
 
 
 BAD = [
