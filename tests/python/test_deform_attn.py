@@ -425,3 +425,20 @@ def test_torchvision_main(case):
         pytest.skip("torchvision's deform_attn does not run on %s: %s" % (device, e))
     got = visionops.deform_attn(value, shapes, starts, loc, weight, step)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.skipif(not hasattr(torch, "export"), reason="torch.export needs torch >= 2")
+def test_compile_export_and_meta():
+    value, shapes, starts, loc, weight, step = make_case("level_1x1", 18, "float32")
+    args = (value, shapes, starts, loc, weight)
+    want = visionops.deform_attn(*args)
+    compiled = torch.compile(lambda *a: visionops.deform_attn(*a), fullgraph=True, dynamic=True)
+    assert torch.equal(compiled(*args), want)
+
+    class Attend(torch.nn.Module):
+        def forward(self, v, s, i, sl, aw):
+            return visionops.deform_attn(v, s, i, sl, aw)
+
+    assert torch.equal(torch.export.export(Attend(), args).module()(*args), want)
+    meta = torch.ops.visionops.deform_attn(*(t.to("meta") for t in args), step)
+    assert meta.shape == want.shape and meta.dtype == want.dtype
