@@ -260,6 +260,15 @@ def deform_conv2d(input: Tensor, offset: Tensor, weight: Tensor, bias: Optional[
                                              mask is not None)
 
 
+# -------------------------------------------------------------- deform_attn
+
+
+def deform_attn(value: Tensor, spatial_shapes: Tensor, level_start_index: Tensor,
+                sampling_loc: Tensor, attn_weight: Tensor, im2col_step: int = 64) -> Tensor:
+    return torch.ops.visionops.deform_attn(value, spatial_shapes, level_start_index,
+                                           sampling_loc, attn_weight, im2col_step)
+
+
 # ------------------------------------------------------- MultiScaleRoIAlign
 #
 # The helpers of MultiScaleRoIAlign.forward (named as their ops.py twins:

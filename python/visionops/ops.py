@@ -40,7 +40,7 @@ __all__ = [
     "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou", "generalized_box_iou",
     "distance_box_iou", "complete_box_iou", "box_area", "box_convert", "box_iou_rotated",
     *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d",
-    "multi_scale_roi_align", "roi_align_rotated", "MultiScaleRoIAlign", "RoIAlign",
+    "multi_scale_roi_align", "roi_align_rotated", "deform_attn", "MultiScaleRoIAlign", "RoIAlign",
     "RoIAlignRotated", "RoIPool", "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError",
     "VisionOpsValueError", "VisionOpsTypeError",
 ]
@@ -648,6 +648,35 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
                  pad_w, dil_h, dil_w, groups, offset_groups, mask is not None)
 
 
+# -------------------------------------------------------------- deform_attn
+
+
+@_fx_leaf
+def deform_attn(value, spatial_shapes, level_start_index, sampling_loc, attn_weight,
+                im2col_step=64):
+    """Multi-scale deformable attention (Deformable DETR), torchvision's
+    deform_attn: out[n, q, m*D + d] = sum over levels l and points p of
+    attn_weight[n, q, m, l, p] times value[n, :, m, d] of level l sampled
+    bilinearly at sampling_loc[n, q, m, l, p] = (x, y) in [0, 1] (pixel
+    centres at (j + 0.5) / W_l, zeros outside: grid_sample with
+    align_corners=False). value [N, S, M, D] with S = sum of H_l * W_l,
+    spatial_shapes [L, 2] and level_start_index [L] int64, sampling_loc
+    [N, Q, M, L, P, 2], attn_weight [N, Q, M, L, P] -> [N, Q, M * D]. A NaN
+    location contributes 0; im2col_step (>= 1) does not change the result.
+    Differentiable with respect to value, sampling_loc and attn_weight."""
+    op = "deform_attn"
+    value = _tensor(value, op, "value")
+    spatial_shapes = _tensor(spatial_shapes, op, "spatial_shapes")
+    level_start_index = _tensor(level_start_index, op, "level_start_index")
+    sampling_loc = _tensor(sampling_loc, op, "sampling_loc")
+    attn_weight = _tensor(attn_weight, op, "attn_weight")
+    tensors = (value, spatial_shapes, level_start_index, sampling_loc, attn_weight)
+    if any(_is_torch(t) for t in tensors):
+        return _script.deform_attn(value, spatial_shapes, level_start_index, sampling_loc,
+                                   attn_weight, int(im2col_step))
+    return _call(op, *tensors, int(im2col_step))
+
+
 # ------------------------------------------------------- MultiScaleRoIAlign
 
 
@@ -935,7 +964,7 @@ _FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_i
               "generalized_box_iou", "distance_box_iou", "complete_box_iou", "box_area",
               "box_convert", "box_iou_rotated", *_SCHEMA_OPS, "roi_align", "roi_pool",
               "ps_roi_align", "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d",
-              "roi_align_rotated")
+              "roi_align_rotated", "deform_attn")
 if _torch is not None:
     import torch.fx as _fx
 

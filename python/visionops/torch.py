@@ -9,13 +9,14 @@ stay symbolic), and, where the registry names a backward op, an autograd
 kernel that calls it.
 
 Under torch.autocast the ops take low-precision features beside float32 rois,
-boxes and scores natively; deform_conv2d and multi_scale_roi_align get
-autocast kernels (see "autocast" below).
+boxes and scores natively; deform_conv2d, multi_scale_roi_align and
+deform_attn get autocast kernels (see "autocast" below).
 
 Works with torch 1.13 and 2.x: only Library.define/impl on the CPU, CUDA,
 Meta, Autograd and Autocast keys are used, which both support. With torch >= 2
 the autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
-hessian); forward mode where an op is linear in its argument."""
+hessian); forward mode where an op is linear in its argument (deform_attn: in
+value and attn_weight, not sampling_loc)."""
 import torch
 from torch.utils.dlpack import to_dlpack
 
@@ -219,9 +220,11 @@ def _make_meta(schema):
 # ------------------------------------------------------------------ autograd
 #
 # The backward op's arguments are found by name among the forward's arguments
-# and outputs; its first argument receives the gradient of the forward's first
-# output (every backward here is linear in it); batch_size/channels/height/
-# width are the forward input's sizes. Its outputs named grad_X are the
+# and outputs; its argument named grad_output (torchvision's
+# _deform_attn_backward has it after the forward's tensors), else its first
+# argument, receives the gradient of the forward's first output (every
+# backward here is linear in it); batch_size/channels/height/width are the
+# forward input's sizes. Its outputs named grad_X are the
 # gradients of argument X; an unnamed (or first) output is the gradient of
 # the forward's first tensor argument.
 
@@ -258,13 +261,21 @@ def _unflatten(layout, flat):
     return args
 
 
+def _grad_position(bschema):
+    """Where a backward op takes the gradient of the forward's output: its
+    argument named grad_output, else its first."""
+    names = [a.name for a in bschema.args]
+    return names.index("grad_output") if "grad_output" in names else 0
+
+
 def _backward_args(schema, bschema, args, outs, grad):
     named = {a.name: v for a, v in zip(schema.args, args)}
     named.update(zip(schema.returns, outs))
     first_input = named[schema.tensor_args[0]]
+    grad_at = _grad_position(bschema)
     result = []
     for i, a in enumerate(bschema.args):
-        if i == 0:
+        if i == grad_at:
             result.append(grad)
         elif a.name in named:
             result.append(named[a.name])
@@ -450,6 +461,33 @@ def _deform_conv2d_jvp(op):
     return jvp
 
 
+def _deform_attn_jvp(op):
+    """deform_attn is linear in value and in attn_weight with the others
+    fixed; the jvp is the sum of those two terms. It is not linear in
+    sampling_loc: a tangent of sampling_loc is an error."""
+
+    def jvp(ctx, tangents):
+        value, shapes, starts, loc, weight, out = ctx.saved_tensors
+        t_value, _, _, t_loc, t_weight = tangents
+        if t_loc is not None:
+            raise VisionOpsError("visionops.deform_attn: forward-mode AD (torch.func.jvp, "
+                                 "jacfwd, torch.autograd.forward_ad) with respect to "
+                                 "sampling_loc is not supported; use reverse mode "
+                                 "(torch.func.grad, jacrev, vjp) for sampling_loc")
+
+        def attn(v, w):
+            return op(*_unflatten(ctx.layout, [v, shapes, starts, loc, w]))
+
+        terms = []
+        if t_value is not None:
+            terms.append(attn(t_value, weight))
+        if t_weight is not None:
+            terms.append(attn(value, t_weight))
+        return sum(terms[1:], terms[0]) if terms else torch.zeros_like(out)
+
+    return jvp
+
+
 def _unsupported_jvp(schema):
     def jvp(ctx, tangents):
         raise VisionOpsError("visionops.%s: forward-mode AD (torch.func.jvp, jacfwd, "
@@ -466,6 +504,8 @@ def _jvp_rule(schema, op):
         return _roi_pool_jvp(op)
     if schema.name == "deform_conv2d":
         return _deform_conv2d_jvp(op)
+    if schema.name == "deform_attn":
+        return _deform_attn_jvp(op)
     return _unsupported_jvp(schema)
 
 
@@ -741,6 +781,11 @@ def _register_batching_rules():
 #   autocast may give levels different dtypes: such levels are cast to their
 #   promoted dtype and the result to features[0]'s dtype, as torchvision's
 #   MultiScaleRoIAlign returns.
+# - deform_attn, whose value, sampling_loc and attn_weight share one dtype in
+#   the library while autocast may give them different ones (value from a
+#   float16 projection beside float32 locations): they are cast to their
+#   promoted dtype and the result to value's dtype, as torchvision's
+#   deform_attn autocast returns.
 # torch 1.13 knows AutocastCPU (bfloat16 only) and AutocastCUDA too.
 
 _AUTOCAST_KEYS = {name: "Autocast" + _TORCH_BACKENDS[name][0] for name in _C.device_types()
@@ -790,8 +835,30 @@ def _make_autocast_multi_scale_roi_align(device_type):
     return autocast_multi_scale_roi_align
 
 
+def _make_autocast_deform_attn(device_type):
+    op = torch.ops.visionops.deform_attn
+
+    def autocast_deform_attn(value, spatial_shapes, level_start_index, sampling_loc, attn_weight,
+                             im2col_step):
+        floats = (value, sampling_loc, attn_weight)
+        with torch.autocast(device_type, enabled=False):
+            if len({t.dtype for t in floats}) == 1 or not all(t.is_floating_point()
+                                                              for t in floats):
+                return op(value, spatial_shapes, level_start_index, sampling_loc, attn_weight,
+                          im2col_step)  # the library reports mismatched non-float dtypes
+            wide = torch.promote_types(torch.promote_types(value.dtype, sampling_loc.dtype),
+                                       attn_weight.dtype)
+            out = op(value.to(wide), spatial_shapes, level_start_index, sampling_loc.to(wide),
+                     attn_weight.to(wide), im2col_step)
+        return out.to(value.dtype)
+
+    autocast_deform_attn.__name__ = "visionops_deform_attn_autocast_%s" % device_type
+    return autocast_deform_attn
+
+
 def _register_autocast():
     for device_type, key in _AUTOCAST_KEYS.items():
+        _lib.impl("deform_attn", _make_autocast_deform_attn(device_type), key)
         _lib.impl("deform_conv2d", _make_autocast_deform_conv2d(device_type), key)
         _lib.impl("multi_scale_roi_align", _make_autocast_multi_scale_roi_align(device_type), key)
 

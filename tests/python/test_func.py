@@ -6,7 +6,8 @@ checked through torch.autograd.forward_ad, which torch 1.13 has too.
 Forward mode follows the ops' linearity: the RoI ops are linear in their
 features (the tangent of the output is the op of the tangent), roi_pool picks
 the tangent at argmax, deform_conv2d is linear in input, weight and mask;
-the box IoU ops and deform_conv2d's offset have no jvp (a clear error).
+deform_attn in value and attn_weight; the box IoU ops, deform_conv2d's offset
+and deform_attn's sampling_loc have no jvp (a clear error).
 Second derivatives exist where the registry names a backward of the backward
 (roi_align, ps_roi_align, ps_roi_pool); elsewhere differentiating the
 backward op is an error, never a silent zero."""
@@ -68,6 +69,20 @@ def _cases():
         "deform_conv2d_nomask": (lambda i: V.deform_conv2d(i, weight, offset, None, None, 1, 1,
                                                            0, 0, 1, 1, 2, 2, False), xd),
     })
+    # deform_attn: two levels (3, 4), (2, 2); locations partly outside [0, 1]
+    shapes, starts = torch.tensor([[3, 4], [2, 2]]), torch.tensor([0, 12])
+    value = f64(rng.normal(size=(2, 16, 2, 3)))
+    loc = f64(rng.uniform(-0.1, 1.1, size=(2, 4, 2, 2, 2, 2)))
+    attn = f64(rng.uniform(size=(2, 4, 2, 2, 2)))
+
+    def attend(v=value, sl=loc, aw=attn):
+        return V.deform_attn(v, shapes, starts, sl, aw, 64)
+
+    cases.update({
+        "deform_attn_value": (lambda v: attend(v=v), value),
+        "deform_attn_sampling_loc": (lambda sl: attend(sl=sl), loc),
+        "deform_attn_attn_weight": (lambda aw: attend(aw=aw), attn),
+    })
     xy = rng.uniform(0, 10, (5, 2))
     boxes = f64(np.concatenate([xy, xy + rng.uniform(1, 6, (5, 2))], 1))
     for op in ("box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou"):
@@ -78,7 +93,8 @@ def _cases():
 
 CASES = _cases()
 # Cases with a forward-mode rule; the others raise VisionOpsError.
-JVP_CASES = {n for n in CASES if not n.endswith("box_iou") and n != "deform_conv2d_offset"}
+JVP_CASES = {n for n in CASES if not n.endswith("box_iou")
+             and n not in ("deform_conv2d_offset", "deform_attn_sampling_loc")}
 # Ops with an integer output (argmax, channel_mapping), which torch 1.13's
 # forward AD of an autograd.Function cannot handle.
 INTEGER_OUTPUT = {"roi_pool", "ps_roi_align", "ps_roi_pool"}

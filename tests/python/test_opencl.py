@@ -275,6 +275,22 @@ def test_multi_scale_roi_align_and_deform_conv2d(rng):
 
 
 @needs_opencl
+def test_deform_attn(rng):
+    """deform_attn on pyopencl arrays (where this build has its OpenCL
+    kernel; the int64 level tensors on the device too), against NumPy."""
+    shapes = np.array([[5, 7], [3, 4], [1, 1]], dtype=np.int64)
+    starts = np.array([0, 35, 47], dtype=np.int64)
+    value = rng.standard_normal((2, 48, 2, 3)).astype(np.float32)
+    loc = rng.uniform(-0.2, 1.2, size=(2, 6, 2, 3, 2, 2)).astype(np.float32)
+    weight = rng.uniform(size=(2, 6, 2, 3, 2)).astype(np.float32)
+    want = visionops.deform_attn(value, shapes, starts, loc, weight)
+    got = on_opencl(visionops.deform_attn, dev(value), dev(shapes), dev(starts), dev(loc),
+                    dev(weight))
+    assert is_cl(got) and got.queue is QUEUE
+    assert_close(got.get(), want, rtol=1e-5, atol=2e-5, what="deform_attn")
+
+
+@needs_opencl
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_box_list_packed_on_device(dtype, rng):
     """ops._rois on a list of pyopencl boxes: the [K, 5] rois NumPy makes,
