@@ -88,8 +88,8 @@ static vo_status vo_cl_da_value_grad(const vo_cl_call *c, const vo_k_deform_attn
   a.batch = count;
   vo_view in[6];
   for (int k = 0; k < 6; k++)
-    in[k] = k == VO_DA_SHAPES || k == VO_DA_STARTS ? ex->inputs[k]
-                                                   : vo_cl_da_skip(&ex->inputs[k], n0);
+    in[k] =
+        k == VO_DA_SHAPES || k == VO_DA_STARTS ? ex->inputs[k] : vo_cl_da_skip(&ex->inputs[k], n0);
   const int64_t items =
       atomic ? count * a.queries * a.heads * a.channels : count * a.heads * a.levels * a.channels;
   if (items == 0) return VO_OK;
