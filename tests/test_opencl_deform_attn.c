@@ -2,10 +2,10 @@
  * backward under workspace limits that hold one or two images of float32
  * grad_value (runs of images for the half types), bit for bit the CPU's in
  * the deterministic mode and close to it in the fast one; a limit below one
- * image (a clear out-of-memory error); and inconsistent levels
- * (level_start_index, spatial_shapes against S) refused by the device check
- * with the CPU's message. Linked statically for the backend's memory
- * functions. Skipped (77) without an OpenCL device. */
+ * image (a clear out-of-memory error); levels without keys and heads
+ * without channels; an inconsistent level_start_index refused by the
+ * device check with the CPU's message. Linked statically for the backend's
+ * memory functions. Skipped (77) without an OpenCL device. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +200,64 @@ static void bad_levels(DLDataType dt, const double *starts) {
   free_inputs(&in);
 }
 
+/* Levels without keys (S = 0) and heads without channels (D = 0): the
+ * forward and backward equal the CPU's (zeros) and write every element. */
+static void empty_cases(DLDataType dt) {
+  static const double no_keys[4] = {0, 5, 2, 0}, one_level[2] = {2, 3}, zero_starts[2] = {0, 0};
+  for (int c = 0; c < 2; c++) {
+    const int64_t levels = c == 0 ? 2 : 1, keys = c == 0 ? 0 : 6, d = c == 0 ? 3 : 0;
+    const int64_t vs[4] = {2, keys, 2, d}, ss[2] = {levels, 2}, st[1] = {levels};
+    const int64_t ls[6] = {2, 3, 2, levels, 2, 2}, as[5] = {2, 3, 2, levels, 2};
+    const int64_t gs[3] = {2, 3, 2 * d};
+    inputs in;
+    in.t[0] = random_tensor(dt, 4, vs, -1, 1, 21);
+    in.t[1] = vt_tensor_new(vt_i64, 2, ss, c == 0 ? no_keys : one_level);
+    in.t[2] = vt_tensor_new(vt_i64, 1, st, zero_starts);
+    in.t[3] = random_tensor(dt, 6, ls, -0.2, 1.2, 22);
+    in.t[4] = random_tensor(dt, 5, as, 0, 1, 23);
+    in.t[5] = random_tensor(dt, 3, gs, -1, 1, 24);
+    const int64_t os[3] = {2, 3, 2 * d};
+    vt_tensor *ref = vt_tensor_new(dt, 3, os, NULL), *got = vt_tensor_new(dt, 3, os, NULL);
+    vt_fill(&got->dl, 7); /* every element must be written */
+    vo_context *ctx;
+    if (vo_context_create(&ctx) != VO_OK) die("vo_context_create");
+    DLTensor a[6];
+    for (int k = 0; k < 5; k++) a[k] = on_device(in.t[k]);
+    DLTensor o = on_device(got);
+    CHECK(vo_deform_attn(ctx, &in.t[0]->dl, &in.t[1]->dl, &in.t[2]->dl, &in.t[3]->dl, &in.t[4]->dl,
+                         1, &ref->dl) == VO_OK);
+    CHECK_MSG(vo_deform_attn(ctx, &a[0], &a[1], &a[2], &a[3], &a[4], 1, &o) == VO_OK, "%s",
+              vo_last_error());
+    read_back(&o, got);
+    free_device();
+    CHECK_MSG(memcmp(got->mem, ref->mem, ref->mem_bytes) == 0, "%s empty case %d: forward differs",
+              vt_dtype_name(dt), c);
+    const int64_t gvs[4] = {2, keys, 2, d};
+    grads gr, gg;
+    gr.t[0] = vt_tensor_new(dt, 4, gvs, NULL);
+    gr.t[1] = vt_tensor_new(dt, 6, ls, NULL);
+    gr.t[2] = vt_tensor_new(dt, 5, as, NULL);
+    gg.t[0] = vt_tensor_new(dt, 4, gvs, NULL);
+    gg.t[1] = vt_tensor_new(dt, 6, ls, NULL);
+    gg.t[2] = vt_tensor_new(dt, 5, as, NULL);
+    for (int k = 0; k < 3; k++) vt_fill(&gg.t[k]->dl, 7);
+    CHECK(backward(ctx, &in, 0, &gr) == VO_OK);
+    for (int det = 0; det < 2; det++) {
+      vo_context_set_deterministic(ctx, det);
+      CHECK_MSG(backward(ctx, &in, 1, &gg) == VO_OK, "%s", vo_last_error());
+      for (int k = 0; k < 3; k++)
+        CHECK_MSG(memcmp(gg.t[k]->mem, gr.t[k]->mem, gr.t[k]->mem_bytes) == 0,
+                  "%s empty case %d: gradient %d differs", vt_dtype_name(dt), c, k);
+    }
+    free_grads(&gr);
+    free_grads(&gg);
+    vt_tensor_free(ref);
+    vt_tensor_free(got);
+    vo_context_destroy(ctx);
+    free_inputs(&in);
+  }
+}
+
 int main(void) {
   be = vo_backend_for_device(kDLOpenCL);
   const char *why = "not built";
@@ -210,7 +268,10 @@ int main(void) {
   const int fp64 = strstr(why, "no fp64") == NULL; /* else float64 calls are refused */
   const DLDataType dtypes[4] = {vt_f32, vt_f64, vt_f16, vt_bf16};
   for (int d = 0; d < 4; d++)
-    if (fp64 || dtypes[d].bits != 64) limited_runs(dtypes[d]);
+    if (fp64 || dtypes[d].bits != 64) {
+      limited_runs(dtypes[d]);
+      empty_cases(dtypes[d]);
+    }
   const double starts_shifted[L] = {0, 21}, starts_late[L] = {1, 21};
   bad_levels(vt_f32, starts_shifted);
   bad_levels(vt_f16, starts_late);
