@@ -162,13 +162,13 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
 #define VO_DA_LANE_STEP(T, dd, e)                                      \
   do {                                                                 \
     const int64_t d_ = (dd);                                           \
-    const T gd = gr[d_], tg = gd * wt;                                 \
+    const T gd = gr[d_];                                               \
     const T v1 = c1[d_], v2 = c2[d_], v3 = c3[d_], v4 = c4[d_];        \
-    const T gh = (((T)0 - hw * v1) - lw * v2 + hw * v3) + lw * v4;     \
-    const T gw = (((T)0 - hh * v1) + hh * v2 - lh * v3) + lh * v4;     \
+    const T gh = hw * (v3 - v1) + lw * (v4 - v2);                      \
+    const T gw = hh * (v2 - v1) + lh * (v4 - v3);                      \
     sa[e] += gd * (w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4);             \
-    sx[e] += fw * gw * tg;                                             \
-    sy[e] += fh * gh * tg;                                             \
+    sx[e] += gd * gw;                                                  \
+    sy[e] += gd * gh;                                                  \
   } while (0)
 
 #define VO_DA_FAST(T, TSFX, NAME, ATTR)                                                          \
@@ -228,7 +228,7 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
       int64_t h, w, start;                                                                       \
       vo_k_da_level(a, shapes, starts, l, &h, &w, &start);                                       \
       for (int64_t k = start; k < start + h * w; k++)                                            \
-        memset(gslice + k * kstride, 0, sizeof(T) * D);                                          \
+        for (int64_t d = 0; d < D; d++) gslice[k * kstride + d] = (T)0;                          \
     }                                                                                            \
     const T *vhead = vo_k_da_head_##TSFX(a, value, n, m);                                        \
     const size_t row = sizeof(T) * (size_t)D;                                                    \
@@ -270,8 +270,8 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
           for (int64_t d0 = 0; d0 < full; d0 += 8) /* 8 lanes: one or two SIMD registers */      \
             for (int e = 0; e < 8; e++) VO_DA_LANE_STEP(T, d0 + e, e);                           \
           for (int e = 0; e < (int)(D - full); e++) VO_DA_LANE_STEP(T, full + e, e);             \
-          grad_loc[2 * i] = vo_k_da_lane_total_##TSFX(sx);                                       \
-          grad_loc[2 * i + 1] = vo_k_da_lane_total_##TSFX(sy);                                   \
+          grad_loc[2 * i] = fw * wt * vo_k_da_lane_total_##TSFX(sx);                             \
+          grad_loc[2 * i + 1] = fh * wt * vo_k_da_lane_total_##TSFX(sy);                         \
           grad_attn[i] = vo_k_da_lane_total_##TSFX(sa);                                          \
         }                                                                                        \
       }                                                                                          \
