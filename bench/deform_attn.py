@@ -14,12 +14,13 @@ each level; attention weights a softmax over the L*P samples.
 
 Reports medians at 1 and all threads, forward and backward (visionops'
 _deform_attn_backward, which autograd calls; the composition's backward is
-torch autograd over its retained graph), the
+torch autograd over its retained graph), each round timing the four calls
+once in turn so that both sides see the same machine, the
 ratio, and visionops' achieved bandwidth on the compulsory traffic (every
 input read once, every output written once) against a measured copy rate
 (the larger of a C memmove and torch copy_ of 256 MiB, read + write bytes).
 `--load` adds one busy process per core.
-Usage: PYTHONPATH=<build>/python python bench/deform_attn.py [--quick] [--load]
+Usage: PYTHONPATH=<build>/python python bench/deform_attn.py [--quick] [--load] [--blocks]
 """
 import argparse
 import ctypes
@@ -88,9 +89,8 @@ def visionops_forward(value, shapes, starts, loc, attn):
     return torch.ops.visionops.deform_attn(value, shapes, starts, loc, attn, 64)
 
 
-def median_ms(fn, reps, warm=1):
-    for _ in range(warm):
-        fn()
+def median_ms(fn, reps):
+    fn()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -99,13 +99,31 @@ def median_ms(fn, reps, warm=1):
     return 1e3 * statistics.median(times)
 
 
-def backward_ms(forward, args, grad, reps):
-    """Median time of autograd's backward alone over a retained graph (value,
-    sampling_loc and attn_weight require gradients)."""
+def retained(forward, args):
+    """The leaves (value, sampling_loc, attn_weight) and output of a forward
+    whose graph autograd keeps, so its backward can be timed alone."""
     value, shapes, starts, loc, attn = args
     leaves = [t.detach().clone().requires_grad_() for t in (value, loc, attn)]
-    out = forward(leaves[0], shapes, starts, leaves[1], leaves[2])
-    return median_ms(lambda: torch.autograd.grad(out, leaves, grad, retain_graph=True), reps)
+    return leaves, forward(leaves[0], shapes, starts, leaves[1], leaves[2])
+
+
+def interleaved(fns, reps, blocks=False):
+    """Median milliseconds of each function, timed in rounds that visit
+    every function once (after one warm-up call each), so that both sides
+    share the machine's conditions and each call starts with the caches the
+    other side left (as between a model's layers); with `blocks`, each
+    function's calls back to back instead (warm caches)."""
+    if blocks:
+        return {k: median_ms(fn, reps) for k, fn in fns.items()}
+    times = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
 
 
 def copy_rate(mib=256, reps=5):
@@ -131,9 +149,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--load", action="store_true", help="one busy process per core")
     ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--blocks", action="store_true",
+                    help="time each call back to back (warm caches) instead of in rounds")
     opts = ap.parse_args()
     cores = os.cpu_count() or 1
-    reps = opts.reps or (3 if opts.quick else 5)
+    reps = opts.reps or (3 if opts.quick else 7)
     load = busy(cores) if opts.load else []
     try:
         rows = []
@@ -150,20 +170,27 @@ def main():
                 torch.set_num_threads(threads)
                 visionops.set_num_threads(threads)
                 rate = copy_rate(reps=3)
-                vf = median_ms(lambda: visionops_forward(*args), reps)
-                cf = median_ms(lambda: composition(*args), reps)
-                vb = median_ms(lambda: torch.ops.visionops._deform_attn_backward(
-                    value, shapes, starts, loc, attn, grad, 64), reps)
-                cb = backward_ms(composition, args, grad, max(2, reps // 2))
-                rows.append((name, threads, vf, cf, vb, cb, 100 * fwd_bytes / (vf / 1e3) / rate,
-                             100 * bwd_bytes / (vb / 1e3) / rate, err))
+                vo_bwd = lambda: torch.ops.visionops._deform_attn_backward(  # noqa: E731
+                    value, shapes, starts, loc, attn, grad, 64)
+                cb_leaves, cb_out = retained(composition, args)
+                timed = {
+                    "vf": lambda: visionops_forward(*args),
+                    "cf": lambda: composition(*args),
+                    "vb": vo_bwd,
+                    "cb": lambda: torch.autograd.grad(cb_out, cb_leaves, grad, retain_graph=True),
+                }
+                t = interleaved(timed, reps, opts.blocks)
+                rows.append((name, threads, t["vf"], t["cf"], t["vb"], t["cb"],
+                             100 * fwd_bytes / (t["vf"] / 1e3) / rate,
+                             100 * bwd_bytes / (t["vb"] / 1e3) / rate, err))
         torch.set_num_threads(cores)
         visionops.set_num_threads(0)
     finally:
         for p in load:
             p.kill()
     print(f"deform_attn on the CPU, {cores} cores, torch {torch.__version__}, float32, "
-          f"background load: {f'{len(load)} busy processes' if load else 'none'}")
+          f"background load: {f'{len(load)} busy processes' if load else 'none'}, "
+          f"{'back to back' if opts.blocks else 'interleaved rounds'}, {reps} reps")
     print("| case | threads | visionops fwd | composition fwd | ratio | visionops bwd | "
           "composition bwd | ratio | fwd % copy bw | bwd % copy bw | max abs diff |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
