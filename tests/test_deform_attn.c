@@ -228,12 +228,15 @@ static void against_reference(void) {
   problem_free(&pb);
 }
 
-/* Same bits for 1, 2 and 3 threads, and for any im2col_step; N*M = 2 and 16
- * give the backward's per-level and per-head tasks. */
+/* Same bits for 1, 2 and 3 threads, and for any im2col_step. The CPU
+ * backward runs a task per (image, head) when N*M >= 4 per thread, else per
+ * (image, head, level): N*M = 2 takes the second at every count, 16 the
+ * first, and 8 the first at 1 and 2 threads but the second at 3. */
 static void threads_and_steps(void) {
   static const int64_t hw[4][2] = {{8, 5}, {4, 3}, {2, 2}, {1, 1}};
-  for (int shape = 0; shape < 2; shape++) {
-    const int64_t n = shape ? 2 : 1, m = shape ? 8 : 2;
+  static const int64_t shapes[3][2] = {{1, 2}, {2, 8}, {1, 8}};
+  for (int shape = 0; shape < 3; shape++) {
+    const int64_t n = shapes[shape][0], m = shapes[shape][1];
     for (int dti = 0; dti < 2; dti++) {
       const DLDataType dt = dti ? vt_bf16 : vt_f32;
       vt_rng rng;
