@@ -89,15 +89,16 @@ static vo_k_deform_attn_args vo_da_args(const vo_exec *ex, int backward) {
     int64_t h, w, start;                                                                         \
     vo_k_da_level(a, shapes, starts, l, &h, &w, &start);                                         \
     const int64_t count = h * w, kstride = M * D;                                                \
-    S *gslice = grad_value + (n * a->keys * M + m) * D;                                          \
-    if (HALF) {                                                                                  \
+    /* no keys in the level or no channels: nothing of grad_value to write */ \
+    S *gslice = count * D > 0 ? grad_value + (n * a->keys * M + m) * D : NULL;                   \
+    if (gslice && HALF) {                                                                        \
       memset(scratch, 0, sizeof(T) * (size_t)(count * D));                                       \
       vo_k_da_level_scatter_##SFX(a, shapes, starts, loc, attn, grad, n, m, l, 0, D, scratch, D, \
                                   start);                                                        \
       for (int64_t k = 0; k < count; k++)                                                        \
         for (int64_t d = 0; d < D; d++) STORE(gslice, (start + k) * kstride + d,                 \
                                              scratch[k * D + d]);                                \
-    } else {                                                                                     \
+    } else if (gslice) {                                                                         \
       T *g = (T *)(void *)gslice;                                                                \
       for (int64_t k = start; k < start + count; k++) memset(g + k * kstride, 0, sizeof(T) * D); \
       vo_k_da_level_scatter_##SFX(a, shapes, starts, loc, attn, grad, n, m, l, 0, D, g, kstride, \
@@ -224,7 +225,9 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
     const int64_t g = task % groups, m = task / groups % M, n = task / groups / M;               \
     const int64_t l0 = groups == 1 ? 0 : g, LG = groups == 1 ? L : 1;                            \
     const int64_t kstride = M * D, vs = a->value_stride[1];                                      \
-    T *gslice = (T *)vo_view_addr(&ex->outputs[0]) + (n * a->keys * M + m) * D;                  \
+    T *gslice = ex->outputs[0].numel ? (T *)vo_view_addr(&ex->outputs[0]) +                      \
+                                           (n * a->keys * M + m) * D                             \
+                                     : NULL; /* NULL: no valid corner is ever found */           \
     /* grad_value is zeroed (vo_da_zero) before the tasks run */                 \
     const T *vhead = vo_k_da_head_##TSFX(a, value, n, m);                                        \
     const size_t row = sizeof(T) * (size_t)D;                                                    \
