@@ -42,24 +42,9 @@
 
 /* The kernel's sizes and strides from the call's views. */
 static vo_k_deform_attn_args vo_da_args(const vo_exec *ex, int backward) {
-  const vo_view *v = &ex->inputs[0], *sh = &ex->inputs[1], *st = &ex->inputs[2];
-  const vo_view *loc = &ex->inputs[3], *attn = &ex->inputs[4];
-  vo_k_deform_attn_args a;
-  memset(&a, 0, sizeof a);
-  a.batch = v->shape[0];
-  a.keys = v->shape[1];
-  a.heads = v->shape[2];
-  a.channels = v->shape[3];
-  a.queries = loc->shape[1];
-  a.levels = loc->shape[3];
-  a.points = loc->shape[4];
-  memcpy(a.value_stride, v->stride, sizeof a.value_stride);
-  memcpy(a.shapes_stride, sh->stride, sizeof a.shapes_stride);
-  a.starts_stride = st->stride[0];
-  memcpy(a.loc_stride, loc->stride, sizeof a.loc_stride);
-  memcpy(a.attn_stride, attn->stride, sizeof a.attn_stride);
-  if (backward) memcpy(a.grad_stride, ex->inputs[5].stride, sizeof a.grad_stride);
-  return a;
+  const vo_view *in = ex->inputs;
+  return vo_k_da_args_of(in[0].shape, in[0].stride, in[1].stride, in[2].stride[0], in[3].shape,
+                         in[3].stride, in[4].stride, backward ? in[5].stride : NULL);
 }
 
 /* Per storage dtype S (compute type T): the forward over heads [0, heads)

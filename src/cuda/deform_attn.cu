@@ -9,7 +9,6 @@
 // in grad_value itself; the half types in a float32 workspace rounded once
 // at the end, over runs of images that fit the context's workspace limit.
 // Everything is queued on the call's stream; nothing waits for it.
-#include <string.h>
 
 #include "cuda/portable.cuh"
 #include "cuda/roi_common.cuh"
@@ -80,24 +79,10 @@ __global__ void value_scatter_kernel(vo_k_deform_attn_args a, const int64_t *sha
 
 // The kernels' sizes and element strides from the call's views.
 vo_k_deform_attn_args da_args(const vo_exec *ex, bool backward) {
-  const vo_view &v = ex->inputs[kValue], &sh = ex->inputs[kShapes];
-  const vo_view &loc = ex->inputs[kLoc], &attn = ex->inputs[kAttn];
-  vo_k_deform_attn_args a;
-  memset(&a, 0, sizeof a);
-  a.batch = v.shape[0];
-  a.keys = v.shape[1];
-  a.heads = v.shape[2];
-  a.channels = v.shape[3];
-  a.queries = loc.shape[1];
-  a.levels = loc.shape[3];
-  a.points = loc.shape[4];
-  memcpy(a.value_stride, v.stride, sizeof a.value_stride);
-  memcpy(a.shapes_stride, sh.stride, sizeof a.shapes_stride);
-  a.starts_stride = ex->inputs[kStarts].stride[0];
-  memcpy(a.loc_stride, loc.stride, sizeof a.loc_stride);
-  memcpy(a.attn_stride, attn.stride, sizeof a.attn_stride);
-  if (backward) memcpy(a.grad_stride, ex->inputs[kGrad].stride, sizeof a.grad_stride);
-  return a;
+  const vo_view *in = ex->inputs;
+  return vo_k_da_args_of(in[kValue].shape, in[kValue].stride, in[kShapes].stride,
+                         in[kStarts].stride[0], in[kLoc].shape, in[kLoc].stride,
+                         in[kAttn].stride, backward ? in[kGrad].stride : nullptr);
 }
 
 // Input k's element [first, 0, ...] as DT's portable storage type (null

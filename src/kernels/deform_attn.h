@@ -48,6 +48,35 @@ typedef struct vo_k_deform_attn_args {
   int64_t grad_stride[3];               /* backward: grad_output [N,Q,M*D] */
 } vo_k_deform_attn_args;
 
+/* The args from the call's tensors: value's shape and strides, the
+ * strides of spatial_shapes, level_start_index and attn_weight, sampling_loc's
+ * shape and strides, and grad_output's strides (NULL in the forward); what
+ * every backend's glue fills. */
+VO_KFN vo_k_deform_attn_args vo_k_da_args_of(const int64_t *value_shape,
+                                             const int64_t *value_stride,
+                                             const int64_t *shapes_stride, int64_t starts_stride,
+                                             const int64_t *loc_shape, const int64_t *loc_stride,
+                                             const int64_t *attn_stride,
+                                             const int64_t *grad_stride) {
+  vo_k_deform_attn_args a;
+  a.batch = value_shape[0];
+  a.keys = value_shape[1];
+  a.heads = value_shape[2];
+  a.channels = value_shape[3];
+  a.queries = loc_shape[1];
+  a.levels = loc_shape[3];
+  a.points = loc_shape[4];
+  for (int k = 0; k < 6; k++) {
+    if (k < 4) a.value_stride[k] = value_stride[k];
+    if (k < 2) a.shapes_stride[k] = shapes_stride[k];
+    if (k < 5) a.attn_stride[k] = attn_stride[k];
+    if (k < 3) a.grad_stride[k] = grad_stride ? grad_stride[k] : 0;
+    a.loc_stride[k] = loc_stride[k];
+  }
+  a.starts_stride = starts_stride;
+  return a;
+}
+
 /* Level l's height, width and first key. */
 VO_KFN void vo_k_da_level(const vo_k_deform_attn_args *a, const VO_GLOBAL int64_t *shapes,
                           const VO_GLOBAL int64_t *starts, int64_t l, int64_t *h, int64_t *w,

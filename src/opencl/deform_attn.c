@@ -12,7 +12,6 @@
  * images that fit ctx->workspace_limit.
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "kernels/deform_attn.h"
 #include "opencl/roi_common.h"
@@ -21,24 +20,10 @@ enum { VO_DA_VALUE, VO_DA_SHAPES, VO_DA_STARTS, VO_DA_LOC, VO_DA_ATTN, VO_DA_GRA
 
 /* The kernels' sizes and element strides from the call's views. */
 static vo_k_deform_attn_args vo_cl_da_args(const vo_exec *ex, int backward) {
-  const vo_view *v = &ex->inputs[VO_DA_VALUE], *sh = &ex->inputs[VO_DA_SHAPES];
-  const vo_view *loc = &ex->inputs[VO_DA_LOC], *attn = &ex->inputs[VO_DA_ATTN];
-  vo_k_deform_attn_args a;
-  memset(&a, 0, sizeof a);
-  a.batch = v->shape[0];
-  a.keys = v->shape[1];
-  a.heads = v->shape[2];
-  a.channels = v->shape[3];
-  a.queries = loc->shape[1];
-  a.levels = loc->shape[3];
-  a.points = loc->shape[4];
-  memcpy(a.value_stride, v->stride, sizeof a.value_stride);
-  memcpy(a.shapes_stride, sh->stride, sizeof a.shapes_stride);
-  a.starts_stride = ex->inputs[VO_DA_STARTS].stride[0];
-  memcpy(a.loc_stride, loc->stride, sizeof a.loc_stride);
-  memcpy(a.attn_stride, attn->stride, sizeof a.attn_stride);
-  if (backward) memcpy(a.grad_stride, ex->inputs[VO_DA_GRAD].stride, sizeof a.grad_stride);
-  return a;
+  const vo_view *in = ex->inputs;
+  return vo_k_da_args_of(in[VO_DA_VALUE].shape, in[VO_DA_VALUE].stride, in[VO_DA_SHAPES].stride,
+                         in[VO_DA_STARTS].stride[0], in[VO_DA_LOC].shape, in[VO_DA_LOC].stride,
+                         in[VO_DA_ATTN].stride, backward ? in[VO_DA_GRAD].stride : NULL);
 }
 
 /* Kernel vo_cl_deform_attn<what>_<suffix of the call's dtype> started in l
