@@ -10,47 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
-#include "test_util.h"
+#include "opencl_test_util.h"
 
 static const vo_backend *be;
 static const DLDevice dev = {kDLOpenCL, 0};
 
 /* N images, two levels (4 x 5 and 3 x 2: S = 26 keys), M heads of D
  * channels, Q queries, P points. */
-enum { N = 3, S = 26, M = 2, D = 3, Q = 4, L = 2, P = 3, MAX_MEMS = 16 };
+enum { N = 3, S = 26, M = 2, D = 3, Q = 4, L = 2, P = 3 };
 static const double shapes_values[2 * L] = {4, 5, 3, 2};
 static const double starts_good[L] = {0, 20};
-
-static void *mems[MAX_MEMS];
-static int num_mems;
-
-static void die(const char *what) {
-  fprintf(stderr, "test_opencl_deform_attn: %s: %s\n", what, vo_last_error());
-  exit(2);
-}
-
-static DLTensor on_device(const vt_tensor *h) {
-  if (num_mems == MAX_MEMS) die("too many device tensors");
-  void *m = be->alloc(dev, h->mem_bytes ? h->mem_bytes : 1, NULL);
-  if (!m || be->copy_to_device(dev, m, 0, h->mem, h->mem_bytes, NULL) != VO_OK)
-    die("copy to opencl failed");
-  mems[num_mems++] = m;
-  DLTensor t = h->dl;
-  t.data = m;
-  t.byte_offset = (uint64_t)((char *)h->dl.data - (char *)h->mem);
-  t.device = dev;
-  return t;
-}
-
-static void free_device(void) {
-  while (num_mems) be->free(dev, mems[--num_mems], NULL);
-}
-
-static void read_back(const DLTensor *d, vt_tensor *h) {
-  if (be->copy_to_host(dev, h->mem, d->data, d->byte_offset, h->mem_bytes, NULL) != VO_OK)
-    die("copy to the host failed");
-}
 
 static vt_tensor *random_tensor(DLDataType dt, int ndim, const int64_t *shape, double lo, double hi,
                                 uint64_t seed) {
@@ -101,13 +70,13 @@ static void free_grads(grads *g) {
 /* The backward on the CPU (device 0) or OpenCL (1) under ctx into g. */
 static vo_status backward(const vo_context *ctx, const inputs *in, int on_opencl, grads *g) {
   DLTensor a[6], o[3];
-  for (int k = 0; k < 6; k++) a[k] = on_opencl ? on_device(in->t[k]) : in->t[k]->dl;
-  for (int k = 0; k < 3; k++) o[k] = on_opencl ? on_device(g->t[k]) : g->t[k]->dl;
+  for (int k = 0; k < 6; k++) a[k] = on_opencl ? vt_cl_on_device(in->t[k]) : in->t[k]->dl;
+  for (int k = 0; k < 3; k++) o[k] = on_opencl ? vt_cl_on_device(g->t[k]) : g->t[k]->dl;
   const vo_status st = vo_deform_attn_backward(ctx, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], 1,
                                                &o[0], &o[1], &o[2]);
   if (on_opencl && st == VO_OK)
-    for (int k = 0; k < 3; k++) read_back(&o[k], g->t[k]);
-  free_device();
+    for (int k = 0; k < 3; k++) vt_cl_read_back(&o[k], g->t[k]);
+  vt_cl_free_all();
   return st;
 }
 
@@ -130,14 +99,14 @@ static void limited_runs(DLDataType dt) {
   grads ref;
   make_grads(&ref, dt);
   vo_context *cpu;
-  if (vo_context_create(&cpu) != VO_OK) die("vo_context_create");
+  if (vo_context_create(&cpu) != VO_OK) vt_cl_die("vo_context_create");
   CHECK(backward(cpu, &in, 0, &ref) == VO_OK);
   const size_t image = (size_t)S * M * D * sizeof(float);
   const size_t limits[3] = {image, 2 * image, image + image / 2};
   for (int det = 0; det < 2; det++)
     for (int k = 0; k < 3; k++) {
       vo_context *ctx;
-      if (vo_context_create(&ctx) != VO_OK) die("vo_context_create");
+      if (vo_context_create(&ctx) != VO_OK) vt_cl_die("vo_context_create");
       vo_context_set_deterministic(ctx, det);
       vo_context_set_workspace_limit(ctx, limits[k]);
       grads got;
@@ -164,7 +133,7 @@ static void limited_runs(DLDataType dt) {
     return;
   }
   vo_context *tiny;
-  if (vo_context_create(&tiny) != VO_OK) die("vo_context_create");
+  if (vo_context_create(&tiny) != VO_OK) vt_cl_die("vo_context_create");
   vo_context_set_workspace_limit(tiny, image - 1);
   grads got;
   make_grads(&got, dt);
@@ -185,7 +154,7 @@ static void bad_levels(DLDataType dt, const double *starts) {
   inputs in;
   make_inputs(&in, dt, starts);
   vo_context *ctx;
-  if (vo_context_create(&ctx) != VO_OK) die("vo_context_create");
+  if (vo_context_create(&ctx) != VO_OK) vt_cl_die("vo_context_create");
   grads g;
   make_grads(&g, dt);
   CHECK(backward(ctx, &in, 0, &g) == VO_ERROR_INVALID_ARGUMENT);
@@ -220,16 +189,16 @@ static void empty_cases(DLDataType dt) {
     vt_tensor *ref = vt_tensor_new(dt, 3, os, NULL), *got = vt_tensor_new(dt, 3, os, NULL);
     vt_fill(&got->dl, 7); /* every element must be written */
     vo_context *ctx;
-    if (vo_context_create(&ctx) != VO_OK) die("vo_context_create");
+    if (vo_context_create(&ctx) != VO_OK) vt_cl_die("vo_context_create");
     DLTensor a[6];
-    for (int k = 0; k < 5; k++) a[k] = on_device(in.t[k]);
-    DLTensor o = on_device(got);
+    for (int k = 0; k < 5; k++) a[k] = vt_cl_on_device(in.t[k]);
+    DLTensor o = vt_cl_on_device(got);
     CHECK(vo_deform_attn(ctx, &in.t[0]->dl, &in.t[1]->dl, &in.t[2]->dl, &in.t[3]->dl, &in.t[4]->dl,
                          1, &ref->dl) == VO_OK);
     CHECK_MSG(vo_deform_attn(ctx, &a[0], &a[1], &a[2], &a[3], &a[4], 1, &o) == VO_OK, "%s",
               vo_last_error());
-    read_back(&o, got);
-    free_device();
+    vt_cl_read_back(&o, got);
+    vt_cl_free_all();
     CHECK_MSG(memcmp(got->mem, ref->mem, ref->mem_bytes) == 0, "%s empty case %d: forward differs",
               vt_dtype_name(dt), c);
     const int64_t gvs[4] = {2, keys, 2, d};
@@ -261,6 +230,7 @@ static void empty_cases(DLDataType dt) {
 int main(void) {
   be = vo_backend_for_device(kDLOpenCL);
   const char *why = "not built";
+  vt_cl_use(be, dev, "test_opencl_deform_attn");
   if (!be || !vo_backend_available(be, &why)) {
     printf("test_opencl_deform_attn: SKIP: no OpenCL device (%s)\n", why);
     return 77;

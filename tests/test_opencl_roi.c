@@ -11,44 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
-#include "test_util.h"
+#include "opencl_test_util.h"
 
 static const vo_backend *be;
 static const DLDevice dev = {kDLOpenCL, 0};
 
-enum { N = 2, C = 3, H = 13, W = 11, K = 7, P = 3, MAX_MEMS = 16 };
-
-/* Device copies made for one comparison, freed together. */
-static void *mems[MAX_MEMS];
-static int num_mems;
-
-static void die(const char *what) {
-  fprintf(stderr, "test_opencl_roi: %s: %s\n", what, vo_last_error());
-  exit(2);
-}
-
-static DLTensor on_device(const vt_tensor *h) {
-  if (num_mems == MAX_MEMS) die("too many device tensors");
-  void *m = be->alloc(dev, h->mem_bytes ? h->mem_bytes : 1, NULL);
-  if (!m || be->copy_to_device(dev, m, 0, h->mem, h->mem_bytes, NULL) != VO_OK)
-    die("copy to opencl failed");
-  mems[num_mems++] = m;
-  DLTensor t = h->dl;
-  t.data = m;
-  t.byte_offset = (uint64_t)((char *)h->dl.data - (char *)h->mem);
-  t.device = dev;
-  return t;
-}
-
-static void free_device(void) {
-  while (num_mems) be->free(dev, mems[--num_mems], NULL);
-}
-
-static void read_back(const DLTensor *d, vt_tensor *h) {
-  if (be->copy_to_host(dev, h->mem, d->data, d->byte_offset, h->mem_bytes, NULL) != VO_OK)
-    die("copy to the host failed");
-}
+enum { N = 2, C = 3, H = 13, W = 11, K = 7, P = 3 };
 
 static vt_tensor *random_tensor(DLDataType dt, int ndim, const int64_t *shape, uint64_t seed) {
   vt_tensor *t = vt_tensor_new(dt, ndim, shape, NULL);
@@ -100,13 +68,13 @@ static void roi_align_backward(DLDataType dt) {
       vo_roi_align_backward(NULL, &grad->dl, &rois->dl, 0.8, P, P, N, C, H, W, 0, 1, &want->dl),
       VO_OK);
   for (int m = 0; m < modes_for(dt); m++) {
-    DLTensor dg = on_device(grad), dr = on_device(rois), dout = on_device(got);
+    DLTensor dg = vt_cl_on_device(grad), dr = vt_cl_on_device(rois), dout = vt_cl_on_device(got);
     if (CHECK_STATUS(vo_roi_align_backward(modes[m], &dg, &dr, 0.8, P, P, N, C, H, W, 0, 1, &dout),
                      VO_OK)) {
-      read_back(&dout, got);
+      vt_cl_read_back(&dout, got);
       same_bits("roi_align_backward", dt, mode_names[m], want, got);
     }
-    free_device();
+    vt_cl_free_all();
   }
   vt_tensor_free(grad);
   vt_tensor_free(rois);
@@ -126,14 +94,14 @@ static void roi_pool_backward(DLDataType dt) {
                                     &want->dl),
                VO_OK);
   for (int m = 0; m < modes_for(dt); m++) {
-    DLTensor dg = on_device(grad), dr = on_device(rois), da = on_device(argmax);
-    DLTensor dout = on_device(got);
+    DLTensor dg = vt_cl_on_device(grad), dr = vt_cl_on_device(rois), da = vt_cl_on_device(argmax);
+    DLTensor dout = vt_cl_on_device(got);
     if (CHECK_STATUS(vo_roi_pool_backward(modes[m], &dg, &dr, &da, 0.8, P, P, N, C, H, W, &dout),
                      VO_OK)) {
-      read_back(&dout, got);
+      vt_cl_read_back(&dout, got);
       same_bits("roi_pool_backward", dt, mode_names[m], want, got);
     }
-    free_device();
+    vt_cl_free_all();
   }
   vt_tensor_free(in);
   vt_tensor_free(rois);
@@ -166,12 +134,12 @@ static void msra_backward(DLDataType dt) {
                                                  16, 2, 1, hw),
                VO_OK);
   for (int m = 0; m < modes_for(dt); m++) {
-    DLTensor dg = on_device(grad), dr = on_device(rois), df[L], dout[L];
+    DLTensor dg = vt_cl_on_device(grad), dr = vt_cl_on_device(rois), df[L], dout[L];
     const DLTensor *pf[L];
     DLTensor *po[L];
     for (int l = 0; l < L; l++) {
-      df[l] = on_device(feat[l]);
-      dout[l] = on_device(got[l]);
+      df[l] = vt_cl_on_device(feat[l]);
+      dout[l] = vt_cl_on_device(got[l]);
       pf[l] = &df[l];
       po[l] = &dout[l];
     }
@@ -179,13 +147,13 @@ static void msra_backward(DLDataType dt) {
                                                        16, 2, 1, po),
                      VO_OK)) {
       for (int l = 0; l < L; l++) {
-        read_back(&dout[l], got[l]);
+        vt_cl_read_back(&dout[l], got[l]);
         same_bits(l ? "multi_scale_roi_align_backward (level 1)"
                     : "multi_scale_roi_align_backward (level 0)",
                   dt, mode_names[m], want[l], got[l]);
       }
     }
-    free_device();
+    vt_cl_free_all();
   }
   for (int l = 0; l < L; l++) {
     vt_tensor_free(feat[l]);
@@ -199,12 +167,13 @@ static void msra_backward(DLDataType dt) {
 int main(void) {
   be = vo_backend_for_device(kDLOpenCL);
   const char *why = "not built";
+  vt_cl_use(be, dev, "test_opencl_roi");
   if (!be || !vo_backend_available(be, &why)) {
     printf("test_opencl_roi: SKIP: no OpenCL device (%s)\n", why);
     return 77;
   }
   for (int m = 0; m < NUM_MODES; m++) {
-    if (vo_context_create(&modes[m]) != VO_OK) die("vo_context_create");
+    if (vo_context_create(&modes[m]) != VO_OK) vt_cl_die("vo_context_create");
     if (m != FAST_SMALL) vo_context_set_deterministic(modes[m], 1);
     if (m != DET) vo_context_set_workspace_limit(modes[m], 1);
   }
