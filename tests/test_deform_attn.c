@@ -218,8 +218,10 @@ static void against_reference(void) {
     const int64_t l = i / 2 / pb.p % pb.l, size = pb.hw[l][i % 2 ? 0 : 1];
     const double px = saved * (double)size - 0.5;
     if (fabs(px - floor(px)) < 1e-3 || fabs(px - floor(px) - 1) < 1e-3) continue;
-    CHECK_MSG(fabs(fd - got) < 1e-6 * (1 + fabs(fd)), "grad_sampling_loc[%lld] = %.12g, finite "
-              "difference %.12g", (long long)i, got, fd);
+    CHECK_MSG(fabs(fd - got) < 1e-6 * (1 + fabs(fd)),
+              "grad_sampling_loc[%lld] = %.12g, finite "
+              "difference %.12g",
+              (long long)i, got, fd);
     checked++;
   }
   CHECK(checked >= 20);
@@ -258,12 +260,14 @@ static void threads_and_steps(void) {
         const int64_t step = t == 2 ? 1 : 1000;
         CHECK_STATUS(run_forward(ctx, &c, step), VO_OK);
         CHECK_STATUS(run_backward(ctx, &c, step), VO_OK);
-        const vt_tensor *a[4] = {ref.out, ref.gv, ref.gl, ref.ga}, *b[4] = {c.out, c.gv, c.gl, c.ga};
+        const vt_tensor *a[4] = {ref.out, ref.gv, ref.gl, ref.ga},
+                        *b[4] = {c.out, c.gv, c.gl, c.ga};
         for (int k = 0; k < 4; k++)
           CHECK_MSG(memcmp(vt_first(a[k]), vt_first(b[k]),
                            (size_t)vt_numel(&a[k]->dl) * vt_dtype_bytes(dt)) == 0,
                     "%s N=%lld M=%lld: output %d at %d threads (im2col_step %lld) differs from 1 "
-                    "thread", vt_dtype_name(dt), (long long)n, (long long)m, k, t, (long long)step);
+                    "thread",
+                    vt_dtype_name(dt), (long long)n, (long long)m, k, t, (long long)step);
         vo_context_destroy(ctx);
       }
       vo_context_destroy(ctx1);
@@ -322,15 +326,14 @@ static void bad_inputs(void) {
   CHECK_STATUS(run_forward(NULL, &c, 64), VO_OK);
   /* the levels check, one inconsistency at a time */
   vt_set(&c.shapes->dl, 2, -2); /* level 1's H */
-  expect_refused(&c, VO_ERROR_INVALID_ARGUMENT, "spatial_shapes[1, 0] = -2 is negative",
-                 __LINE__);
+  expect_refused(&c, VO_ERROR_INVALID_ARGUMENT, "spatial_shapes[1, 0] = -2 is negative", __LINE__);
   vt_set(&c.shapes->dl, 2, 2);
   vt_set(&c.starts->dl, 2, 15); /* should be 16 */
   expect_refused(&c, VO_ERROR_INVALID_ARGUMENT, "level_start_index[2] = 15, expected 16", __LINE__);
   vt_set(&c.starts->dl, 2, 16);
   vt_set(&c.shapes->dl, 5, 2); /* the last level 1x2: 18 keys, S = 19 */
-  expect_refused(&c, VO_ERROR_INVALID_ARGUMENT, "3 levels hold 18 keys (H * W), but value has S = 19",
-                 __LINE__);
+  expect_refused(&c, VO_ERROR_INVALID_ARGUMENT,
+                 "3 levels hold 18 keys (H * W), but value has S = 19", __LINE__);
   vt_set(&c.shapes->dl, 0, 4000000000.0); /* level 0 far larger than S */
   expect_refused(&c, VO_ERROR_INVALID_ARGUMENT, "levels 0..0 hold more keys", __LINE__);
   vt_set(&c.shapes->dl, 0, 3);
@@ -361,6 +364,15 @@ static void bad_inputs(void) {
   expect_refused(&c, VO_ERROR_INVALID_ARGUMENT, "sampling_loc", __LINE__);
   c.loc = saved;
   vt_tensor_free(loc);
+  /* an empty value whose M * D is no size */
+  const int64_t huge[4] = {0, 0, (int64_t)1 << 40, (int64_t)1 << 40};
+  vt_tensor *v = vt_tensor_strided(vt_f32, 4, huge, (const int64_t[4]){0, 0, 0, 0}, 0, NULL);
+  saved = c.value;
+  c.value = v;
+  CHECK_STATUS(run_forward(NULL, &c, 64), VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("M * D");
+  c.value = saved;
+  vt_tensor_free(v);
   call_free(&c);
   problem_free(&pb);
 }

@@ -50,59 +50,60 @@ static vo_k_deform_attn_args vo_da_args(const vo_exec *ex, int backward) {
 /* Per storage dtype S (compute type T): the forward over heads [0, heads)
  * and the backward task of slice (n, m, l). `scratch` (half types only) is
  * the thread's float32 buffer of one level's keys x D. */
-#define VO_DA_CPU(SFX, S, T, TSFX, HALF, STORE)                                                  \
-  static void vo_da_forward_##SFX(const vo_k_deform_attn_args *a, const vo_exec *ex, int t) {   \
-    const S *value = vo_view_addr(&ex->inputs[0]), *loc = vo_view_addr(&ex->inputs[3]);         \
-    const S *attn = vo_view_addr(&ex->inputs[4]);                                                \
+#define VO_DA_CPU(SFX, S, T, TSFX, HALF, STORE)                                                   \
+  static void vo_da_forward_##SFX(const vo_k_deform_attn_args *a, const vo_exec *ex, int t) {     \
+    const S *value = vo_view_addr(&ex->inputs[0]), *loc = vo_view_addr(&ex->inputs[3]);           \
+    const S *attn = vo_view_addr(&ex->inputs[4]);                                                 \
     const int64_t *shapes = vo_view_addr(&ex->inputs[1]), *starts = vo_view_addr(&ex->inputs[2]); \
-    S *out = vo_view_addr(&ex->outputs[0]);                                                      \
-    const int64_t heads = a->batch * a->queries * a->heads;                                      \
-    VO_DA_OMP_FOR(t)                                                                             \
-    for (int64_t h = 0; h < heads; h++)                                                          \
-      vo_k_da_forward_head_##SFX(a, value, shapes, starts, loc, attn, out, h / a->heads /        \
-                                 a->queries, h / a->heads % a->queries, h % a->heads);           \
-  }                                                                                              \
-  static void vo_da_backward_task_##SFX(const vo_k_deform_attn_args *a, const vo_exec *ex,       \
-                                        int64_t task, T *scratch) {                              \
-    const S *value = vo_view_addr(&ex->inputs[0]), *loc = vo_view_addr(&ex->inputs[3]);         \
-    const S *attn = vo_view_addr(&ex->inputs[4]), *grad = vo_view_addr(&ex->inputs[5]);         \
+    S *out = vo_view_addr(&ex->outputs[0]);                                                       \
+    const int64_t heads = a->batch * a->queries * a->heads;                                       \
+    VO_DA_OMP_FOR(t)                                                                              \
+    for (int64_t h = 0; h < heads; h++)                                                           \
+      vo_k_da_forward_head_##SFX(a, value, shapes, starts, loc, attn, out,                        \
+                                 h / a->heads / a->queries, h / a->heads % a->queries,            \
+                                 h % a->heads);                                                   \
+  }                                                                                               \
+  static void vo_da_backward_task_##SFX(const vo_k_deform_attn_args *a, const vo_exec *ex,        \
+                                        int64_t task, T *scratch) {                               \
+    const S *value = vo_view_addr(&ex->inputs[0]), *loc = vo_view_addr(&ex->inputs[3]);           \
+    const S *attn = vo_view_addr(&ex->inputs[4]), *grad = vo_view_addr(&ex->inputs[5]);           \
     const int64_t *shapes = vo_view_addr(&ex->inputs[1]), *starts = vo_view_addr(&ex->inputs[2]); \
-    S *grad_value = vo_view_addr(&ex->outputs[0]), *grad_loc = vo_view_addr(&ex->outputs[1]);    \
-    S *grad_attn = vo_view_addr(&ex->outputs[2]);                                                \
-    const int64_t L = a->levels, M = a->heads, D = a->channels, P = a->points;                   \
-    const int64_t l = task % L, m = task / L % M, n = task / L / M;                              \
-    int64_t h, w, start;                                                                         \
-    vo_k_da_level(a, shapes, starts, l, &h, &w, &start);                                         \
-    const int64_t count = h * w, kstride = M * D;                                                \
-    /* no keys in the level or no channels: nothing of grad_value to write */ \
-    S *gslice = count * D > 0 ? grad_value + (n * a->keys * M + m) * D : NULL;                   \
-    if (gslice && HALF) {                                                                        \
-      memset(scratch, 0, sizeof(T) * (size_t)(count * D));                                       \
-      vo_k_da_level_scatter_##SFX(a, shapes, starts, loc, attn, grad, n, m, l, 0, D, scratch, D, \
-                                  start);                                                        \
-      for (int64_t k = 0; k < count; k++)                                                        \
-        for (int64_t d = 0; d < D; d++) STORE(gslice, (start + k) * kstride + d,                 \
-                                             scratch[k * D + d]);                                \
-    } else if (gslice) {                                                                         \
-      T *g = (T *)(void *)gslice;                                                                \
-      for (int64_t k = start; k < start + count; k++) memset(g + k * kstride, 0, sizeof(T) * D); \
-      vo_k_da_level_scatter_##SFX(a, shapes, starts, loc, attn, grad, n, m, l, 0, D, g, kstride, \
-                                  0);                                                            \
-    }                                                                                            \
-    const S *vhead = vo_k_da_head_##SFX(a, value, n, m);                                         \
-    for (int64_t q = 0; q < a->queries; q++) {                                                   \
-      const int64_t gbase = vo_k_da_grad_offset(a, n, q, m, 0);                                  \
-      for (int64_t p = 0; p < P; p++) {                                                          \
-        vo_k_da_sample_##TSFX s;                                                                 \
-        T weight, gl[2], ga;                                                                     \
-        vo_k_da_sample_of_##SFX(a, shapes, starts, loc, attn, n, q, m, l, p, &s, &weight);       \
-        vo_k_da_sample_grads_##SFX(a, vhead, grad, gbase, &s, weight, gl, &ga);                  \
-        const int64_t i = (((n * a->queries + q) * M + m) * L + l) * P + p;                      \
-        STORE(grad_loc, 2 * i, gl[0]);                                                           \
-        STORE(grad_loc, 2 * i + 1, gl[1]);                                                       \
-        STORE(grad_attn, i, ga);                                                                 \
-      }                                                                                          \
-    }                                                                                            \
+    S *grad_value = vo_view_addr(&ex->outputs[0]), *grad_loc = vo_view_addr(&ex->outputs[1]);     \
+    S *grad_attn = vo_view_addr(&ex->outputs[2]);                                                 \
+    const int64_t L = a->levels, M = a->heads, D = a->channels, P = a->points;                    \
+    const int64_t l = task % L, m = task / L % M, n = task / L / M;                               \
+    int64_t h, w, start;                                                                          \
+    vo_k_da_level(a, shapes, starts, l, &h, &w, &start);                                          \
+    const int64_t count = h * w, kstride = M * D;                                                 \
+    /* no keys in the level or no channels: nothing of grad_value to write */                     \
+    S *gslice = count * D > 0 ? grad_value + (n * a->keys * M + m) * D : NULL;                    \
+    if (gslice && HALF) {                                                                         \
+      memset(scratch, 0, sizeof(T) * (size_t)(count * D));                                        \
+      vo_k_da_level_scatter_##SFX(a, shapes, starts, loc, attn, grad, n, m, l, 0, D, scratch, D,  \
+                                  start);                                                         \
+      for (int64_t k = 0; k < count; k++)                                                         \
+        for (int64_t d = 0; d < D; d++)                                                           \
+          STORE(gslice, (start + k) * kstride + d, scratch[k * D + d]);                           \
+    } else if (gslice) {                                                                          \
+      T *g = (T *)(void *)gslice;                                                                 \
+      for (int64_t k = start; k < start + count; k++) memset(g + k * kstride, 0, sizeof(T) * D);  \
+      vo_k_da_level_scatter_##SFX(a, shapes, starts, loc, attn, grad, n, m, l, 0, D, g, kstride,  \
+                                  0);                                                             \
+    }                                                                                             \
+    const S *vhead = vo_k_da_head_##SFX(a, value, n, m);                                          \
+    for (int64_t q = 0; q < a->queries; q++) {                                                    \
+      const int64_t gbase = vo_k_da_grad_offset(a, n, q, m, 0);                                   \
+      for (int64_t p = 0; p < P; p++) {                                                           \
+        vo_k_da_sample_##TSFX s;                                                                  \
+        T weight, gl[2], ga;                                                                      \
+        vo_k_da_sample_of_##SFX(a, shapes, starts, loc, attn, n, q, m, l, p, &s, &weight);        \
+        vo_k_da_sample_grads_##SFX(a, vhead, grad, gbase, &s, weight, gl, &ga);                   \
+        const int64_t i = (((n * a->queries + q) * M + m) * L + l) * P + p;                       \
+        STORE(grad_loc, 2 * i, gl[0]);                                                            \
+        STORE(grad_loc, 2 * i + 1, gl[1]);                                                        \
+        STORE(grad_attn, i, ga);                                                                  \
+      }                                                                                           \
+    }                                                                                             \
   }
 
 #define VO_DA_STORE_PLAIN(p, i, v) ((p)[i] = (v))
@@ -146,141 +147,140 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
 
 /* Channel d's terms of a sample's gradients into lane e (the portable
  * vo_k_da_sample_grads' arithmetic; names from the fast backward). */
-#define VO_DA_LANE_STEP(T, dd, e)                                      \
-  do {                                                                 \
-    const int64_t d_ = (dd);                                           \
-    const T gd = gr[d_];                                               \
-    const T v1 = c1[d_], v2 = c2[d_], v3 = c3[d_], v4 = c4[d_];        \
-    const T gh = hw * (v3 - v1) + lw * (v4 - v2);                      \
-    const T gw = hh * (v2 - v1) + lh * (v4 - v3);                      \
-    sa[e] += gd * (w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4);             \
-    sx[e] += gd * gw;                                                  \
-    sy[e] += gd * gh;                                                  \
+#define VO_DA_LANE_STEP(T, dd, e)                               \
+  do {                                                          \
+    const int64_t d_ = (dd);                                    \
+    const T gd = gr[d_];                                        \
+    const T v1 = c1[d_], v2 = c2[d_], v3 = c3[d_], v4 = c4[d_]; \
+    const T gh = hw * (v3 - v1) + lw * (v4 - v2);               \
+    const T gw = hh * (v2 - v1) + lh * (v4 - v3);               \
+    sa[e] += gd * (w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4);      \
+    sx[e] += gd * gw;                                           \
+    sy[e] += gd * gh;                                           \
   } while (0)
 
-#define VO_DA_FAST(T, TSFX, NAME, ATTR)                                                          \
-  ATTR static void vo_da_fast_forward_##NAME(const vo_k_deform_attn_args *a, const T *value,     \
-                                             const int64_t *shapes, const int64_t *starts,       \
-                                             const T *loc, const T *attn, T *out, int64_t h0,    \
-                                             int64_t h1, const T *zeros) {                       \
-    const int64_t D = a->channels, M = a->heads, Q = a->queries, P = a->points;                  \
-    const int64_t LP = a->levels * P, vs = a->value_stride[1];                                   \
-    const size_t row = sizeof(T) * (size_t)D;                                                    \
-    for (int64_t hd = h0; hd < h1; hd++) {                                                       \
-      const int64_t m = hd % M, q = hd / M % Q, n = hd / M / Q;                                  \
-      const T *vhead = vo_k_da_head_##TSFX(a, value, n, m);                                      \
-      T *restrict o = out + hd * D;                                                              \
-      for (int64_t d = 0; d < D; d++) o[d] = (T)0;                                               \
-      int64_t l = 0, p = 0; /* the next sample's level and point */                     \
-      for (int64_t b0 = 0; b0 < LP; b0 += VO_DA_AHEAD) {                                         \
-        const int nb = LP - b0 < VO_DA_AHEAD ? (int)(LP - b0) : VO_DA_AHEAD;                     \
-        vo_k_da_sample_##TSFX smp[VO_DA_AHEAD];                                                  \
-        T wts[VO_DA_AHEAD];                                                                      \
-        for (int j = 0; j < nb; j++) {                                                           \
-          vo_k_da_sample_of_##TSFX(a, shapes, starts, loc, attn, n, q, m, l, p, &smp[j],         \
-                                   &wts[j]);                                                     \
-          if (++p == P) p = 0, l++;                                                              \
-          for (int k = 0; k < 4; k++)                                                            \
-            if (smp[j].valid >> k & 1) vo_da_prefetch(vhead + smp[j].key[k] * vs, row, 0);       \
-        }                                                                                        \
-        for (int j = 0; j < nb; j++) {                                                           \
-          const vo_k_da_sample_##TSFX *sp = &smp[j];                                             \
-          if (!sp->inside) continue;                                                             \
-          const T wt = wts[j];                                                                   \
-          const T w1 = sp->hh * sp->hw, w2 = sp->hh * sp->lw, w3 = sp->lh * sp->hw,              \
-                  w4 = sp->lh * sp->lw;                                                          \
-          const T *restrict c1 = sp->valid & 1 ? vhead + sp->key[0] * vs : zeros;                \
-          const T *restrict c2 = sp->valid & 2 ? vhead + sp->key[1] * vs : zeros;                \
-          const T *restrict c3 = sp->valid & 4 ? vhead + sp->key[2] * vs : zeros;                \
-          const T *restrict c4 = sp->valid & 8 ? vhead + sp->key[3] * vs : zeros;                \
-          for (int64_t d = 0; d < D; d++)                                                        \
-            o[d] += (w1 * c1[d] + w2 * c2[d] + w3 * c3[d] + w4 * c4[d]) * wt;                    \
-        }                                                                                        \
-      }                                                                                          \
-    }                                                                                            \
-  }                                                                                              \
-  ATTR static void vo_da_fast_backward_##NAME(const vo_k_deform_attn_args *a, const vo_exec *ex, \
-                                              int64_t task, int64_t groups, const T *zeros) {    \
-    const T *value = vo_view_addr(&ex->inputs[0]), *loc = vo_view_addr(&ex->inputs[3]);         \
-    const T *attn = vo_view_addr(&ex->inputs[4]), *grad = vo_view_addr(&ex->inputs[5]);         \
-    const int64_t *shapes = vo_view_addr(&ex->inputs[1]), *starts = vo_view_addr(&ex->inputs[2]); \
-    T *grad_loc = vo_view_addr(&ex->outputs[1]), *grad_attn = vo_view_addr(&ex->outputs[2]);     \
-    const int64_t L = a->levels, M = a->heads, D = a->channels, P = a->points;                   \
-    /* levels [l0, l1) of head m of image n: all of them, or one */            \
-    const int64_t g = task % groups, m = task / groups % M, n = task / groups / M;               \
-    const int64_t l0 = groups == 1 ? 0 : g, LG = groups == 1 ? L : 1;                            \
-    const int64_t kstride = M * D, vs = a->value_stride[1];                                      \
-    T *gslice = ex->outputs[0].numel ? (T *)vo_view_addr(&ex->outputs[0]) +                      \
-                                           (n * a->keys * M + m) * D                             \
-                                     : NULL; /* NULL: no valid corner is ever found */           \
-    /* grad_value is zeroed (vo_da_zero) before the tasks run */                 \
-    const T *vhead = vo_k_da_head_##TSFX(a, value, n, m);                                        \
-    const size_t row = sizeof(T) * (size_t)D;                                                    \
-    /* samples in (q, l, p) order: each grad_value element still receives     \
-     * its (q, p) contributions in the plain path's order */                   \
-    const int64_t QP = a->queries * LG * P;                                                      \
-    /* a ring of the next VO_DA_AHEAD samples, located (and their rows asked  \
-     * for) that many samples before their arithmetic */                       \
-    vo_k_da_sample_##TSFX smp[VO_DA_AHEAD];                                                      \
-    T wts[VO_DA_AHEAD];                                                                          \
-    int64_t sq[VO_DA_AHEAD], sl[VO_DA_AHEAD], spt[VO_DA_AHEAD];                                  \
-    int64_t nq = 0, nl = l0, np = 0; /* the next sample to locate */                             \
-    for (int64_t idx = -VO_DA_AHEAD; idx < QP; idx++) {                                          \
-      const int r = (int)((idx + VO_DA_AHEAD) % VO_DA_AHEAD);                                    \
-      if (idx >= 0) { /* sample idx, located VO_DA_AHEAD steps ago in slot r */                 \
-        const int64_t q = sq[r], l = sl[r], p = spt[r];                                          \
-        const T *restrict gr = grad + vo_k_da_grad_offset(a, n, q, m, 0);                        \
-        const vo_k_da_sample_##TSFX *sp = &smp[r];                                               \
-        const T wt = wts[r];                                                                     \
-        const int64_t i = (((n * a->queries + q) * M + m) * L + l) * P + p;                      \
-        if (!sp->inside) {                                                                       \
-          grad_loc[2 * i] = grad_loc[2 * i + 1] = grad_attn[i] = (T)0;                           \
-        } else {                                                                                 \
-          const T hh = sp->hh, hw = sp->hw, lh = sp->lh, lw = sp->lw, fh = sp->fh, fw = sp->fw;  \
-          const T w1 = hh * hw, w2 = hh * lw, w3 = lh * hw, w4 = lh * lw;                        \
-          const T wk[4] = {w1, w2, w3, w4};                                                      \
-          for (int k = 0; k < 4; k++) {                                                          \
-            if (!(sp->valid >> k & 1)) continue;                                                 \
-            T *restrict dst = gslice + sp->key[k] * kstride;                                     \
-            const T wgt = wk[k];                                                                 \
-            for (int64_t d = 0; d < D; d++) dst[d] += wgt * (gr[d] * wt);                        \
-          }                                                                                      \
-          const T *restrict c1 = sp->valid & 1 ? vhead + sp->key[0] * vs : zeros;                \
-          const T *restrict c2 = sp->valid & 2 ? vhead + sp->key[1] * vs : zeros;                \
-          const T *restrict c3 = sp->valid & 4 ? vhead + sp->key[2] * vs : zeros;                \
-          const T *restrict c4 = sp->valid & 8 ? vhead + sp->key[3] * vs : zeros;                \
-          T sx[8] = {0}, sy[8] = {0}, sa[8] = {0};                                               \
-          const int64_t full = D - D % 8;                                                        \
-          for (int64_t d0 = 0; d0 < full; d0 += 8) /* 8 lanes: one or two SIMD registers */      \
-            for (int e = 0; e < 8; e++) VO_DA_LANE_STEP(T, d0 + e, e);                           \
-          for (int e = 0; e < (int)(D - full); e++) VO_DA_LANE_STEP(T, full + e, e);             \
-          grad_loc[2 * i] = fw * wt * vo_k_da_lane_total_##TSFX(sx);                             \
-          grad_loc[2 * i + 1] = fh * wt * vo_k_da_lane_total_##TSFX(sy);                         \
-          grad_attn[i] = vo_k_da_lane_total_##TSFX(sa);                                          \
-        }                                                                                        \
-      }                                                                                          \
-      if (idx + VO_DA_AHEAD >= QP) continue;                                                     \
-      /* locate sample idx + VO_DA_AHEAD into slot r */                                          \
-      if (nl == l0 && np == 0 && nq + VO_DA_QUERIES_AHEAD < a->queries) {                        \
-        /* the rows of a query further ahead, which sit 1 KB and more apart */  \
-        const int64_t qa = nq + VO_DA_QUERIES_AHEAD;                                             \
-        const int64_t ia = (((n * a->queries + qa) * M + m) * L + l0) * P;                       \
-        vo_da_prefetch(loc + vo_k_da_loc_offset(a, n, qa, m, l0, 0), sizeof(T) * 2 * LG * P, 0); \
-        vo_da_prefetch(attn + vo_k_da_attn_offset(a, n, qa, m, l0, 0), sizeof(T) * LG * P, 0);    \
-        vo_da_prefetch(grad + vo_k_da_grad_offset(a, n, qa, m, 0), row, 0);                      \
-        vo_da_prefetch(grad_loc + 2 * ia, sizeof(T) * 2 * LG * P, 1);                            \
-        vo_da_prefetch(grad_attn + ia, sizeof(T) * LG * P, 1);                                   \
-      }                                                                                          \
-      sq[r] = nq, sl[r] = nl, spt[r] = np;                                                       \
-      if (++np == P && (np = 0, ++nl == l0 + LG)) nl = l0, nq++;                                 \
-      vo_k_da_sample_of_##TSFX(a, shapes, starts, loc, attn, n, sq[r], m, sl[r], spt[r], &smp[r], \
-                               &wts[r]);                                                         \
-      for (int k = 0; k < 4; k++)                                                                \
-        if (smp[r].valid >> k & 1) {                                                             \
-          vo_da_prefetch(vhead + smp[r].key[k] * vs, row, 0);                                    \
-          vo_da_prefetch(gslice + smp[r].key[k] * kstride, row, 1);                              \
-        }                                                                                        \
-    }                                                                                            \
+#define VO_DA_FAST(T, TSFX, NAME, ATTR)                                                            \
+  ATTR static void vo_da_fast_forward_##NAME(const vo_k_deform_attn_args *a, const T *value,       \
+                                             const int64_t *shapes, const int64_t *starts,         \
+                                             const T *loc, const T *attn, T *out, int64_t h0,      \
+                                             int64_t h1, const T *zeros) {                         \
+    const int64_t D = a->channels, M = a->heads, Q = a->queries, P = a->points;                    \
+    const int64_t LP = a->levels * P, vs = a->value_stride[1];                                     \
+    const size_t row = sizeof(T) * (size_t)D;                                                      \
+    for (int64_t hd = h0; hd < h1; hd++) {                                                         \
+      const int64_t m = hd % M, q = hd / M % Q, n = hd / M / Q;                                    \
+      const T *vhead = vo_k_da_head_##TSFX(a, value, n, m);                                        \
+      T *restrict o = out + hd * D;                                                                \
+      for (int64_t d = 0; d < D; d++) o[d] = (T)0;                                                 \
+      int64_t l = 0, p = 0; /* the next sample's level and point */                                \
+      for (int64_t b0 = 0; b0 < LP; b0 += VO_DA_AHEAD) {                                           \
+        const int nb = LP - b0 < VO_DA_AHEAD ? (int)(LP - b0) : VO_DA_AHEAD;                       \
+        vo_k_da_sample_##TSFX smp[VO_DA_AHEAD];                                                    \
+        T wts[VO_DA_AHEAD];                                                                        \
+        for (int j = 0; j < nb; j++) {                                                             \
+          vo_k_da_sample_of_##TSFX(a, shapes, starts, loc, attn, n, q, m, l, p, &smp[j], &wts[j]); \
+          if (++p == P) p = 0, l++;                                                                \
+          for (int k = 0; k < 4; k++)                                                              \
+            if (smp[j].valid >> k & 1) vo_da_prefetch(vhead + smp[j].key[k] * vs, row, 0);         \
+        }                                                                                          \
+        for (int j = 0; j < nb; j++) {                                                             \
+          const vo_k_da_sample_##TSFX *sp = &smp[j];                                               \
+          if (!sp->inside) continue;                                                               \
+          const T wt = wts[j];                                                                     \
+          const T w1 = sp->hh * sp->hw, w2 = sp->hh * sp->lw, w3 = sp->lh * sp->hw,                \
+                  w4 = sp->lh * sp->lw;                                                            \
+          const T *restrict c1 = sp->valid & 1 ? vhead + sp->key[0] * vs : zeros;                  \
+          const T *restrict c2 = sp->valid & 2 ? vhead + sp->key[1] * vs : zeros;                  \
+          const T *restrict c3 = sp->valid & 4 ? vhead + sp->key[2] * vs : zeros;                  \
+          const T *restrict c4 = sp->valid & 8 ? vhead + sp->key[3] * vs : zeros;                  \
+          for (int64_t d = 0; d < D; d++)                                                          \
+            o[d] += (w1 * c1[d] + w2 * c2[d] + w3 * c3[d] + w4 * c4[d]) * wt;                      \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  ATTR static void vo_da_fast_backward_##NAME(const vo_k_deform_attn_args *a, const vo_exec *ex,   \
+                                              int64_t task, int64_t groups, const T *zeros) {      \
+    const T *value = vo_view_addr(&ex->inputs[0]), *loc = vo_view_addr(&ex->inputs[3]);            \
+    const T *attn = vo_view_addr(&ex->inputs[4]), *grad = vo_view_addr(&ex->inputs[5]);            \
+    const int64_t *shapes = vo_view_addr(&ex->inputs[1]), *starts = vo_view_addr(&ex->inputs[2]);  \
+    T *grad_loc = vo_view_addr(&ex->outputs[1]), *grad_attn = vo_view_addr(&ex->outputs[2]);       \
+    const int64_t L = a->levels, M = a->heads, D = a->channels, P = a->points;                     \
+    /* levels [l0, l1) of head m of image n: all of them, or one */                                \
+    const int64_t g = task % groups, m = task / groups % M, n = task / groups / M;                 \
+    const int64_t l0 = groups == 1 ? 0 : g, LG = groups == 1 ? L : 1;                              \
+    const int64_t kstride = M * D, vs = a->value_stride[1];                                        \
+    T *gslice = ex->outputs[0].numel                                                               \
+                    ? (T *)vo_view_addr(&ex->outputs[0]) + (n * a->keys * M + m) * D               \
+                    : NULL; /* NULL: no valid corner is ever found */                              \
+    /* grad_value is zeroed (vo_da_zero) before the tasks run */                                   \
+    const T *vhead = vo_k_da_head_##TSFX(a, value, n, m);                                          \
+    const size_t row = sizeof(T) * (size_t)D;                                                      \
+    /* samples in (q, l, p) order: each grad_value element still receives                          \
+     * its (q, p) contributions in the plain path's order */                                       \
+    const int64_t QP = a->queries * LG * P;                                                        \
+    /* a ring of the next VO_DA_AHEAD samples, located (and their rows asked                       \
+     * for) that many samples before their arithmetic */                                           \
+    vo_k_da_sample_##TSFX smp[VO_DA_AHEAD];                                                        \
+    T wts[VO_DA_AHEAD];                                                                            \
+    int64_t sq[VO_DA_AHEAD], sl[VO_DA_AHEAD], spt[VO_DA_AHEAD];                                    \
+    int64_t nq = 0, nl = l0, np = 0; /* the next sample to locate */                               \
+    for (int64_t idx = -VO_DA_AHEAD; idx < QP; idx++) {                                            \
+      const int r = (int)((idx + VO_DA_AHEAD) % VO_DA_AHEAD);                                      \
+      if (idx >= 0) { /* sample idx, located VO_DA_AHEAD steps ago in slot r */                    \
+        const int64_t q = sq[r], l = sl[r], p = spt[r];                                            \
+        const T *restrict gr = grad + vo_k_da_grad_offset(a, n, q, m, 0);                          \
+        const vo_k_da_sample_##TSFX *sp = &smp[r];                                                 \
+        const T wt = wts[r];                                                                       \
+        const int64_t i = (((n * a->queries + q) * M + m) * L + l) * P + p;                        \
+        if (!sp->inside) {                                                                         \
+          grad_loc[2 * i] = grad_loc[2 * i + 1] = grad_attn[i] = (T)0;                             \
+        } else {                                                                                   \
+          const T hh = sp->hh, hw = sp->hw, lh = sp->lh, lw = sp->lw, fh = sp->fh, fw = sp->fw;    \
+          const T w1 = hh * hw, w2 = hh * lw, w3 = lh * hw, w4 = lh * lw;                          \
+          const T wk[4] = {w1, w2, w3, w4};                                                        \
+          for (int k = 0; k < 4; k++) {                                                            \
+            if (!(sp->valid >> k & 1)) continue;                                                   \
+            T *restrict dst = gslice + sp->key[k] * kstride;                                       \
+            const T wgt = wk[k];                                                                   \
+            for (int64_t d = 0; d < D; d++) dst[d] += wgt * (gr[d] * wt);                          \
+          }                                                                                        \
+          const T *restrict c1 = sp->valid & 1 ? vhead + sp->key[0] * vs : zeros;                  \
+          const T *restrict c2 = sp->valid & 2 ? vhead + sp->key[1] * vs : zeros;                  \
+          const T *restrict c3 = sp->valid & 4 ? vhead + sp->key[2] * vs : zeros;                  \
+          const T *restrict c4 = sp->valid & 8 ? vhead + sp->key[3] * vs : zeros;                  \
+          T sx[8] = {0}, sy[8] = {0}, sa[8] = {0};                                                 \
+          const int64_t full = D - D % 8;                                                          \
+          for (int64_t d0 = 0; d0 < full; d0 += 8) /* 8 lanes: one or two SIMD registers */        \
+            for (int e = 0; e < 8; e++) VO_DA_LANE_STEP(T, d0 + e, e);                             \
+          for (int e = 0; e < (int)(D - full); e++) VO_DA_LANE_STEP(T, full + e, e);               \
+          grad_loc[2 * i] = fw * wt * vo_k_da_lane_total_##TSFX(sx);                               \
+          grad_loc[2 * i + 1] = fh * wt * vo_k_da_lane_total_##TSFX(sy);                           \
+          grad_attn[i] = vo_k_da_lane_total_##TSFX(sa);                                            \
+        }                                                                                          \
+      }                                                                                            \
+      if (idx + VO_DA_AHEAD >= QP) continue;                                                       \
+      /* locate sample idx + VO_DA_AHEAD into slot r */                                            \
+      if (nl == l0 && np == 0 && nq + VO_DA_QUERIES_AHEAD < a->queries) {                          \
+        /* the rows of a query further ahead, which sit 1 KB and more apart */                     \
+        const int64_t qa = nq + VO_DA_QUERIES_AHEAD;                                               \
+        const int64_t ia = (((n * a->queries + qa) * M + m) * L + l0) * P;                         \
+        vo_da_prefetch(loc + vo_k_da_loc_offset(a, n, qa, m, l0, 0), sizeof(T) * 2 * LG * P, 0);   \
+        vo_da_prefetch(attn + vo_k_da_attn_offset(a, n, qa, m, l0, 0), sizeof(T) * LG * P, 0);     \
+        vo_da_prefetch(grad + vo_k_da_grad_offset(a, n, qa, m, 0), row, 0);                        \
+        vo_da_prefetch(grad_loc + 2 * ia, sizeof(T) * 2 * LG * P, 1);                              \
+        vo_da_prefetch(grad_attn + ia, sizeof(T) * LG * P, 1);                                     \
+      }                                                                                            \
+      sq[r] = nq, sl[r] = nl, spt[r] = np;                                                         \
+      if (++np == P && (np = 0, ++nl == l0 + LG)) nl = l0, nq++;                                   \
+      vo_k_da_sample_of_##TSFX(a, shapes, starts, loc, attn, n, sq[r], m, sl[r], spt[r], &smp[r],  \
+                               &wts[r]);                                                           \
+      for (int k = 0; k < 4; k++)                                                                  \
+        if (smp[r].valid >> k & 1) {                                                               \
+          vo_da_prefetch(vhead + smp[r].key[k] * vs, row, 0);                                      \
+          vo_da_prefetch(gslice + smp[r].key[k] * kstride, row, 1);                                \
+        }                                                                                          \
+    }                                                                                              \
   }
 
 VO_DA_FAST(float, f32, f32, )
@@ -308,8 +308,7 @@ static void vo_da_zero(const vo_view *v, int t) {
 }
 
 /* Whether the call takes the fast path, and its ISA. */
-static int vo_da_fast(const vo_exec *ex, const vo_k_deform_attn_args *a, int backward,
-                      int *avx2) {
+static int vo_da_fast(const vo_exec *ex, const vo_k_deform_attn_args *a, int backward, int *avx2) {
   const vo_isa isa = vo_cpu_effective_isa(ex->ctx);
   const vo_dtype dt = ex->inputs[0].dtype;
   *avx2 = 0;
@@ -324,13 +323,14 @@ vo_status vo_cpu_deform_attn(const vo_exec *ex) {
   if (ex->outputs[0].numel == 0) return VO_OK;
   const vo_k_deform_attn_args a = vo_da_args(ex, 0);
   const int64_t heads = a.batch * a.queries * a.heads;
-  const double cost = VO_DA_FORWARD_NS * (double)heads * (double)(a.levels * a.points) *
-                      (double)a.channels;
+  const double cost =
+      VO_DA_FORWARD_NS * (double)heads * (double)(a.levels * a.points) * (double)a.channels;
   const int t = vo_cpu_threads_for(ex->ctx, heads, cost);
   int avx2;
   if (vo_da_fast(ex, &a, 0, &avx2)) {
     const int f64 = ex->inputs[0].dtype == VO_F64;
-    void *zeros = vo_workspace_alloc(ex->ctx, ex->device, (size_t)(a.channels + 1) * 8, ex->op_name);
+    void *zeros =
+        vo_workspace_alloc(ex->ctx, ex->device, (size_t)(a.channels + 1) * 8, ex->op_name);
     if (!zeros) return VO_ERROR_OUT_OF_MEMORY;
     memset(zeros, 0, (size_t)(a.channels + 1) * 8);
     const void *value = vo_view_addr(&ex->inputs[0]), *loc = vo_view_addr(&ex->inputs[3]);
@@ -348,7 +348,7 @@ vo_status vo_cpu_deform_attn(const vo_exec *ex) {
         vo_da_fast_forward_f32_avx2(&a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
       else
 #endif
-      if (f64)
+          if (f64)
         vo_da_fast_forward_f64(&a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
       else
         vo_da_fast_forward_f32(&a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
@@ -370,8 +370,8 @@ static int64_t vo_da_largest_level(const vo_exec *ex, const vo_k_deform_attn_arg
   const int64_t *shapes = vo_view_addr(&ex->inputs[1]);
   int64_t most = 0;
   for (int64_t l = 0; l < a->levels; l++) {
-    const int64_t k = shapes[l * a->shapes_stride[0]] * shapes[l * a->shapes_stride[0] +
-                                                               a->shapes_stride[1]];
+    const int64_t k =
+        shapes[l * a->shapes_stride[0]] * shapes[l * a->shapes_stride[0] + a->shapes_stride[1]];
     most = k > most ? k : most;
   }
   return most;
@@ -402,7 +402,8 @@ vo_status vo_cpu_deform_attn_backward(const vo_exec *ex) {
      * threads without enough tasks (the results are the same) */
     const int64_t groups = a.batch * a.heads >= 4 * (int64_t)t ? 1 : a.levels;
     const int64_t fast_tasks = a.batch * a.heads * groups;
-    void *zeros = vo_workspace_alloc(ex->ctx, ex->device, (size_t)(a.channels + 1) * 8, ex->op_name);
+    void *zeros =
+        vo_workspace_alloc(ex->ctx, ex->device, (size_t)(a.channels + 1) * 8, ex->op_name);
     if (!zeros) return VO_ERROR_OUT_OF_MEMORY;
     memset(zeros, 0, (size_t)(a.channels + 1) * 8);
     vo_da_zero(&ex->outputs[0], t);
@@ -415,7 +416,7 @@ vo_status vo_cpu_deform_attn_backward(const vo_exec *ex) {
         vo_da_fast_backward_f32_avx2(&a, ex, task, groups, zeros);
       else
 #endif
-      if (f64)
+          if (f64)
         vo_da_fast_backward_f64(&a, ex, task, groups, zeros);
       else
         vo_da_fast_backward_f32(&a, ex, task, groups, zeros);

@@ -81,8 +81,8 @@ __global__ void value_scatter_kernel(vo_k_deform_attn_args a, const int64_t *sha
 vo_k_deform_attn_args da_args(const vo_exec *ex, bool backward) {
   const vo_view *in = ex->inputs;
   return vo_k_da_args_of(in[kValue].shape, in[kValue].stride, in[kShapes].stride,
-                         in[kStarts].stride[0], in[kLoc].shape, in[kLoc].stride,
-                         in[kAttn].stride, backward ? in[kGrad].stride : nullptr);
+                         in[kStarts].stride[0], in[kLoc].shape, in[kLoc].stride, in[kAttn].stride,
+                         backward ? in[kGrad].stride : nullptr);
 }
 
 // Input k's element [first, 0, ...] as DT's portable storage type (null

@@ -20,6 +20,11 @@ static vo_status vo_check_deform_attn_common(vo_exec *ex, int backward) {
   if ((st = vo_expect_float(ex, ARG_VALUE)) != VO_OK) return st;
   const vo_view *v = &ex->inputs[ARG_VALUE];
   const int64_t n = v->shape[0], keys = v->shape[1], heads = v->shape[2], channels = v->shape[3];
+  /* the output's last dimension M * D must be a size even when N or Q is 0 */
+  if (vo_product4(1, 1, heads, channels) < 0)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: value's M * D = %lld * %lld (the output's last dimension) exceeds 2^63 - 1",
+                   ex->op_name, (long long)heads, (long long)channels);
   const int64_t l2[2] = {-1, 2};
   if ((st = vo_expect_shape(ex, ARG_SHAPES, 2, l2, "L, 2")) != VO_OK) return st;
   if ((st = vo_expect_dtype(ex, ARG_SHAPES, VO_I64)) != VO_OK) return st;
@@ -96,11 +101,11 @@ vo_status vo_deform_attn(const vo_context *ctx, const DLTensor *value,
 }
 
 vo_status vo_deform_attn_backward(const vo_context *ctx, const DLTensor *value,
-                                  const DLTensor *spatial_shapes,
-                                  const DLTensor *level_start_index, const DLTensor *sampling_loc,
-                                  const DLTensor *attn_weight, const DLTensor *grad_output,
-                                  int64_t im2col_step, DLTensor *grad_value,
-                                  DLTensor *grad_sampling_loc, DLTensor *grad_attn_weight) {
+                                  const DLTensor *spatial_shapes, const DLTensor *level_start_index,
+                                  const DLTensor *sampling_loc, const DLTensor *attn_weight,
+                                  const DLTensor *grad_output, int64_t im2col_step,
+                                  DLTensor *grad_value, DLTensor *grad_sampling_loc,
+                                  DLTensor *grad_attn_weight) {
   vo_value args[7];
   vo_box_deform_attn(args, value, spatial_shapes, level_start_index, sampling_loc, attn_weight);
   args[5] = vo_tensor_value(grad_output);

@@ -1147,14 +1147,13 @@ static da_problem da_problem_of(vs_variant variant, uint64_t seed) {
       {1, 3, 8, 11, 1, 1, {{6, 9}}, 0},
       {3, 1, 70, 5, 2, 2, {{4, 4}, {2, 3}}, 0},
       {2, 4, 4, 9, 3, 4, {{8, 5}, {4, 3}, {2, 2}, {1, 1}}, 0}};
-  static const da_problem edge[VS_EDGE_SEEDS] = {
-      {2, 2, 3, 0, 2, 2, {{3, 4}, {2, 2}}, 0},
-      {2, 2, 5, 6, 4, 3, {{4, 6}, {0, 5}, {3, 3}}, 1}};
+  static const da_problem edge[VS_EDGE_SEEDS] = {{2, 2, 3, 0, 2, 2, {{3, 4}, {2, 2}}, 0},
+                                                 {2, 2, 5, 6, 4, 3, {{4, 6}, {0, 5}, {3, 3}}, 1}};
   static const da_problem small = {2, 2, 3, 5, 2, 2, {{3, 4}, {2, 2}}, 0};
-  static const da_problem model = {2, 8, 32, 300, 4, 4,
-                                   {{100, 136}, {50, 68}, {25, 34}, {13, 17}}, 0};
-  return variant == VS_RANDOM ? random[seed % VS_RANDOM_SEEDS]
-         : variant == VS_EDGE ? edge[seed % VS_EDGE_SEEDS]
+  static const da_problem model = {2, 8, 32, 300, 4, 4, {{100, 136}, {50, 68}, {25, 34}, {13, 17}},
+                                   0};
+  return variant == VS_RANDOM  ? random[seed % VS_RANDOM_SEEDS]
+         : variant == VS_EDGE  ? edge[seed % VS_EDGE_SEEDS]
          : variant == VS_SMALL ? small
                                : model;
 }
