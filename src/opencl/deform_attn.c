@@ -103,8 +103,7 @@ static vo_status vo_cl_da_grad_value(const vo_cl_call *c, const vo_k_deform_attn
   }
   const int64_t per_image = a->keys * a->heads * a->channels; /* > 0: gval is not empty */
   const uint64_t image_bytes = (uint64_t)per_image * sizeof(float);
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit; /* never 0: the context sets its default */
   if (image_bytes > limit)
     return vo_fail(VO_ERROR_OUT_OF_MEMORY,
                    "%s: workspace limit %zu bytes is below the %llu bytes of float32 gradient one "
