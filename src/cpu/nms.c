@@ -13,69 +13,13 @@
 #include <string.h>
 
 #include "cpu/nms.h"
+#include "cpu/sort.h"
 #include "kernels/nms.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
 #define VO_HAVE_AVX2_KERNELS 1
 #endif
-
-/* A sort record: an unsigned key and the position it came from. */
-typedef struct vo_sort_item {
-  uint64_t key;
-  int64_t index;
-} vo_sort_item;
-
-/* Stable LSD radix sort of a[0..n) by key, 8 bits a pass; a pass whose digit
- * is the same for every key is skipped (float32 keys use 4 of the 8 bytes,
- * category keys of a few classes one). The result is in a or tmp, returned. */
-static vo_sort_item *vo_radix_sort(vo_sort_item *a, vo_sort_item *tmp, int64_t n) {
-  static const int digits = 8;
-  int64_t count[8][256];
-  memset(count, 0, sizeof count);
-  for (int64_t i = 0; i < n; i++) {
-    const uint64_t k = a[i].key;
-    for (int d = 0; d < digits; d++) count[d][(k >> (8 * d)) & 255]++;
-  }
-  for (int d = 0; d < digits; d++) {
-    int64_t *c = count[d];
-    int trivial = 0;
-    for (int v = 0; v < 256; v++) trivial |= c[v] == n;
-    if (trivial) continue;
-    int64_t sum = 0;
-    for (int v = 0; v < 256; v++) {
-      const int64_t t = c[v];
-      c[v] = sum;
-      sum += t;
-    }
-    for (int64_t i = 0; i < n; i++) tmp[c[(a[i].key >> (8 * d)) & 255]++] = a[i];
-    vo_sort_item *s = a;
-    a = tmp;
-    tmp = s;
-  }
-  return a;
-}
-
-/* Keys whose ascending order is score descending with NaN first, as torch's
- * descending sort (the stable sort then orders ties by index). -0 and +0
- * are equal scores, so they get one key; every NaN gets key 0. */
-static inline uint64_t vo_score_key_f64(double s) {
-  if (isnan(s)) return 0;
-  if (s == 0) s = 0;
-  uint64_t u;
-  memcpy(&u, &s, sizeof u);
-  u = (u >> 63) ? ~u : u | (UINT64_C(1) << 63); /* ascending in s */
-  return ~u;
-}
-
-static inline uint64_t vo_score_key_f32(float s) {
-  if (isnan(s)) return 0;
-  if (s == 0) s = 0;
-  uint32_t u;
-  memcpy(&u, &s, sizeof u);
-  u = (u >> 31) ? ~u : u | (UINT32_C(1) << 31);
-  return (uint64_t)(uint32_t)~u;
-}
 
 typedef struct vo_nms_work {
   const vo_exec *ex;
@@ -279,7 +223,7 @@ vo_status vo_cpu_nms_run(const vo_exec *ex, const vo_nms_kind *kind) {
     for (int64_t i = 0; i < n; i++)
       sort_a[i] = (vo_sort_item){vo_score_key_f32((float)vo_load_host(scores, i * ss)), i};
   }
-  const vo_sort_item *ranks = vo_radix_sort(sort_a, sort_b, n);
+  const vo_sort_item *ranks = vo_cpu_radix_sort(sort_a, sort_b, n);
 
   int64_t count = 0;
   if (!p->idxs) {
@@ -296,7 +240,7 @@ vo_status vo_cpu_nms_run(const vo_exec *ex, const vo_nms_kind *kind) {
     const int64_t *iv = vo_view_addr(p->idxs), is = p->idxs->stride[0];
     for (int64_t r = 0; r < n; r++)
       cs[r] = (vo_sort_item){(uint64_t)iv[ranks[r].index * is] ^ (UINT64_C(1) << 63), r};
-    const vo_sort_item *slots = vo_radix_sort(cs, sort_c, n);
+    const vo_sort_item *slots = vo_cpu_radix_sort(cs, sort_c, n);
     int64_t num_segments = 0;
     int64_t *starts = w.segment_starts;
     for (int64_t s = 0; s < n; s++) {
