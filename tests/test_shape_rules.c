@@ -216,9 +216,18 @@ static int64_t dim(rule_cursor *p, const DLTensor *t, int64_t d) {
   return t->shape[d];
 }
 
-/* A constant, an int argument, t[d], l[j][d] or a parenthesised expression. */
+/* A constant, an int argument, t[d], l[j][d], min(a, b), max(a, b) or a
+ * parenthesised expression. */
 static int64_t factor(rule_cursor *p) {
   skip(p);
+  const int is_min = accept(p, "min(");
+  if (is_min || accept(p, "max(")) {
+    const int64_t a = expr(p);
+    if (!accept(p, ",")) return fail(p, "expected , in min / max");
+    const int64_t b = expr(p);
+    if (!accept(p, ")")) return fail(p, "expected )");
+    return is_min ? (a < b ? a : b) : (a < b ? b : a);
+  }
   if (accept(p, "(")) {
     const int64_t v = expr(p);
     if (!accept(p, ")")) return fail(p, "expected )");
@@ -392,13 +401,17 @@ static void check_evaluator(void) {
   vt_rng_seed(&r, 7);
   make_args(&c, "roi_align", &r);
   const char *bad[] = {"[rois[0]",  "[nope]",      "[rois[9]]",       "[spatial_scale]",
-                       "[rois[i]]", "[(input[1]]", "[input[1] // 0]", "[input[1]] x"};
+                       "[rois[i]]", "[(input[1]]", "[input[1] // 0]", "[input[1]] x",
+                       "[min(input[1])]", "[max(1, 2]"};
   int64_t dims[VO_MAX_DIMS];
   int ndim;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     fake.shape_rule = bad[i];
     CHECK_MSG(!rule_shape(&c, 0, 0, dims, &ndim), "bad rule \"%s\" was accepted", bad[i]);
   }
+  fake.shape_rule = "[min(input[1], 3), max(pooled_width - 100, 0) + 1]";
+  CHECK(rule_shape(&c, 0, 0, dims, &ndim) && ndim == 2);
+  CHECK(dims[0] == (c.shapes[0][1] < 3 ? c.shapes[0][1] : 3) && dims[1] == 1);
   fake.shape_rule = "[(input[2] - 7) // 2, 2 * pooled_height - 1]";
   CHECK(rule_shape(&c, 0, 0, dims, &ndim) && ndim == 2);
   /* floor division, as Python's, also below zero */

@@ -287,6 +287,45 @@ VO_API vo_status vo_batched_nms_rotated(const vo_context *ctx, const DLTensor *b
                                         double iou_threshold, int clockwise, int radians,
                                         DLTensor *keep, DLTensor *num_kept);
 
+/* NMS per (image, class) with fixed-shape outputs, for deployment (no output
+ * size depends on the data, so a GPU call needs no host synchronisation).
+ * boxes [B,M,4] (shared by the classes) or, for batched_nms_padded, [B,M,C,4]
+ * (a box per class); scores [B,C,M] of any floating dtype; score_threshold
+ * NULL: every box is a candidate, else those with score > *score_threshold.
+ *
+ * batched_nms_padded (TensorRT EfficientNMS's shape): per (image, class),
+ * the candidates by score (descending; ties: lower box index), at most
+ * pre_nms_top_k of them (-1: all), greedy NMS with torchvision nms's IoU
+ * (suppressed when IoU > iou_threshold) selecting at most max_per_class (-1:
+ * no cap); then per image the max_per_image best selections across classes
+ * by score (ties: lower class, then earlier selection). box_format: the
+ * torchvision format of the boxes, 0 xyxy, 1 xywh, 2 cxcywh (converted as
+ * box_convert does). class_agnostic: one problem per image over every
+ * (class, box) pair, boxes of any class suppressing each other. Outputs:
+ * keep and labels int64[B, max_per_image] (box index and class, -1 padding),
+ * scores_out [B, max_per_image] (scores' dtype, 0 padding), num int64[B]. */
+VO_API vo_status vo_batched_nms_padded(const vo_context *ctx, const DLTensor *boxes,
+                                       const DLTensor *scores, double iou_threshold,
+                                       const double *score_threshold, int64_t max_per_class,
+                                       int64_t max_per_image, int box_format, int class_agnostic,
+                                       int64_t pre_nms_top_k, DLTensor *keep, DLTensor *labels,
+                                       DLTensor *scores_out, DLTensor *num);
+/* ONNX NonMaxSuppression-11 exactly: boxes [B,M,4] as [y1, x1, y2, x2] with
+ * any diagonal (center_point_box 0) or [x_center, y_center, width, height]
+ * (1); per (image, class) the candidates with score > score_threshold by
+ * score (ties: lower index), each selected unless its IoU with a selected
+ * box of its (image, class) is > iou_threshold (in [0, 1]; onnxruntime's
+ * IoU, which is 0 for empty intersections and non-positive areas), at most
+ * max_output_boxes_per_class (<= 0: none). Thresholds are float32, as ONNX's
+ * inputs, unless the tensors are float64. Outputs: selected
+ * int64[B*C*min(max_output_boxes_per_class, M), 3], the first *num_selected
+ * rows (batch, class, box) in ONNX's order (batch, class, then selection),
+ * the rest -1; num_selected int64[]. */
+VO_API vo_status vo_onnx_nms(const vo_context *ctx, const DLTensor *boxes,
+                             const DLTensor *scores, int64_t max_output_boxes_per_class,
+                             double iou_threshold, const double *score_threshold,
+                             int center_point_box, DLTensor *selected, DLTensor *num_selected);
+
 /* Pairwise overlap of a[N,4] and b[M,4] into out[N,M]. Boxes are float32,
  * float64, float16, bfloat16 or integers (int64/32/16/8, uint8); the two sets
  * may differ in dtype, each read at its own precision. out is float64 when

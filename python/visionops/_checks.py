@@ -91,6 +91,17 @@ def check_box_coordinates(op: str, fmt: str, shape: List[int]) -> None:
                                   % (op, fmt, k, shape))
 
 
+def nms_padded_box_format(fmt: str) -> int:
+    """batched_nms_padded's box_format as the op's number: 0 "xyxy", 1
+    "xywh", 2 "cxcywh" (torchvision's axis-aligned formats)."""
+    names = ["xyxy", "xywh", "cxcywh"]
+    for i, name in enumerate(names):
+        if fmt == name:
+            return i
+    raise VisionOpsValueError("batched_nms_padded: box_format must be one of xyxy, xywh, cxcywh, "
+                              "got '%s'" % fmt)
+
+
 def box_area_format(fmt: str) -> str:
     """fmt, one of box_area's formats (torchvision 0.29's, matched exactly)."""
     if fmt != "xyxy" and fmt != "xywh" and fmt != "cxcywh":

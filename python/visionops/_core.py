@@ -15,7 +15,7 @@ from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
 
 class Arg:
     """One argument of a schema: its type ("Tensor", "Tensor?", "Tensor[]",
-    "float", "float[]", "int", "SymInt", "bool"), name, and default (or
+    "float", "float?", "float[]", "int", "SymInt", "bool"), name, and default (or
     NO_DEFAULT). SymInt is an int that PyTorch may pass as a symbolic size."""
 
     __slots__ = ("type", "name", "default")
@@ -128,6 +128,13 @@ class ShapeRule:
         if isinstance(node, ast.BinOp) and type(node.op) in _RULE_OPS:
             return _RULE_OPS[type(node.op)](self._eval(node.left, named, item),
                                             self._eval(node.right, named, item))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("min", "max") and len(node.args) == 2 and not node.keywords):
+            a, b = (self._eval(arg, named, item) for arg in node.args)
+            if type(a) is int and type(b) is int:
+                return min(a, b) if node.func.id == "min" else max(a, b)
+            import torch  # a SymInt: torch's symbolic min / max, which do not guard
+            return torch.sym_min(a, b) if node.func.id == "min" else torch.sym_max(a, b)
         if isinstance(node, ast.Name):
             if node.id == "i" and item is not None:
                 return item

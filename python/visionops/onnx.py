@@ -394,7 +394,7 @@ def _ts_deform_conv2d(g, input, weight, offset, mask, bias, stride_h, stride_w, 
 
 
 # parse_args descriptors of the schemas' argument types
-_TS_ARG = {"Tensor": "v", "Tensor?": "v", "Tensor[]": "v", "float": "f", "int": "i",
+_TS_ARG = {"Tensor": "v", "Tensor?": "v", "Tensor[]": "v", "float": "f", "float?": "f", "int": "i",
            "SymInt": "i", "bool": "b", "float[]": "fs", "int[]": "is"}
 _TS_ATTR_SUFFIX = {"float": "f", "int": "i", "SymInt": "i", "bool": "i", "float[]": "f",
                    "int[]": "i"}

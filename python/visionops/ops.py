@@ -37,7 +37,8 @@ _SCHEMA_OPS = {}
 _SCHEMA_PREFIX_OPS = ("box_area",)
 
 __all__ = [
-    "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou", "generalized_box_iou",
+    "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "batched_nms_padded", "onnx_nms",
+    "box_iou", "generalized_box_iou",
     "distance_box_iou", "complete_box_iou", "box_area", "box_convert", "box_iou_rotated",
     *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d",
     "multi_scale_roi_align", "roi_align_rotated", "deform_attn", "MultiScaleRoIAlign", "RoIAlign",
@@ -254,6 +255,75 @@ def batched_nms_rotated(boxes, scores, idxs, iou_threshold, clockwise=False, rad
     keep, num_kept = _call("batched_nms_rotated", boxes, scores, _int64(idxs),
                            float(iou_threshold), bool(clockwise), bool(radians))
     return keep[:_count(num_kept)]
+
+
+def _optional_float(x):
+    return None if x is None else float(x)
+
+
+@_fx_leaf
+def batched_nms_padded(boxes, scores, iou_threshold, score_threshold=None, max_per_class=-1,
+                       max_per_image=100, box_format="xyxy", class_agnostic=False,
+                       pre_nms_top_k=-1):
+    """NMS per image and class with fixed-shape outputs (TensorRT
+    EfficientNMS's): boxes [B, M, 4] shared by the classes, or [B, M, C, 4]
+    (one box per class); scores [B, C, M] (ONNX's layout). Per (image,
+    class): the candidates with score > score_threshold (None: every box),
+    by score (ties: lower box index), at most pre_nms_top_k of them (-1:
+    all), greedy NMS as torchvision's nms (suppressed when IoU >
+    iou_threshold) keeping at most max_per_class (-1: no cap); then per
+    image the max_per_image best across classes by score (ties: lower class,
+    then earlier selection). box_format: "xyxy", "xywh" or "cxcywh"
+    (converted as box_convert does). class_agnostic: boxes of any class
+    suppress each other. Returns (keep, labels, scores, num): keep and
+    labels int64 [B, max_per_image] (box index and class, -1 past num[b]),
+    scores [B, max_per_image] (scores' dtype, 0 past num[b]), num int64
+    [B]. No output size depends on the data, so nothing waits for the
+    device (gather the boxes with keep). Equal to a per-image loop of
+    batched_nms (on the boxes converted to xyxy, with the class as idxs)
+    followed by a top-k; NumPy, torch and pyopencl arrays."""
+    fmt = _checks.nms_padded_box_format(box_format) if isinstance(box_format, str) \
+        else int(box_format)
+    boxes = _tensor(boxes, "batched_nms_padded", "boxes")
+    scores = _tensor(scores, "batched_nms_padded", "scores")
+    args = (float(iou_threshold), _optional_float(score_threshold), int(max_per_class),
+            int(max_per_image))
+    rest = (bool(class_agnostic), int(pre_nms_top_k))
+    if _is_torch(boxes) or _is_torch(scores):
+        if not isinstance(box_format, str):
+            box_format = ("xyxy", "xywh", "cxcywh")[fmt] if 0 <= fmt <= 2 else str(box_format)
+        return _script.batched_nms_padded(boxes, scores, *args, box_format, *rest)
+    return _call("batched_nms_padded", boxes, scores, *args, fmt, *rest)
+
+
+@_fx_leaf
+def onnx_nms(boxes, scores, max_output_boxes_per_class=0, iou_threshold=0.0,
+             score_threshold=None, center_point_box=0, exact_shape=False):
+    """ONNX NonMaxSuppression (opset 10 / 11) exactly: boxes [B, M, 4] as
+    [y1, x1, y2, x2] with any diagonal pair of corners (center_point_box 0)
+    or [x_center, y_center, width, height] (1); scores [B, C, M]. Per
+    (image, class): the candidates with score > score_threshold (None: every
+    box) by score (ties: lower index), each selected unless its IoU with a
+    box already selected for its (image, class) is > iou_threshold (in [0,
+    1]; the IoU of onnxruntime, 0 for an empty intersection or a box without
+    area), at most max_output_boxes_per_class (<= 0: none, ONNX's default).
+    Thresholds are float32, as ONNX's inputs are. Returns (selected,
+    num_selected): selected int64 [B * C * min(max_output_boxes_per_class,
+    M), 3], whose first num_selected rows are ONNX's selected_indices
+    (batch, class, box) in its order, the rest -1, and num_selected, an
+    int64 0-d tensor: no host sync. exact_shape=True slices selected to
+    ONNX's [num_selected, 3] (that reads num_selected back). On torch
+    tensors the op exports to ONNX as NonMaxSuppression."""
+    boxes = _tensor(boxes, "onnx_nms", "boxes")
+    scores = _tensor(scores, "onnx_nms", "scores")
+    args = (int(max_output_boxes_per_class), float(iou_threshold),
+            _optional_float(score_threshold), int(center_point_box))
+    if _is_torch(boxes) or _is_torch(scores):
+        return _script.onnx_nms(boxes, scores, *args, bool(exact_shape))
+    selected, num_selected = _call("onnx_nms", boxes, scores, *args)
+    if exact_shape:
+        selected = selected[:_count(num_selected)]
+    return selected, num_selected
 
 
 def _rows(x, k):
@@ -474,6 +544,8 @@ def _schema_function(name, doc):
             body.append("%s = [_tensor(t, %r, %r) for t in %s]" % (a.name, name, a.name, a.name))
         elif a.type in ("float", "int", "bool"):  # SymInt stays symbolic
             body.append("%s = %s(%s)" % (a.name, a.type, a.name))
+        elif a.type == "float?":
+            body.append("%s = None if %s is None else float(%s)" % (a.name, a.name, a.name))
         if a.type.startswith("Tensor"):
             tensors.append(a.name)
     names = ", ".join(a.name for a in schema.args)
@@ -960,7 +1032,8 @@ else:
 # with torch.fx.wrap too makes the modules' calls above leaves by fx's own
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
-_FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "box_iou",
+_FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "batched_nms_padded",
+              "onnx_nms", "box_iou",
               "generalized_box_iou", "distance_box_iou", "complete_box_iou", "box_area",
               "box_convert", "box_iou_rotated", *_SCHEMA_OPS, "roi_align", "roi_pool",
               "ps_roi_align", "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d",

@@ -48,6 +48,7 @@ static const char *vo_arg_type_name(vo_arg_type t) {
     case VO_ARG_TENSOR: return "a tensor";
     case VO_ARG_OPTIONAL_TENSOR: return "a tensor or None";
     case VO_ARG_FLOAT: return "a float";
+    case VO_ARG_OPTIONAL_FLOAT: return "a float or None";
     case VO_ARG_INT: return "an int";
     case VO_ARG_BOOL: return "a bool";
     case VO_ARG_TENSOR_LIST: return "a list of tensors";
@@ -236,6 +237,10 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
       case VO_ARG_FLOAT:
         if (v.kind == VO_VALUE_INT) v = vo_float_value((double)v.u.i);
         ok = v.kind == VO_VALUE_FLOAT;
+        break;
+      case VO_ARG_OPTIONAL_FLOAT:
+        if (v.kind == VO_VALUE_INT) v = vo_float_value((double)v.u.i);
+        ok = v.kind == VO_VALUE_FLOAT || v.kind == VO_VALUE_NONE;
         break;
       case VO_ARG_INT: ok = v.kind == VO_VALUE_INT; break;
       case VO_ARG_BOOL:

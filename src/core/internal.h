@@ -154,6 +154,31 @@ typedef struct vo_nms_params {
   const vo_view *num_kept; /* out: int64 [], contiguous */
 } vo_nms_params;
 
+/* batched_nms_padded and onnx_nms: NMS per (image, class) problem (per
+ * image with class_agnostic), then per image the best max_per_image across
+ * classes (padded) or every selection in (image, class) order (onnx). */
+typedef struct vo_nms_padded_params {
+  const vo_view *boxes;  /* [B, M, 4], or [B, M, C, 4] (per_class_boxes) */
+  const vo_view *scores; /* [B, C, M] any floating dtype */
+  int64_t batches, boxes_per_image, classes; /* B, M, C */
+  int per_class_boxes, class_agnostic, onnx;
+  int kind, format; /* VO_K_NP_* (kernels/nms_padded.h); the torchvision format */
+  /* Suppression: IoU > iou_threshold in double for float64 boxes, else
+   * IoU > iou_threshold_f32 in float (the op's rounding of the threshold). */
+  double iou_threshold;
+  float iou_threshold_f32;
+  /* Candidates: (double)score > score_threshold (the op's rounding of its
+   * threshold already applied), or every box when !has_score_threshold. */
+  int has_score_threshold;
+  double score_threshold;
+  float score_threshold_f32;
+  int64_t max_candidates; /* per problem, after the score sort (pre-NMS top-k) */
+  int64_t max_selected;   /* per problem */
+  int64_t max_per_image;  /* padded */
+  const vo_view *keep, *labels, *scores_out, *num; /* padded: [B, K], [B, K], [B, K], [B] */
+  const vo_view *selected, *num_selected;          /* onnx: [B * C * max_selected, 3], [] */
+} vo_nms_padded_params;
+
 /* box_iou and its generalized / distance / complete variants. */
 typedef struct vo_pairwise_iou_params {
   const vo_view *a;   /* [N,4] float or integer; ex->dtype is the compute dtype */
@@ -303,6 +328,7 @@ typedef struct vo_exec {
   vo_data_check data_checks[VO_MAX_DATA_CHECKS];
   union {
     vo_nms_params nms;
+    vo_nms_padded_params nms_padded;
     vo_pairwise_iou_params iou;
     vo_pairwise_iou_backward_params iou_backward;
     vo_roi_align_params roi_align;
@@ -334,6 +360,7 @@ typedef enum vo_arg_type {
   VO_ARG_TENSOR,
   VO_ARG_OPTIONAL_TENSOR,
   VO_ARG_FLOAT,
+  VO_ARG_OPTIONAL_FLOAT, /* "float?": a float or None (VO_VALUE_NONE) */
   VO_ARG_INT,
   VO_ARG_BOOL,
   VO_ARG_TENSOR_LIST,

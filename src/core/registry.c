@@ -62,7 +62,7 @@ static int vo_ident(vo_cursor *c, char *out) {
 }
 
 /* The default after "=": a number for float/int, True/False for bool, None
- * for an optional tensor. */
+ * for an optional tensor or float. */
 static int vo_parse_default(vo_cursor *c, vo_arg_spec *a) {
   vo_skip_space(c);
   const char *start = c->s;
@@ -76,8 +76,9 @@ static int vo_parse_default(vo_cursor *c, vo_arg_spec *a) {
       end = (char *)c->s;
       break;
     case VO_ARG_OPTIONAL_TENSOR:
+    case VO_ARG_OPTIONAL_FLOAT:
       if (!vo_accept(c, "None")) return 0;
-      a->default_value = vo_tensor_value(NULL);
+      a->default_value = vo_tensor_value(NULL); /* VO_VALUE_NONE */
       end = (char *)c->s;
       break;
     case VO_ARG_TENSOR:
@@ -107,7 +108,9 @@ static int vo_parse_schema(vo_op_entry *e, const vo_op_source *src) {
                   : vo_accept(&c, "[]") ? VO_ARG_TENSOR_LIST
                                         : VO_ARG_TENSOR;
       else if (strcmp(type, "float") == 0)
-        a->type = vo_accept(&c, "[]") ? VO_ARG_FLOAT_LIST : VO_ARG_FLOAT;
+        a->type = vo_accept(&c, "[]")  ? VO_ARG_FLOAT_LIST
+                  : vo_accept(&c, "?") ? VO_ARG_OPTIONAL_FLOAT
+                                       : VO_ARG_FLOAT;
       else if (strcmp(type, "int") == 0 || strcmp(type, "SymInt") == 0)
         a->type = VO_ARG_INT; /* SymInt: a size PyTorch may pass symbolically */
       else if (strcmp(type, "bool") == 0)

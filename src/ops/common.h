@@ -6,6 +6,11 @@
 
 #include "core/internal.h"
 
+/* The largest float f with f <= t, so that for any float x,
+ * x > f  <=>  (double)x > t (an NMS op's float comparison with its
+ * threshold decides as the comparison in double would). */
+float vo_nms_threshold_f32(double t);
+
 /* Argument `arg` is a floating tensor (float32/64, float16, bfloat16). */
 vo_status vo_expect_float(const vo_exec *ex, int arg);
 /* Argument `arg` is a floating or an integer tensor (boxes, which

@@ -14,7 +14,7 @@ enum { ARG_BOXES, ARG_SCORES };
 /* The largest float f with f <= t, so that for any float x,
  * x > f  <=>  (double)x > t: float32 compute compares its IoU in float as
  * the spec's comparison in double would. */
-static float vo_nms_threshold_f32(double t) {
+float vo_nms_threshold_f32(double t) {
   float f = (float)t;
   if ((double)f > t) f = nextafterf(f, -INFINITY);
   return f;

@@ -1203,6 +1203,75 @@ static void sample__deform_attn_backward(vs_sample *s, const vs_params *q) {
   build_deform_attn_common(s, q, 1);
 }
 
+/* batched_nms_padded / onnx_nms: B images of M boxes, C classes. Random:
+ * (B, M, C) = (2, 97, 3) without a score threshold, (1, 0, 4), (3, 300, 5)
+ * and (2, 64, 2) (batched_nms_padded: boxes per class [B, M, C, 4], xywh;
+ * seed 2 cxcywh and class-agnostic; onnx: seed 2 center_point_box 1), with
+ * scores on a grid of eighths (many ties); edge: no boxes, or degenerate
+ * boxes with equal scores; small: (1, 6, 2); model: a YOLO head's output
+ * (B = 2, 8400 anchors, 80 classes). */
+static void build_nms_padded_common(vs_sample *s, const vs_params *q, int onnx) {
+  static const int64_t random[VS_RANDOM_SEEDS][3] = {{2, 97, 3}, {1, 0, 4}, {3, 300, 5}, {2, 64, 2}};
+  int64_t b = 1, m = 6, c = 2;
+  const int seed = (int)(q->seed % VS_RANDOM_SEEDS);
+  box_kind kind = BOXES_SMALL;
+  if (q->variant == VS_RANDOM) {
+    b = random[seed][0], m = random[seed][1], c = random[seed][2];
+    kind = BOXES_MIXED;
+  } else if (q->variant == VS_EDGE) {
+    b = 2, m = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40, c = 3;
+    kind = BOXES_DEGENERATE;
+  } else if (q->variant == VS_MODEL) {
+    b = 2, m = 8400, c = 80;
+    kind = BOXES_DETECTIONS;
+  }
+  const int per_class = !onnx && q->variant == VS_RANDOM && seed == 3;
+  const int64_t rows = b * m * (per_class ? c : 1);
+  double *bv = xmalloc(sizeof(double) * (size_t)(4 * rows + 1));
+  double *sv = xmalloc(sizeof(double) * (size_t)(b * c * m + 1));
+  gen_boxes(kind, q->rng, rows, bv);
+  for (int64_t i = 0; i < b * c * m; i++)
+    sv[i] = q->variant == VS_EDGE     ? 0.5
+            : q->variant == VS_RANDOM ? floor(vt_rng_uniform(q->rng, 0, 8)) / 8
+            : q->variant == VS_MODEL  ? pow(vt_rng_uniform(q->rng, 0, 1), 6)
+                                      : vt_rng_uniform(q->rng, 0, 1);
+  const int64_t bs3[3] = {b, m, 4}, bs4[4] = {b, m, c, 4}, ss[3] = {b, c, m};
+  const int tb = per_class ? add_values(s, q->dt, 4, bs4, bv) : add_values(s, q->dt, 3, bs3, bv);
+  arg_tensor(s, tb);
+  arg_tensor(s, add_values(s, q->dt, 3, ss, sv));
+  const double iou = q->variant == VS_RANDOM ? (double[]){0.5, 0.3, 0.7, 0.45}[seed] : 0.5;
+  const int no_threshold = q->variant == VS_RANDOM && seed == 0;
+  const double score_threshold = q->variant == VS_MODEL ? 0.25 : 0.2;
+  const int64_t cap = q->variant == VS_RANDOM ? (int64_t[]){5, 10, 100, 1000}[seed] : 100;
+  if (onnx) {
+    arg_int(s, cap);
+    arg_float(s, iou);
+    if (no_threshold)
+      arg_none(s);
+    else
+      arg_float(s, score_threshold);
+    arg_int(s, q->variant == VS_RANDOM && seed == 2);
+  } else {
+    arg_float(s, iou);
+    if (no_threshold)
+      arg_none(s);
+    else
+      arg_float(s, score_threshold);
+    arg_int(s, q->variant == VS_RANDOM && seed == 1 ? -1 : cap);
+    arg_int(s, q->variant == VS_RANDOM ? (int64_t[]){20, 7, 50, 30}[seed] : 100);
+    arg_int(s, q->variant == VS_RANDOM ? (int64_t[]){0, 0, 2, 1}[seed] : 0);
+    arg_bool(s, q->variant == VS_RANDOM && seed == 2);
+    arg_int(s, q->variant == VS_RANDOM && seed == 0 ? 40 : -1);
+  }
+  s->shape_tensor = tb;
+  free(bv);
+  free(sv);
+}
+static void sample_batched_nms_padded(vs_sample *s, const vs_params *q) {
+  build_nms_padded_common(s, q, 0);
+}
+static void sample_onnx_nms(vs_sample *s, const vs_params *q) { build_nms_padded_common(s, q, 1); }
+
 /* ------------------------------------------------------------ the table */
 
 /* One builder per op of ops.def, in its order: an op without sample_<name>

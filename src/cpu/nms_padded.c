@@ -1,0 +1,255 @@
+/*
+ * batched_nms_padded and onnx_nms on the CPU (vo_nms_padded_params): the
+ * (image, class) problems run side by side on the thread pool, each a scan
+ * of its scores for candidates, a stable sort of them (cpu/sort.h) and a
+ * greedy pass that tests each candidate against the boxes selected so far
+ * (kernels/nms_padded.h) and stops at the problem's cap; then the front
+ * end: per image the best max_per_image across classes (padded), or every
+ * problem's rows at its offset in ONNX's order (onnx), again in parallel.
+ */
+#include <string.h>
+
+#include "cpu/common.h"
+#include "cpu/sort.h"
+#include "kernels/nms_padded.h"
+
+#define VO_S_F32
+#include "kernels/dtype_begin.h"
+#include "cpu/nms_padded.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_F64
+#include "kernels/dtype_begin.h"
+#include "cpu/nms_padded.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_F16
+#include "kernels/dtype_begin.h"
+#include "cpu/nms_padded.inc"
+#include "kernels/dtype_end.h"
+
+#define VO_S_BF16
+#include "kernels/dtype_begin.h"
+#include "cpu/nms_padded.inc"
+#include "kernels/dtype_end.h"
+
+typedef struct vo_np_state {
+  const vo_nms_padded_params *p;
+  int64_t problems; /* B * C, or B when class-agnostic */
+  int64_t items;    /* candidates a problem can have: M, or C * M */
+  int64_t cap;      /* selections per problem */
+  int64_t *sel;     /* [problems, cap] selected items in order */
+  int64_t *count;   /* [problems] */
+  int64_t *offset;  /* onnx: [problems + 1] first output row of each problem */
+  char *scratch;    /* per slot: slot_bytes */
+  size_t slot_bytes;
+  vo_cpu_range todo;
+} vo_np_state;
+
+/* The candidates of classes [c0, c1) of image b, item (c - c0) * M + m, with
+ * their score keys, into out; returns how many. */
+static int64_t vo_np_candidates(const vo_nms_padded_params *p, int64_t b, int64_t c0, int64_t c1,
+                                vo_sort_item *out) {
+  const vo_view *sv = p->scores;
+  const int64_t m_count = p->boxes_per_image, st2 = sv->stride[2];
+  const int all = !p->has_score_threshold;
+  int64_t n = 0;
+  for (int64_t c = c0; c < c1; c++) {
+    const int64_t row = b * sv->stride[0] + c * sv->stride[1], item0 = (c - c0) * m_count;
+    if (sv->dtype == VO_F32) {
+      const float *s = (const float *)vo_view_addr(sv) + row;
+      const float t = p->score_threshold_f32;
+      for (int64_t m = 0; m < m_count; m++) {
+        const float v = s[m * st2];
+        if (all || v > t) out[n++] = (vo_sort_item){vo_score_key_f32(v), item0 + m};
+      }
+    } else if (sv->dtype == VO_F64) {
+      const double *s = (const double *)vo_view_addr(sv) + row;
+      const double t = p->score_threshold;
+      for (int64_t m = 0; m < m_count; m++) {
+        const double v = s[m * st2];
+        if (all || v > t) out[n++] = (vo_sort_item){vo_score_key_f64(v), item0 + m};
+      }
+    } else { /* the half types convert to float exactly */
+      const float t = p->score_threshold_f32;
+      for (int64_t m = 0; m < m_count; m++) {
+        const float v = (float)vo_load_host(sv, row + m * st2);
+        if (all || v > t) out[n++] = (vo_sort_item){vo_score_key_f32(v), item0 + m};
+      }
+    }
+  }
+  return n;
+}
+
+/* The problem's image and its first class. */
+static void vo_np_problem(const vo_nms_padded_params *p, int64_t q, int64_t *b, int64_t *c0) {
+  *b = p->class_agnostic ? q : q / p->classes;
+  *c0 = p->class_agnostic ? 0 : q % p->classes;
+}
+
+static void vo_np_problems_worker(void *arg, int slot) {
+  vo_np_state *s = arg;
+  const vo_nms_padded_params *p = s->p;
+  vo_sort_item *a = (vo_sort_item *)(s->scratch + (size_t)slot * s->slot_bytes);
+  vo_sort_item *tmp = a + s->items;
+  void *kept = tmp + s->items;
+  int64_t q, end;
+  while (vo_cpu_claim(&s->todo, &q, &end)) {
+    for (; q < end; q++) {
+      int64_t b, c0;
+      vo_np_problem(p, q, &b, &c0);
+      int64_t n = vo_np_candidates(p, b, c0, p->class_agnostic ? p->classes : c0 + 1, a);
+      const vo_sort_item *sorted = vo_cpu_radix_sort(a, tmp, n);
+      if (n > p->max_candidates) n = p->max_candidates;
+      int64_t *sel = s->sel + q * s->cap;
+      switch (p->boxes->dtype) {
+        case VO_F64: s->count[q] = vo_np_greedy_f64(p, b, c0, sorted, n, s->cap, kept, sel); break;
+        case VO_F16: s->count[q] = vo_np_greedy_f16(p, b, c0, sorted, n, s->cap, kept, sel); break;
+        case VO_BF16:
+          s->count[q] = vo_np_greedy_bf16(p, b, c0, sorted, n, s->cap, kept, sel);
+          break;
+        default: s->count[q] = vo_np_greedy_f32(p, b, c0, sorted, n, s->cap, kept, sel); break;
+      }
+    }
+  }
+}
+
+/* The score key of box m of class c in image b. */
+static uint64_t vo_np_key(const vo_nms_padded_params *p, int64_t b, int64_t c, int64_t m) {
+  const vo_view *sv = p->scores;
+  const double v =
+      vo_load_host(sv, b * sv->stride[0] + c * sv->stride[1] + m * sv->stride[2]);
+  return sv->dtype == VO_F64 ? vo_score_key_f64(v) : vo_score_key_f32((float)v);
+}
+
+/* padded: image b's best max_per_image selections across its classes, by
+ * score (a stable sort of the classes' lists in class order: ties go to
+ * the lower class, then the earlier selection), then the padding. */
+static void vo_np_image(const vo_np_state *s, int64_t b, vo_sort_item *a, vo_sort_item *tmp) {
+  const vo_nms_padded_params *p = s->p;
+  const int64_t m_count = p->boxes_per_image, k_max = p->max_per_image;
+  int64_t n = 0;
+  const vo_sort_item *order = a;
+  if (!p->class_agnostic) {
+    for (int64_t c = 0; c < p->classes; c++) {
+      const int64_t q = b * p->classes + c;
+      for (int64_t r = 0; r < s->count[q]; r++)
+        a[n++] = (vo_sort_item){vo_np_key(p, b, c, s->sel[q * s->cap + r]), q * s->cap + r};
+    }
+    order = vo_cpu_radix_sort(a, tmp, n);
+  } else {
+    for (int64_t r = 0; r < s->count[b]; r++) a[n++] = (vo_sort_item){0, b * s->cap + r};
+  }
+  if (n > k_max) n = k_max;
+  int64_t *keep = (int64_t *)vo_view_addr(p->keep) + b * k_max;
+  int64_t *labels = (int64_t *)vo_view_addr(p->labels) + b * k_max;
+  const size_t es = vo_dtype_size(p->scores->dtype);
+  char *scores_out = (char *)vo_view_addr(p->scores_out) + (size_t)(b * k_max) * es;
+  const vo_view *sv = p->scores;
+  const char *scores = vo_view_addr(sv);
+  for (int64_t k = 0; k < n; k++) {
+    const int64_t slot = order[k].index, q = slot / s->cap;
+    const int64_t item = s->sel[slot];
+    const int64_t c = p->class_agnostic ? item / m_count : q % p->classes;
+    const int64_t m = p->class_agnostic ? item % m_count : item;
+    keep[k] = m;
+    labels[k] = c;
+    const int64_t at = b * sv->stride[0] + c * sv->stride[1] + m * sv->stride[2];
+    memcpy(scores_out + (size_t)k * es, scores + (size_t)at * es, es);
+  }
+  for (int64_t k = n; k < k_max; k++) keep[k] = labels[k] = -1;
+  memset(scores_out + (size_t)n * es, 0, (size_t)(k_max - n) * es);
+  ((int64_t *)vo_view_addr(p->num))[b] = n;
+}
+
+static void vo_np_images_worker(void *arg, int slot) {
+  vo_np_state *s = arg;
+  vo_sort_item *a = (vo_sort_item *)(s->scratch + (size_t)slot * s->slot_bytes);
+  const int64_t merge = s->p->class_agnostic ? 0 : s->p->classes * s->cap;
+  int64_t b, end;
+  while (vo_cpu_claim(&s->todo, &b, &end))
+    for (; b < end; b++) vo_np_image(s, b, a, a + merge);
+}
+
+/* onnx: problem q's rows (batch, class, box) at its offset, and its share of
+ * the -1 rows after the last selection: the cap - count[q] rows from
+ * total + q * cap - offset[q], so the problems' shares tile the padding. */
+static void vo_np_rows_worker(void *arg, int slot) {
+  (void)slot;
+  vo_np_state *s = arg;
+  const vo_nms_padded_params *p = s->p;
+  int64_t *rows = vo_view_addr(p->selected);
+  const int64_t total = s->offset[s->problems];
+  int64_t q, end;
+  while (vo_cpu_claim(&s->todo, &q, &end)) {
+    for (; q < end; q++) {
+      const int64_t b = q / p->classes, c = q % p->classes, n = s->count[q];
+      int64_t *row = rows + 3 * s->offset[q];
+      for (int64_t r = 0; r < n; r++, row += 3) {
+        row[0] = b;
+        row[1] = c;
+        row[2] = s->sel[q * s->cap + r];
+      }
+      int64_t *pad = rows + 3 * (total + q * s->cap - s->offset[q]);
+      for (int64_t r = 0; r < 3 * (s->cap - n); r++) pad[r] = -1;
+    }
+  }
+}
+
+/* One thread's time per score scanned and per problem, ns (measured on the
+ * benchmark machine, YOLO-like inputs). */
+#define VO_NP_SCORE_NS 1.0
+#define VO_NP_PROBLEM_NS 200.0
+
+vo_status vo_cpu_nms_padded(const vo_exec *ex) {
+  const vo_nms_padded_params *p = &ex->p.nms_padded;
+  const vo_context *ctx = ex->ctx;
+  vo_np_state s = {.p = p};
+  s.problems = p->class_agnostic ? p->batches : p->batches * p->classes;
+  s.items = p->class_agnostic ? p->classes * p->boxes_per_image : p->boxes_per_image;
+  s.cap = p->max_selected;
+  const size_t np = (size_t)s.problems, cap = (size_t)s.cap;
+  /* Per slot: two sort arrays for a problem's candidates (or an image's
+   * selections across classes) and the selected boxes. */
+  size_t sort_items = (size_t)s.items;
+  if (!p->onnx && !p->class_agnostic && (size_t)p->classes * cap > sort_items)
+    sort_items = (size_t)p->classes * cap;
+  s.slot_bytes = 2 * sort_items * sizeof(vo_sort_item) + cap * sizeof(vo_k_nms_box_f64);
+  const double cost = (double)s.problems * ((double)s.items * VO_NP_SCORE_NS + VO_NP_PROBLEM_NS);
+  int threads = vo_cpu_threads_for(ctx, s.problems, cost);
+  if (threads < 1) threads = 1;
+  /* Sizes cannot overflow: the sort arrays are a few times the scores'
+   * size (C * M elements per image), the selections at most that. */
+  const size_t shared = np * cap * sizeof(int64_t) + (2 * np + 1) * sizeof(int64_t);
+  const size_t bytes = shared + (size_t)threads * s.slot_bytes;
+  char *mem = vo_workspace_alloc(ctx, ex->device, bytes, ex->op_name);
+  if (!mem) return VO_ERROR_OUT_OF_MEMORY;
+  s.sel = (int64_t *)mem;
+  s.count = s.sel + np * cap;
+  s.offset = s.count + np;
+  s.scratch = (char *)(s.offset + np + 1);
+
+  if (s.cap > 0) {
+    vo_cpu_range_init(&s.todo, s.problems, 1);
+    vo_cpu_run(threads, vo_np_problems_worker, &s);
+  } else {
+    memset(s.count, 0, np * sizeof(int64_t));
+  }
+
+  if (p->onnx) {
+    s.offset[0] = 0;
+    for (int64_t q = 0; q < s.problems; q++) s.offset[q + 1] = s.offset[q] + s.count[q];
+    *(int64_t *)vo_view_addr(p->num_selected) = s.offset[s.problems];
+    vo_cpu_range_init(&s.todo, s.problems, 8);
+    vo_cpu_run(vo_cpu_threads_for(ctx, s.problems, (double)np * (double)cap * 3.0), vo_np_rows_worker,
+               &s);
+  } else {
+    /* No more threads than slots of scratch. */
+    vo_cpu_range_init(&s.todo, p->batches, 1);
+    const double merge_cost = (double)np * (double)cap * 20.0 + (double)p->batches * 100.0;
+    const int merge_threads = vo_cpu_threads_for(ctx, p->batches, merge_cost);
+    vo_cpu_run(merge_threads < threads ? merge_threads : threads, vo_np_images_worker, &s);
+  }
+  vo_workspace_free(ctx, ex->device, mem);
+  return VO_OK;
+}
