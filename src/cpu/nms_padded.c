@@ -13,6 +13,11 @@
 #include "cpu/sort.h"
 #include "kernels/nms_padded.h"
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+#define VO_HAVE_AVX2_KERNELS 1
+#endif
+
 #define VO_S_F32
 #include "kernels/dtype_begin.h"
 #include "cpu/nms_padded.inc"
@@ -33,6 +38,84 @@
 #include "cpu/nms_padded.inc"
 #include "kernels/dtype_end.h"
 
+#ifdef VO_HAVE_AVX2_KERNELS
+/* vo_np_any_suppresses_f32 eight selected boxes a step, with the plain
+ * test's operations in its order (max_ps(a, b) is a > b ? a : b, so
+ * max_ps(candidate, selected) is the kernel's `selected < candidate ?
+ * candidate : selected`, NaN giving the selected box's value in both; min
+ * likewise), so the decisions are the same bit for bit. */
+__attribute__((target("avx2,fma"))) static int vo_np_any_suppresses_avx2(
+    int kind, const vo_np_kept_f32 *kept, int64_t count, const vo_k_nms_box_f32 *box, float thr) {
+  const __m256 bx1 = _mm256_set1_ps(box->x1), by1 = _mm256_set1_ps(box->y1);
+  const __m256 bx2 = _mm256_set1_ps(box->x2), by2 = _mm256_set1_ps(box->y2);
+  const __m256 barea = _mm256_set1_ps(box->area), vthr = _mm256_set1_ps(thr);
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= count; k += 8) {
+    const __m256 kx1 = _mm256_loadu_ps(kept->x1 + k), ky1 = _mm256_loadu_ps(kept->y1 + k);
+    const __m256 kx2 = _mm256_loadu_ps(kept->x2 + k), ky2 = _mm256_loadu_ps(kept->y2 + k);
+    const __m256 karea = _mm256_loadu_ps(kept->area + k);
+    const __m256 ix1 = _mm256_max_ps(bx1, kx1), iy1 = _mm256_max_ps(by1, ky1);
+    const __m256 ix2 = _mm256_min_ps(bx2, kx2), iy2 = _mm256_min_ps(by2, ky2);
+    __m256 hit;
+    if (kind == VO_K_NP_TORCHVISION) {
+      const __m256 w = _mm256_max_ps(_mm256_sub_ps(ix2, ix1), zero);
+      const __m256 h = _mm256_max_ps(_mm256_sub_ps(iy2, iy1), zero);
+      const __m256 inter = _mm256_mul_ps(w, h);
+      const __m256 uni = _mm256_sub_ps(_mm256_add_ps(karea, barea), inter);
+      hit = _mm256_cmp_ps(_mm256_div_ps(inter, uni), vthr, _CMP_GT_OQ);
+    } else { /* onnxruntime's: every "return false" test must fail (or be NaN) */
+      const __m256 dx = _mm256_sub_ps(ix2, ix1), dy = _mm256_sub_ps(iy2, iy1);
+      const __m256 inter = _mm256_mul_ps(dx, dy);
+      const __m256 uni = _mm256_sub_ps(_mm256_add_ps(karea, barea), inter);
+      hit = _mm256_and_ps(_mm256_cmp_ps(ix2, ix1, _CMP_NLE_UQ), _mm256_cmp_ps(iy2, iy1, _CMP_NLE_UQ));
+      hit = _mm256_and_ps(hit, _mm256_cmp_ps(inter, zero, _CMP_NLE_UQ));
+      hit = _mm256_and_ps(hit, _mm256_cmp_ps(karea, zero, _CMP_NLE_UQ));
+      hit = _mm256_and_ps(hit, _mm256_cmp_ps(barea, zero, _CMP_NLE_UQ));
+      hit = _mm256_and_ps(hit, _mm256_cmp_ps(uni, zero, _CMP_NLE_UQ));
+      hit = _mm256_and_ps(hit, _mm256_cmp_ps(_mm256_div_ps(inter, uni), vthr, _CMP_GT_OQ));
+    }
+    if (_mm256_movemask_ps(hit)) return 1;
+  }
+  return k < count && vo_np_any_suppresses_f32(kind, &(vo_np_kept_f32){kept->x1 + k, kept->y1 + k,
+                                                                        kept->x2 + k, kept->y2 + k,
+                                                                        kept->area + k},
+                                               count - k, box, thr);
+}
+#endif
+
+#ifdef VO_HAVE_AVX2_KERNELS
+/* The candidates of one contiguous float32 score row (score > t), item0 +
+ * m for box m, appended at out[n]; returns the new count. 32 scores a
+ * step: the row is read at memory speed, and nearly every step of a
+ * detector's scores has no candidate. _CMP_GT_OQ is false for NaN, as the
+ * plain `v > t`. */
+__attribute__((target("avx2,fma"))) static int64_t vo_np_scan_avx2(const float *s,
+                                                                    int64_t m_count, float t,
+                                                                    int64_t item0,
+                                                                    vo_sort_item *out, int64_t n) {
+  const __m256 vt = _mm256_set1_ps(t);
+  int64_t m = 0;
+  for (; m + 32 <= m_count; m += 32) {
+    const __m256 a = _mm256_cmp_ps(_mm256_loadu_ps(s + m), vt, _CMP_GT_OQ);
+    const __m256 b = _mm256_cmp_ps(_mm256_loadu_ps(s + m + 8), vt, _CMP_GT_OQ);
+    const __m256 c = _mm256_cmp_ps(_mm256_loadu_ps(s + m + 16), vt, _CMP_GT_OQ);
+    const __m256 d = _mm256_cmp_ps(_mm256_loadu_ps(s + m + 24), vt, _CMP_GT_OQ);
+    if (!_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(a, b), _mm256_or_ps(c, d)))) continue;
+    uint32_t bits = (uint32_t)_mm256_movemask_ps(a) | (uint32_t)_mm256_movemask_ps(b) << 8 |
+                    (uint32_t)_mm256_movemask_ps(c) << 16 | (uint32_t)_mm256_movemask_ps(d) << 24;
+    while (bits) {
+      const int64_t j = m + __builtin_ctz(bits);
+      out[n++] = (vo_sort_item){vo_score_key_f32(s[j]), item0 + j};
+      bits &= bits - 1;
+    }
+  }
+  for (; m < m_count; m++)
+    if (s[m] > t) out[n++] = (vo_sort_item){vo_score_key_f32(s[m]), item0 + m};
+  return n;
+}
+#endif
+
 typedef struct vo_np_state {
   const vo_nms_padded_params *p;
   int64_t problems; /* B * C, or B when class-agnostic */
@@ -43,13 +126,14 @@ typedef struct vo_np_state {
   int64_t *offset;  /* onnx: [problems + 1] first output row of each problem */
   char *scratch;    /* per slot: slot_bytes */
   size_t slot_bytes;
+  int avx2;         /* the float selected-box test in AVX2 */
   vo_cpu_range todo;
 } vo_np_state;
 
 /* The candidates of classes [c0, c1) of image b, item (c - c0) * M + m, with
  * their score keys, into out; returns how many. */
 static int64_t vo_np_candidates(const vo_nms_padded_params *p, int64_t b, int64_t c0, int64_t c1,
-                                vo_sort_item *out) {
+                                int avx2, vo_sort_item *out) {
   const vo_view *sv = p->scores;
   const int64_t m_count = p->boxes_per_image, st2 = sv->stride[2];
   const int all = !p->has_score_threshold;
@@ -59,6 +143,14 @@ static int64_t vo_np_candidates(const vo_nms_padded_params *p, int64_t b, int64_
     if (sv->dtype == VO_F32) {
       const float *s = (const float *)vo_view_addr(sv) + row;
       const float t = p->score_threshold_f32;
+#ifdef VO_HAVE_AVX2_KERNELS
+      if (avx2 && !all && st2 == 1) {
+        n = vo_np_scan_avx2(s, m_count, t, item0, out, n);
+        continue;
+      }
+#else
+      (void)avx2;
+#endif
       for (int64_t m = 0; m < m_count; m++) {
         const float v = s[m * st2];
         if (all || v > t) out[n++] = (vo_sort_item){vo_score_key_f32(v), item0 + m};
@@ -92,24 +184,36 @@ static void vo_np_problems_worker(void *arg, int slot) {
   const vo_nms_padded_params *p = s->p;
   vo_sort_item *a = (vo_sort_item *)(s->scratch + (size_t)slot * s->slot_bytes);
   vo_sort_item *tmp = a + s->items;
-  void *kept = tmp + s->items;
+  /* The selected boxes' five arrays of cap values. */
+  const int64_t cap = s->cap;
+  float *k32 = (float *)(tmp + s->items);
+  double *k64 = (double *)(tmp + s->items);
+  const vo_np_kept_f32 kept32 = {k32, k32 + cap, k32 + 2 * cap, k32 + 3 * cap, k32 + 4 * cap};
+  const vo_np_kept_f64 kept64 = {k64, k64 + cap, k64 + 2 * cap, k64 + 3 * cap, k64 + 4 * cap};
+  int (*any32)(int, const vo_np_kept_f32 *, int64_t, const vo_k_nms_box_f32 *, float) =
+      vo_np_any_suppresses_f32;
+#ifdef VO_HAVE_AVX2_KERNELS
+  if (s->avx2) any32 = vo_np_any_suppresses_avx2;
+#endif
   int64_t q, end;
   while (vo_cpu_claim(&s->todo, &q, &end)) {
     for (; q < end; q++) {
       int64_t b, c0;
       vo_np_problem(p, q, &b, &c0);
-      int64_t n = vo_np_candidates(p, b, c0, p->class_agnostic ? p->classes : c0 + 1, a);
+      int64_t n =
+          vo_np_candidates(p, b, c0, p->class_agnostic ? p->classes : c0 + 1, s->avx2, a);
       const vo_sort_item *sorted = vo_cpu_radix_sort(a, tmp, n);
       if (n > p->max_candidates) n = p->max_candidates;
-      int64_t *sel = s->sel + q * s->cap;
+      int64_t *sel = s->sel + q * cap, k;
       switch (p->boxes->dtype) {
-        case VO_F64: s->count[q] = vo_np_greedy_f64(p, b, c0, sorted, n, s->cap, kept, sel); break;
-        case VO_F16: s->count[q] = vo_np_greedy_f16(p, b, c0, sorted, n, s->cap, kept, sel); break;
-        case VO_BF16:
-          s->count[q] = vo_np_greedy_bf16(p, b, c0, sorted, n, s->cap, kept, sel);
+        case VO_F64:
+          k = vo_np_greedy_f64(p, b, c0, sorted, n, cap, &kept64, vo_np_any_suppresses_f64, sel);
           break;
-        default: s->count[q] = vo_np_greedy_f32(p, b, c0, sorted, n, s->cap, kept, sel); break;
+        case VO_F16: k = vo_np_greedy_f16(p, b, c0, sorted, n, cap, &kept32, any32, sel); break;
+        case VO_BF16: k = vo_np_greedy_bf16(p, b, c0, sorted, n, cap, &kept32, any32, sel); break;
+        default: k = vo_np_greedy_f32(p, b, c0, sorted, n, cap, &kept32, any32, sel); break;
       }
+      s->count[q] = k;
     }
   }
 }
@@ -214,7 +318,10 @@ vo_status vo_cpu_nms_padded(const vo_exec *ex) {
   size_t sort_items = (size_t)s.items;
   if (!p->onnx && !p->class_agnostic && (size_t)p->classes * cap > sort_items)
     sort_items = (size_t)p->classes * cap;
-  s.slot_bytes = 2 * sort_items * sizeof(vo_sort_item) + cap * sizeof(vo_k_nms_box_f64);
+  s.slot_bytes = 2 * sort_items * sizeof(vo_sort_item) + 5 * cap * sizeof(double);
+#ifdef VO_HAVE_AVX2_KERNELS
+  s.avx2 = vo_cpu_effective_isa(ctx) == VO_ISA_AVX2;
+#endif
   const double cost = (double)s.problems * ((double)s.items * VO_NP_SCORE_NS + VO_NP_PROBLEM_NS);
   int threads = vo_cpu_threads_for(ctx, s.problems, cost);
   if (threads < 1) threads = 1;

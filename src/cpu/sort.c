@@ -3,20 +3,45 @@
  */
 #include "cpu/sort.h"
 
-/* Below this many records an insertion sort beats the radix sort's count
- * pass over 8 x 256 digits. */
-#define VO_SORT_INSERTION_MAX 32
+/* Runs of this many records are insertion-sorted before merging. */
+#define VO_SORT_RUN 16
+/* Up to this many records a merge sort beats the radix sort, whose count
+ * pass and digit tables (8 x 256) cost microseconds whatever n is: an NMS
+ * problem's candidates are often a few dozen. */
+#define VO_SORT_MERGE_MAX 1024
+
+static void vo_insertion_sort(vo_sort_item *a, int64_t n) {
+  for (int64_t i = 1; i < n; i++) {
+    const vo_sort_item x = a[i];
+    int64_t j = i;
+    for (; j > 0 && a[j - 1].key > x.key; j--) a[j] = a[j - 1];
+    a[j] = x;
+  }
+}
+
+/* Stable bottom-up merge sort: sorted runs, then passes merging pairs of
+ * runs between a and tmp (the left run wins ties). */
+static vo_sort_item *vo_merge_sort(vo_sort_item *a, vo_sort_item *tmp, int64_t n) {
+  for (int64_t i = 0; i < n; i += VO_SORT_RUN)
+    vo_insertion_sort(a + i, n - i < VO_SORT_RUN ? n - i : VO_SORT_RUN);
+  for (int64_t width = VO_SORT_RUN; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      const int64_t mid = lo + width < n ? lo + width : n;
+      const int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) tmp[k++] = a[j].key < a[i].key ? a[j++] : a[i++];
+      while (i < mid) tmp[k++] = a[i++];
+      while (j < hi) tmp[k++] = a[j++];
+    }
+    vo_sort_item *s = a;
+    a = tmp;
+    tmp = s;
+  }
+  return a;
+}
 
 vo_sort_item *vo_cpu_radix_sort(vo_sort_item *a, vo_sort_item *tmp, int64_t n) {
-  if (n <= VO_SORT_INSERTION_MAX) {
-    for (int64_t i = 1; i < n; i++) {
-      const vo_sort_item x = a[i];
-      int64_t j = i;
-      for (; j > 0 && a[j - 1].key > x.key; j--) a[j] = a[j - 1];
-      a[j] = x;
-    }
-    return a;
-  }
+  if (n <= VO_SORT_MERGE_MAX) return vo_merge_sort(a, tmp, n);
   static const int digits = 8;
   int64_t count[8][256];
   memset(count, 0, sizeof count);

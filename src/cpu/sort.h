@@ -17,10 +17,10 @@ typedef struct vo_sort_item {
   int64_t index;
 } vo_sort_item;
 
-/* Stable sort of a[0..n) by key: an insertion sort for a few records, else
- * an LSD radix sort, 8 bits a pass, skipping a pass whose digit is the same
- * for every key (float32 keys use 4 of the 8 bytes, category keys of a few
- * classes one). The result is in a or tmp (room for n), returned. */
+/* Stable sort of a[0..n) by key: a merge sort up to a thousand records,
+ * else an LSD radix sort, 8 bits a pass, skipping a pass whose digit is the
+ * same for every key (float32 keys use 4 of the 8 bytes, category keys of a
+ * few classes one). The result is in a or tmp (room for n), returned. */
 vo_sort_item *vo_cpu_radix_sort(vo_sort_item *a, vo_sort_item *tmp, int64_t n);
 
 /* Keys whose ascending order is score descending with NaN first, as torch's

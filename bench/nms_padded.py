@@ -1,0 +1,144 @@
+"""batched_nms_padded and onnx_nms on the CPU against onnxruntime's
+NonMaxSuppression (opset 11) on the same inputs in the same process,
+through the public API (visionops.batched_nms_padded / visionops.onnx_nms
+on NumPy arrays, outputs allocated per call; an InferenceSession of one
+NonMaxSuppression node, inputs fed as NumPy arrays).
+
+Cases (issue 17): a YOLO-style post-process, B = 8 images, 8,400 anchors,
+80 classes, score threshold 0.25, IoU 0.45, 100 detections per class and
+per image; and the same head at the evaluation setting (score threshold
+0.001, 300 per image). Scores are what a detector's sigmoid gives: nearly
+every (anchor, class) score tiny, a few objects per image lighting up
+clusters of anchors in their class, with boxes jittered around the object.
+onnxruntime's NonMaxSuppression selects per (image, class) only (no
+per-image top-k); batched_nms_padded also merges the classes into the best
+100 per image, onnx_nms is the same op as onnxruntime's. onnx_nms's rows
+are checked equal to onnxruntime's before timing.
+
+Each round times every call once in turn (interleaved), medians, at 1 and
+all threads on both sides (onnxruntime's intra-op threads; its
+NonMaxSuppression kernel runs on one). `--load` adds one busy process per
+core.
+Usage: PYTHONPATH=<build>/python python bench/nms_padded.py [--quick] [--load]
+(needs onnxruntime and onnx: the torch 2.x lane's venv has them)
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+import visionops
+
+
+def make_case(b=8, m=8400, c=80, objects=(4, 16), seed=0):
+    """YOLO-like boxes [B, M, 4] (x1, y1, x2, y2 on a 640x640 image) and
+    sigmoid scores [B, C, M]."""
+    rng = np.random.default_rng(seed)
+    cxcy = rng.uniform(0, 640, (b, m, 2))
+    wh = rng.uniform(4, 200, (b, m, 2))
+    # background: log-uniform in [1e-8, 10^-2.5] (a tenth above 0.001)
+    scores = (10.0 ** rng.uniform(-8, -2.5, (b, c, m))).astype(np.float32)
+    for i in range(b):
+        for _ in range(rng.integers(*objects)):
+            cls = rng.integers(c)
+            centre, size = rng.uniform(50, 590, 2), rng.uniform(20, 300, 2)
+            near = rng.choice(m, rng.integers(20, 80), replace=False)
+            cxcy[i, near] = centre + rng.normal(0, 0.08, (near.size, 2)) * size
+            wh[i, near] = size * rng.uniform(0.8, 1.25, (near.size, 2))
+            scores[i, cls, near] = rng.uniform(0.3, 0.95, near.size)
+            other = rng.integers(c)  # a confusable class, lower
+            scores[i, other, near] = np.maximum(scores[i, other, near],
+                                                rng.uniform(0.1, 0.5, near.size))
+    boxes = np.concatenate([cxcy - wh / 2, cxcy + wh / 2], -1).astype(np.float32)
+    return boxes, scores
+
+
+def ort_session(threads):
+    """One NonMaxSuppression node (center_point_box 0, [y1, x1, y2, x2])."""
+    names = ["boxes", "scores", "max", "iou", "score"]
+    types = [TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64, TensorProto.FLOAT,
+             TensorProto.FLOAT]
+    shapes = [[None, None, 4], [None, None, None], [1], [1], [1]]
+    inputs = [helper.make_tensor_value_info(n, t, s) for n, t, s in zip(names, types, shapes)]
+    out = helper.make_tensor_value_info("selected", TensorProto.INT64, [None, 3])
+    graph = helper.make_graph([helper.make_node("NonMaxSuppression", names, ["selected"])],
+                              "nms", inputs, [out])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+
+
+def interleaved(fns, reps):
+    times = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
+
+
+def busy(count):
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--load", action="store_true", help="one busy process per core")
+    ap.add_argument("--reps", type=int, default=0)
+    opts = ap.parse_args()
+    cores = os.cpu_count() or 1
+    reps = opts.reps or (5 if opts.quick else 15)
+    boxes, scores = make_case()
+    yxyx = np.ascontiguousarray(boxes[..., [1, 0, 3, 2]])  # ONNX's corner order
+    cases = (("YOLO post-process", 0.25, 100, 100), ("evaluation", 0.001, 100, 300))
+    load = busy(cores) if opts.load else []
+    rows = []
+    try:
+        for name, score, per_class, per_image in cases:
+            iou = 0.45
+            feeds = {"boxes": yxyx, "scores": scores, "max": np.array([per_class], np.int64),
+                     "iou": np.array([iou], np.float32), "score": np.array([score], np.float32)}
+            want = ort_session(1).run(None, feeds)[0]
+            selected, num = visionops.onnx_nms(yxyx, scores, per_class, iou, score)
+            same = np.array_equal(selected[:int(num)], want)
+            for threads in sorted({1, cores}):
+                visionops.set_num_threads(threads)
+                sess = ort_session(threads)
+                timed = {
+                    "padded": lambda: visionops.batched_nms_padded(
+                        boxes, scores, iou, score, per_class, per_image),
+                    "onnx": lambda: visionops.onnx_nms(yxyx, scores, per_class, iou, score),
+                    "ort": lambda: sess.run(None, feeds),
+                }
+                t = interleaved(timed, reps)
+                rows.append((name, threads, t["padded"], t["onnx"], t["ort"], len(want), same))
+        visionops.set_num_threads(0)
+    finally:
+        for p in load:
+            p.kill()
+    print(f"NMS per (image, class) on the CPU, {cores} cores, onnxruntime {ort.__version__}, "
+          f"B = 8, 8,400 boxes, 80 classes, float32, background load: "
+          f"{f'{len(load)} busy processes' if load else 'none'}, interleaved rounds, {reps} reps")
+    print("| case | threads | batched_nms_padded | onnx_nms | onnxruntime NonMaxSuppression | "
+          "padded vs ORT | onnx_nms vs ORT | ORT rows | onnx_nms rows == ORT's |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, threads, vp, vo, o, n, same in rows:
+        print(f"| {name} | {threads} | {vp:.2f} ms | {vo:.2f} ms | {o:.2f} ms | {o / vp:.1f}x | "
+              f"{o / vo:.1f}x | {n} | {'yes' if same else 'NO'} |")
+
+
+if __name__ == "__main__":
+    main()
