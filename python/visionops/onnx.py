@@ -25,6 +25,9 @@ Standard ONNX operators:
     score,
   nms and batched_nms (keep padded with -1 to N, num_kept) -> the same,
     padded,
+  onnx_nms -> NonMaxSuppression itself (its selected rows padded with -1 to
+    B * C * min(max_output_boxes_per_class, M), and their count; boxes and
+    scores as float32),
   multi_scale_roi_align -> the FPN level of each RoI from elementwise ops,
     one RoiAlign per level on that level's RoIs, scattered back in order,
   deform_conv2d -> DeformConv (opset 19; onnxruntime 1.32 runs it),
@@ -50,7 +53,7 @@ them registered (onnxruntime: a custom-op library) to run such a model."""
 import inspect
 import math
 import warnings
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 
@@ -71,7 +74,7 @@ _TORCH_FLOAT_TYPES = {_ONNX_DOUBLE: torch.float64, _ONNX_FLOAT16: torch.float16,
 # the custom domain.
 IOU_OPS = ("box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou")
 STANDARD_OPS = ("roi_align", "roi_pool", "nms", "batched_nms", "nms_kept", "batched_nms_kept",
-                "multi_scale_roi_align", "deform_conv2d") + IOU_OPS
+                "onnx_nms", "multi_scale_roi_align", "deform_conv2d") + IOU_OPS
 
 
 class CustomOpExportWarning(UserWarning):
@@ -313,6 +316,35 @@ def _ts_batched_nms(g, boxes, scores, idxs, iou_threshold):
     return _ts_padded(g, _ts_batched_nms_kept(g, boxes, scores, idxs, iou_threshold), boxes)
 
 
+def _ts_optional_float(value, what):
+    """A float? argument's value (parsed as a graph value): None or a float."""
+    from torch.onnx import symbolic_helper
+
+    if symbolic_helper._is_none(value):
+        return None
+    return float(symbolic_helper._get_const(value, "f", what))
+
+
+def _ts_onnx_nms(g, boxes, scores, max_out, iou_threshold, score_threshold, center_point_box):
+    score_threshold = _ts_optional_float(score_threshold, "score_threshold")
+    inputs = [g.op("Cast", boxes, to_i=_ONNX_FLOAT), g.op("Cast", scores, to_i=_ONNX_FLOAT),
+              _ts_const(g, [max_out]), _ts_const(g, [iou_threshold], torch.float32)]
+    if score_threshold is not None:
+        inputs.append(_ts_const(g, [score_threshold], torch.float32))
+    selected = g.op("NonMaxSuppression", *inputs, center_point_box_i=center_point_box)
+    # Padded to B * C * min(max(max_out, 0), M) rows, as the op.
+    b = g.op("Gather", g.op("Shape", boxes), _ts_const(g, [0]))
+    m = g.op("Gather", g.op("Shape", boxes), _ts_const(g, [1]))
+    c = g.op("Gather", g.op("Shape", scores), _ts_const(g, [1]))
+    per = g.op("Min", m, _ts_const(g, [max(max_out, 0)]))
+    rows = g.op("Mul", g.op("Mul", b, c), per)
+    k = g.op("Gather", g.op("Shape", selected), _ts_const(g, [0]))
+    pads = g.op("Concat", _ts_const(g, [0, 0]), g.op("Sub", rows, k), _ts_const(g, [0]),
+                axis_i=0)
+    padded = g.op("Pad", selected, pads, _ts_const(g, -1), mode_s="constant")
+    return padded, _ts_squeeze(g, k, [0])
+
+
 def _ts_multi_scale_roi_align(g, features, rois, scales, ph, pw, sampling_ratio,
                               canonical_scale, canonical_level, aligned):
     from torch.onnx import symbolic_helper
@@ -394,7 +426,7 @@ def _ts_deform_conv2d(g, input, weight, offset, mask, bias, stride_h, stride_w, 
 
 
 # parse_args descriptors of the schemas' argument types
-_TS_ARG = {"Tensor": "v", "Tensor?": "v", "Tensor[]": "v", "float": "f", "float?": "f", "int": "i",
+_TS_ARG = {"Tensor": "v", "Tensor?": "v", "Tensor[]": "v", "float": "f", "float?": "v", "int": "i",
            "SymInt": "i", "bool": "b", "float[]": "fs", "int[]": "is"}
 _TS_ATTR_SUFFIX = {"float": "f", "int": "i", "SymInt": "i", "bool": "i", "float[]": "f",
                    "int[]": "i"}
@@ -414,6 +446,10 @@ def _ts_custom(schema):
                     inputs.extend(symbolic_helper._unpack_list(value))
                 else:
                     inputs.append(value)
+            elif arg.type == "float?":  # an absent value is an absent attribute
+                value = _ts_optional_float(value, arg.name)
+                if value is not None:
+                    attrs["%s_f" % arg.name] = value
             else:
                 attrs["%s_%s" % (arg.name, _TS_ATTR_SUFFIX[arg.type])] = (
                     int(value) if arg.type == "bool" else value)
@@ -426,8 +462,14 @@ def _ts_custom(schema):
                 out.setType(original.type())
         return outs
 
-    symbolic.__name__ = "visionops_%s_onnx" % schema.name
-    return symbolic
+    # parse_args pairs its descriptors with the function's parameter names
+    # and drops the arguments past them, so the symbolic has the schema's
+    # parameters (`*args` alone kept only the first tensor: every other input
+    # and every attribute of the node were lost).
+    names = ", ".join(["g"] + [a.name for a in schema.args])
+    name = "visionops_%s_onnx" % schema.name
+    source = "def %s(%s):\n    return _symbolic(%s)\n" % (name, names, names)
+    return _core.define_generated(name, source, {"_symbolic": symbolic}, "ONNX symbolic")
 
 
 def _parsed(fn, types):
@@ -448,6 +490,7 @@ def _ts_symbolics():
         ("roi_align", 11, _ts_roi_align), ("roi_pool", 11, _ts_roi_pool),
         ("nms_kept", 11, _ts_nms_kept), ("batched_nms_kept", 11, _ts_batched_nms_kept),
         ("nms", 11, _ts_nms), ("batched_nms", 11, _ts_batched_nms),
+        ("onnx_nms", 11, _ts_onnx_nms),
         ("multi_scale_roi_align", 11, _ts_multi_scale_roi_align),
         ("deform_conv2d", 11, _ts_deform_conv2d),
     ] + [(name, 11, _ts_iou(name)) for name in IOU_OPS]
@@ -580,6 +623,25 @@ def _dynamo_table():
     def batched_nms(boxes, scores, idxs, iou_threshold: float):
         return padded(batched_nms_kept(boxes, scores, idxs, iou_threshold), boxes)
 
+    def onnx_nms(boxes, scores, max_output_boxes_per_class: int = 0, iou_threshold: float = 0.0,
+                 score_threshold: Optional[float] = None, center_point_box: int = 0):
+        inputs = [op.Cast(boxes, to=float32), op.Cast(scores, to=float32),
+                  op.Constant(value_ints=[max_output_boxes_per_class]),
+                  op.Constant(value_floats=[iou_threshold])]
+        if score_threshold is not None:
+            inputs.append(op.Constant(value_floats=[score_threshold]))
+        selected = op.NonMaxSuppression(*inputs, center_point_box=center_point_box)
+        b = op.Gather(op.Shape(boxes), [0])
+        m = op.Gather(op.Shape(boxes), [1])
+        c = op.Gather(op.Shape(scores), [1])
+        per = op.Min(m, op.Constant(value_ints=[max(max_output_boxes_per_class, 0)]))
+        rows = op.Mul(op.Mul(b, c), per)
+        k = op.Gather(op.Shape(selected), [0])
+        pads = op.Concat(op.Constant(value_ints=[0, 0]), op.Sub(rows, k),
+                         op.Constant(value_ints=[0]), axis=0)
+        return (op.Pad(selected, pads, op.Constant(value_int=-1), mode="constant"),
+                op.Squeeze(k, [0]))
+
     def levels_of(rois, canonical_scale, canonical_level, k_min, num_levels):
         def c(v):
             return scalar(v, rois.dtype)
@@ -662,7 +724,7 @@ def _dynamo_table():
                     inputs.extend(value)
                 elif arg.type.startswith("Tensor"):
                     inputs.append(value)
-                else:
+                elif value is not None:  # an absent float? is an absent attribute
                     attrs[arg.name] = list(value) if arg.type.endswith("[]") else value
             return custom_node(schema.name, inputs, attrs, len(schema.returns))
 
@@ -677,7 +739,7 @@ def _dynamo_table():
 
     translations = dict(roi_align=roi_align, roi_pool=roi_pool, nms=nms,
                         batched_nms=batched_nms, nms_kept=nms_kept,
-                        batched_nms_kept=batched_nms_kept,
+                        batched_nms_kept=batched_nms_kept, onnx_nms=onnx_nms,
                         multi_scale_roi_align=multi_scale_roi_align, deform_conv2d=deform_conv2d)
     for name in IOU_OPS:
         translations[name] = iou(name)
@@ -686,7 +748,8 @@ def _dynamo_table():
     return {getattr(torch.ops.visionops, name).default: fn for name, fn in translations.items()}
 
 
-_PY_ANNOTATION = {"float": float, "int": int, "SymInt": int, "bool": bool,
+_PY_ANNOTATION = {"float": float, "float?": Optional[float], "int": int, "SymInt": int,
+                  "bool": bool,
                   "float[]": Sequence[float], "int[]": Sequence[int]}
 
 
