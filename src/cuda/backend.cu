@@ -7,6 +7,11 @@
 
 namespace {
 
+// An op without CUDA glue yet has a line `#define vo_cuda_<kernel> NULL`
+// here: calling it on a CUDA device then fails with "not implemented on the
+// cuda backend".
+#define vo_cuda_soft_nms NULL
+
 // The kernel table, from src/ops/ops.def's kernel column: vo_cuda_KERNEL for
 // each op (declared in cuda/common.cuh, defined in src/cuda/<op>.cu).
 // Constant-initialised (no dynamic initialiser): registration must survive
