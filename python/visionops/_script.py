@@ -18,7 +18,9 @@ from ._checks import (box_area_format, box_convert_formats, box_format, box_form
                       box_width, broadcast_leading, check_box_area_shape, check_box_batch,
                       check_box_coordinates, check_box_list, check_features,
                       check_features_found, check_image_shapes, check_level, check_rois,
-                      deform_groups, log2_round_float32, pair, rotated_iou_mode)
+                      deform_groups, log2_round_float32, pair, rotated_iou_mode,
+                      soft_nms_method)
+from ._C import VisionOpsValueError
 from ._core import NO_DEFAULT, SCHEMAS, define_generated
 
 # ---------------------------------------------------------------- box ops
@@ -73,6 +75,36 @@ def batched_nms_rotated(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_thresho
     return torch.ops.visionops.batched_nms_rotated_kept(boxes, scores, _int64(idxs),
                                                         float(iou_threshold), bool(clockwise),
                                                         bool(radians))
+
+
+def _soft_nms_kept(op: str, dets: Tensor, keep: Tensor, num_kept: Tensor,
+                   padded: bool) -> Tuple[Tensor, Tensor]:
+    """The first num_kept rows (the one host sync); padded=True, whose three
+    outputs a script cannot type beside two, is the op itself there."""
+    if padded:
+        raise VisionOpsValueError("%s: padded=True returns (dets, keep, num_kept): in a script call "
+                                  "torch.ops.visionops.%s instead" % (op, op))
+    k = int(num_kept.item())
+    return dets[:k], keep[:k]
+
+
+def soft_nms(boxes: Tensor, scores: Tensor, iou_threshold: float = 0.3, sigma: float = 0.5,
+             min_score: float = 1e-3, method: Union[str, int] = "linear", offset: float = 0,
+             padded: bool = False) -> Tuple[Tensor, Tensor]:
+    dets, keep, num_kept = torch.ops.visionops.soft_nms(
+        boxes, scores, float(iou_threshold), float(sigma), float(min_score),
+        soft_nms_method("soft_nms", method), float(offset))
+    return _soft_nms_kept("soft_nms", dets, keep, num_kept, padded)
+
+
+def batched_soft_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float = 0.3,
+                     sigma: float = 0.5, min_score: float = 1e-3,
+                     method: Union[str, int] = "linear", offset: float = 0,
+                     padded: bool = False) -> Tuple[Tensor, Tensor]:
+    dets, keep, num_kept = torch.ops.visionops.batched_soft_nms(
+        boxes, scores, _int64(idxs), float(iou_threshold), float(sigma), float(min_score),
+        soft_nms_method("batched_soft_nms", method), float(offset))
+    return _soft_nms_kept("batched_soft_nms", dets, keep, num_kept, padded)
 
 
 def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
