@@ -104,8 +104,8 @@ static int64_t num_kept(const call *c) { return (int64_t)vt_get(&c->num->dl, 0);
 /* The call's outputs against kept indices want[k] and scores wscore[k]:
  * indices exactly, scores within rel, the coordinates the input's, the
  * padding zero / -1. */
-static void check_against(const call *c, int64_t k, const int64_t *want,
-                          const double *wscore, double rel, const char *what) {
+static void check_against(const call *c, int64_t k, const int64_t *want, const double *wscore,
+                          double rel, const char *what) {
   if (!CHECK_MSG(num_kept(c) == k, "%s: kept %lld, want %lld", what, (long long)num_kept(c),
                  (long long)k))
     return;
@@ -140,7 +140,8 @@ static void gen(vt_rng *rng, int64_t n, double extent, int integral, double *b, 
     const double w = vt_rng_uniform(&g, 4, 60), h = vt_rng_uniform(&g, 4, 60);
     double *r = b + 4 * i;
     r[0] = cx + vt_rng_uniform(rng, -6, 6), r[1] = cy + vt_rng_uniform(rng, -6, 6);
-    r[2] = r[0] + w * vt_rng_uniform(rng, 0.8, 1.2), r[3] = r[1] + h * vt_rng_uniform(rng, 0.8, 1.2);
+    r[2] = r[0] + w * vt_rng_uniform(rng, 0.8, 1.2),
+    r[3] = r[1] + h * vt_rng_uniform(rng, 0.8, 1.2);
     if (integral)
       for (int k = 0; k < 4; k++) r[k] = floor(r[k]);
     s[i] = (double)(i * 7919 % n + 1) / (double)(n + 1); /* distinct */
@@ -175,8 +176,8 @@ static void test_reference(void) {
         call c;
         call_init(&c, dt, n, b, s, NULL);
         char what[96];
-        snprintf(what, sizeof what, "soft_nms %s n=%lld method %d offset %g",
-                 vt_dtype_name(dt), (long long)n, p->method, p->offset);
+        snprintf(what, sizeof what, "soft_nms %s n=%lld method %d offset %g", vt_dtype_name(dt),
+                 (long long)n, p->method, p->offset);
         if (CHECK_STATUS(run(NULL, &c, 0, p), VO_OK))
           check_against(&c, k, want, ws, integral ? 2e-6 : 1e-12, what);
         call_free(&c);
@@ -239,7 +240,8 @@ static void test_batched_and_threads(void) {
   const int64_t n = 2400, categories = 6;
   double *b = malloc(sizeof(double) * (size_t)(4 * n)), *s = malloc(sizeof(double) * (size_t)n);
   double *ids = malloc(sizeof(double) * (size_t)n);
-  int64_t *members = malloc(sizeof(int64_t) * (size_t)n), *want = malloc(sizeof(int64_t) * (size_t)n);
+  int64_t *members = malloc(sizeof(int64_t) * (size_t)n),
+          *want = malloc(sizeof(int64_t) * (size_t)n);
   double *ws = malloc(sizeof(double) * (size_t)n);
   int64_t *mk = malloc(sizeof(int64_t) * (size_t)n);
   double *ms = malloc(sizeof(double) * (size_t)n);
@@ -358,10 +360,10 @@ static void test_errors(void) {
                            ok.offset, &dets->dl, &keep->dl, &num->dl),
                VO_ERROR_INVALID_ARGUMENT);
   CHECK_ERROR_HAS("soft_nms: scores");
-  CHECK_STATUS(vo_batched_soft_nms(NULL, &c.boxes->dl, &c.scores->dl, &i32->dl, ok.thr, ok.sigma,
-                                   ok.min_score, ok.method, ok.offset, &dets->dl, &keep->dl,
-                                   &num->dl),
-               VO_ERROR_UNSUPPORTED_DTYPE);
+  CHECK_STATUS(
+      vo_batched_soft_nms(NULL, &c.boxes->dl, &c.scores->dl, &i32->dl, ok.thr, ok.sigma,
+                          ok.min_score, ok.method, ok.offset, &dets->dl, &keep->dl, &num->dl),
+      VO_ERROR_UNSUPPORTED_DTYPE);
   CHECK_ERROR_HAS("batched_soft_nms: idxs must be int64, got int32");
   /* a wrong output shape */
   const int64_t d4[2] = {2, 4};

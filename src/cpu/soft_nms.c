@@ -59,8 +59,7 @@ static inline __attribute__((always_inline, target("avx2,fma"))) int64_t vo_snms
     const __m256 wd = _mm256_max_ps(_mm256_add_ps(_mm256_sub_ps(xx2, xx1), voff), zero);
     const __m256 ht = _mm256_max_ps(_mm256_add_ps(_mm256_sub_ps(yy2, yy1), voff), zero);
     const __m256 inter = _mm256_mul_ps(wd, ht);
-    const __m256 iou =
-        _mm256_div_ps(inter, _mm256_sub_ps(_mm256_add_ps(varea, area), inter));
+    const __m256 iou = _mm256_div_ps(inter, _mm256_sub_ps(_mm256_add_ps(varea, area), inter));
     __m256 weight;
     if (q->method == VO_K_SOFT_NMS_GAUSSIAN) {
       int need = _mm256_movemask_ps(_mm256_cmp_ps(iou, zero, _CMP_NEQ_OQ));
@@ -96,7 +95,8 @@ static inline __attribute__((always_inline, target("avx2,fma"))) int64_t vo_snms
       _mm256_storeu_ps(a->score + w, s);
       const __m256 snan = _mm256_cmp_ps(s, s, _CMP_UNORD_Q);
       const __m256 bnan = _mm256_cmp_ps(*bestv, *bestv, _CMP_UNORD_Q);
-      __m256 better = _mm256_or_ps(_mm256_cmp_ps(s, *bestv, _CMP_GT_OQ), _mm256_andnot_ps(bnan, snan));
+      __m256 better =
+          _mm256_or_ps(_mm256_cmp_ps(s, *bestv, _CMP_GT_OQ), _mm256_andnot_ps(bnan, snan));
       better = _mm256_or_ps(better, _mm256_castsi256_ps(_mm256_cmpeq_epi32(*bestpos, none)));
       const __m256i pos = _mm256_add_epi32(_mm256_set1_epi32((int)w), lanes);
       *bestv = _mm256_blendv_ps(*bestv, s, better);
@@ -115,9 +115,9 @@ static inline __attribute__((always_inline, target("avx2,fma"))) int64_t vo_snms
 
 /* vo_snms_pass_f32 in AVX2 (m < 2^31, so slots fit the int32 lanes). */
 __attribute__((target("avx2,fma"))) static int64_t vo_snms_pass_avx2_f32(const vo_snms_set_f32 *a,
-                                                                        int64_t m, int64_t p,
-                                                                        const vo_snms_q_f32 *q,
-                                                                        int64_t *best) {
+                                                                         int64_t m, int64_t p,
+                                                                         const vo_snms_q_f32 *q,
+                                                                         int64_t *best) {
   const float i[5] = {a->x1[p], a->y1[p], a->x2[p], a->y2[p], a->area[p]};
   __m256 bestv = _mm256_setzero_ps();
   __m256i bestpos = _mm256_set1_epi32(-1);
@@ -173,14 +173,14 @@ typedef struct vo_snms_work {
   const vo_exec *ex;
   int f64;
   int avx2;
-  void *arrays[6];      /* x1, y1, x2, y2, area, score in the compute type */
-  void *kept_score;     /* compute type */
-  int64_t *index;       /* [n] */
-  int64_t *order;       /* [n] original index of slot s, by category, increasing */
-  int64_t *kept_index;  /* [n] */
-  int64_t *starts;      /* [segments + 1] */
-  int64_t *counts;      /* [segments] kept per segment */
-  int64_t *schedule;    /* [segments] by decreasing size */
+  void *arrays[6];     /* x1, y1, x2, y2, area, score in the compute type */
+  void *kept_score;    /* compute type */
+  int64_t *index;      /* [n] */
+  int64_t *order;      /* [n] original index of slot s, by category, increasing */
+  int64_t *kept_index; /* [n] */
+  int64_t *starts;     /* [segments + 1] */
+  int64_t *counts;     /* [segments] kept per segment */
+  int64_t *schedule;   /* [segments] by decreasing size */
   vo_cpu_range todo;
 } vo_snms_work;
 
@@ -190,14 +190,14 @@ static void vo_snms_segment(vo_snms_work *w, int64_t g) {
   const int64_t s = w->starts[g], m = w->starts[g + 1] - s;
   if (w->f64) {
     double *const *ar = (double *const *)w->arrays;
-    const vo_snms_set_f64 a = {ar[0] + s, ar[1] + s, ar[2] + s, ar[3] + s,
+    const vo_snms_set_f64 a = {ar[0] + s, ar[1] + s, ar[2] + s,   ar[3] + s,
                                ar[4] + s, ar[5] + s, w->index + s};
     const vo_snms_q_f64 q = vo_snms_q_of_f64(p);
     w->counts[g] = vo_snms_category_f64(p, &q, vo_snms_pass_f64, &a, w->order + s, m,
                                         w->kept_index + s, (double *)w->kept_score + s);
   } else {
     float *const *ar = (float *const *)w->arrays;
-    const vo_snms_set_f32 a = {ar[0] + s, ar[1] + s, ar[2] + s, ar[3] + s,
+    const vo_snms_set_f32 a = {ar[0] + s, ar[1] + s, ar[2] + s,   ar[3] + s,
                                ar[4] + s, ar[5] + s, w->index + s};
     const vo_snms_q_f32 q = vo_snms_q_of_f32(p);
     vo_snms_pass_fn_f32 pass = vo_snms_pass_f32;

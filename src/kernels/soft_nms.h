@@ -65,7 +65,8 @@ VO_KFN VO_T VO_TN(vo_k_soft_nms_iou)(VO_T ix1, VO_T iy1, VO_T ix2, VO_T iy2, VO_
  * 0 gives exactly 1 (gaussian: exp(-0) = 1), which the CPU's AVX2 loop
  * relies on to call exp only for overlapping boxes. */
 VO_KFN VO_T VO_TN(vo_k_soft_nms_weight)(VO_T iou, int method, VO_T thr, VO_T sigma) {
-  if (method == VO_K_SOFT_NMS_GAUSSIAN) return iou == iou ? VO_T_EXP(-(iou * iou) / sigma) : (VO_T)1;
+  if (method == VO_K_SOFT_NMS_GAUSSIAN)
+    return iou == iou ? VO_T_EXP(-(iou * iou) / sigma) : (VO_T)1;
   if (!(iou >= thr)) return (VO_T)1;
   return method == VO_K_SOFT_NMS_LINEAR ? (VO_T)1 - iou : (VO_T)0;
 }

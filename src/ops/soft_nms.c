@@ -47,12 +47,12 @@ static vo_status vo_check_soft_nms_common(vo_exec *ex, int idxs_arg, int first) 
   if (method != VO_K_SOFT_NMS_HARD && method != VO_K_SOFT_NMS_LINEAR &&
       method != VO_K_SOFT_NMS_GAUSSIAN)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: method must be 0 (hard), 1 (linear) or 2 (gaussian), got %lld",
-                   ex->op_name, (long long)method);
+                   "%s: method must be 0 (hard), 1 (linear) or 2 (gaussian), got %lld", ex->op_name,
+                   (long long)method);
   const double sigma = ex->args[first + SIGMA].u.f;
   if (method == VO_K_SOFT_NMS_GAUSSIAN && !(sigma > 0))
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: sigma must be > 0 for the gaussian method, got %g",
-                   ex->op_name, sigma);
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: sigma must be > 0 for the gaussian method, got %g", ex->op_name, sigma);
 
   const vo_dtype dt = ex->inputs[ARG_BOXES].dtype;
   ex->dtype = vo_compute_dtype(dt);
@@ -105,8 +105,8 @@ vo_status vo_soft_nms(const vo_context *ctx, const DLTensor *boxes, const DLTens
                       double iou_threshold, double sigma, double min_score, int method,
                       double offset, DLTensor *dets, DLTensor *keep, DLTensor *num_kept) {
   vo_value args[7];
-  const int k =
-      vo_soft_nms_args(args, boxes, scores, 0, NULL, iou_threshold, sigma, min_score, method, offset);
+  const int k = vo_soft_nms_args(args, boxes, scores, 0, NULL, iou_threshold, sigma, min_score,
+                                 method, offset);
   DLTensor *const outs[] = {dets, keep, num_kept};
   return vo_call(ctx, vo_op_get(VO_OP_soft_nms), args, k, outs, 3);
 }
@@ -116,8 +116,8 @@ vo_status vo_batched_soft_nms(const vo_context *ctx, const DLTensor *boxes, cons
                               double min_score, int method, double offset, DLTensor *dets,
                               DLTensor *keep, DLTensor *num_kept) {
   vo_value args[8];
-  const int k =
-      vo_soft_nms_args(args, boxes, scores, 1, idxs, iou_threshold, sigma, min_score, method, offset);
+  const int k = vo_soft_nms_args(args, boxes, scores, 1, idxs, iou_threshold, sigma, min_score,
+                                 method, offset);
   DLTensor *const outs[] = {dets, keep, num_kept};
   return vo_call(ctx, vo_op_get(VO_OP_batched_soft_nms), args, k, outs, 3);
 }

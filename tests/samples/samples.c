@@ -1235,7 +1235,7 @@ static void build_soft_nms_common(vs_sample *s, const vs_params *q, int batched)
   double *ids = xmalloc(sizeof(double) * (size_t)n);
   gen_boxes(kind, q->rng, n, b);
   for (int64_t i = 0; i < n; i++) {
-    sc[i] = q->variant == VS_EDGE ? (i % 3 == 0 ? 0.1 : 0.5)
+    sc[i] = q->variant == VS_EDGE     ? (i % 3 == 0 ? 0.1 : 0.5)
             : q->variant == VS_RANDOM ? floor(vt_rng_uniform(q->rng, 0, 8)) / 8
                                       : vt_rng_uniform(q->rng, 0, 1);
     ids[i] = (double)vt_rng_int(q->rng, categories);
