@@ -141,30 +141,45 @@ __attribute__((target("avx2,fma"))) static int64_t vo_snms_pass_avx2_f32(const v
 }
 #endif
 
-/* The kept boxes of a call: original index and score at selection. */
-typedef struct vo_snms_kept {
-  double score;
-  int64_t index;
-} vo_snms_kept;
+/* A sort record: an unsigned key and what it sorts. */
+typedef struct vo_snms_item {
+  uint64_t key;
+  int64_t value;
+} vo_snms_item;
 
-/* batched_soft_nms's merge order: score descending, NaN first, then index. */
-static int vo_snms_kept_cmp(const void *pa, const void *pb) {
-  const vo_snms_kept *a = pa, *b = pb;
-  const int an = isnan(a->score), bn = isnan(b->score);
-  if (an != bn) return an ? -1 : 1;
-  if (!an && a->score != b->score) return a->score > b->score ? -1 : 1;
-  return (a->index > b->index) - (a->index < b->index);
+/* Stable LSD radix sort of a[0..n) by key, 8 bits a pass; a pass whose
+ * digit is the same for every key is skipped (a few categories use one
+ * byte, float scores four). The result is in a or tmp, returned. */
+static vo_snms_item *vo_snms_radix(vo_snms_item *a, vo_snms_item *tmp, int64_t n) {
+  for (int d = 0; d < 8; d++) {
+    int64_t count[256] = {0};
+    for (int64_t i = 0; i < n; i++) count[(a[i].key >> (8 * d)) & 255]++;
+    int trivial = 0;
+    for (int v = 0; v < 256; v++) trivial |= count[v] == n;
+    if (trivial) continue;
+    int64_t sum = 0;
+    for (int v = 0; v < 256; v++) {
+      const int64_t c = count[v];
+      count[v] = sum;
+      sum += c;
+    }
+    for (int64_t i = 0; i < n; i++) tmp[count[(a[i].key >> (8 * d)) & 255]++] = a[i];
+    vo_snms_item *t = a;
+    a = tmp;
+    tmp = t;
+  }
+  return a;
 }
 
-/* Grouping by category: (category, index) pairs in increasing order. */
-typedef struct vo_snms_pair {
-  int64_t key, index;
-} vo_snms_pair;
-
-static int vo_snms_pair_cmp(const void *pa, const void *pb) {
-  const vo_snms_pair *a = pa, *b = pb;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return (a->index > b->index) - (a->index < b->index);
+/* The merge key of a score: ascending keys are descending scores, NaN
+ * first (key 0); -0 and +0 are one score. */
+static uint64_t vo_snms_score_key(double s) {
+  if (isnan(s)) return 0;
+  if (s == 0) s = 0;
+  uint64_t u;
+  memcpy(&u, &s, sizeof u);
+  u = (u >> 63) ? ~u : u | (UINT64_C(1) << 63); /* ascending in s */
+  return ~u;
 }
 
 /* A call's workspace: the categories' boxes (slot s in every array), their
@@ -250,34 +265,36 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
 #ifdef VO_HAVE_AVX2_KERNELS
   w.avx2 = vo_cpu_effective_isa(ctx) == VO_ISA_AVX2;
 #endif
-  /* One block: 7 arrays of the compute type, 6 int64 arrays (index, order,
-   * kept_index, starts + 1, counts, schedule), and the pairs / kept records
-   * (16 bytes). n rows of boxes are in memory, so n < SIZE_MAX / 128. */
+  /* One block: two sort arrays (16 bytes a box), 6 int64 arrays (index,
+   * order, kept_index, starts + 1, counts, schedule) and 7 arrays of the
+   * compute type. n rows of boxes are in memory, so n < SIZE_MAX / 128. */
   const size_t un = (size_t)n, tsize = w.f64 ? sizeof(double) : sizeof(float);
-  const size_t bytes = un * (7 * tsize + 6 * sizeof(int64_t) + sizeof(vo_snms_kept)) + 8;
+  const size_t bytes = un * (2 * sizeof(vo_snms_item) + 6 * sizeof(int64_t) + 7 * tsize) + 8;
   char *mem = vo_workspace_alloc(ctx, ex->device, bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
-  vo_snms_kept *records = (vo_snms_kept *)mem;
-  int64_t *ints = (int64_t *)(records + n);
+  vo_snms_item *items = (vo_snms_item *)mem, *spare = items + n;
+  int64_t *ints = (int64_t *)(spare + n);
   w.index = ints, w.order = ints + n, w.kept_index = ints + 2 * n, w.starts = ints + 3 * n;
   w.counts = ints + 4 * n + 1, w.schedule = ints + 5 * n + 1;
   char *t = (char *)(ints + 6 * n + 1);
   for (int k = 0; k < 6; k++) w.arrays[k] = t + (size_t)k * un * tsize;
   w.kept_score = t + 6 * un * tsize;
 
+  /* Slots by category (sign bit flipped: unsigned order is signed order),
+   * in index order within each (the sort is stable). */
   int64_t segments = 1;
   w.starts[0] = 0;
   if (!p->idxs) {
     for (int64_t i = 0; i < n; i++) w.order[i] = i;
   } else {
-    vo_snms_pair *pairs = (vo_snms_pair *)records;
     const int64_t *iv = vo_view_addr(p->idxs), is = p->idxs->stride[0];
-    for (int64_t i = 0; i < n; i++) pairs[i] = (vo_snms_pair){iv[i * is], i};
-    qsort(pairs, un, sizeof *pairs, vo_snms_pair_cmp);
+    for (int64_t i = 0; i < n; i++)
+      items[i] = (vo_snms_item){(uint64_t)iv[i * is] ^ (UINT64_C(1) << 63), i};
+    const vo_snms_item *by_category = vo_snms_radix(items, spare, n);
     segments = 0;
     for (int64_t s = 0; s < n; s++) {
-      if (s > 0 && pairs[s].key != pairs[s - 1].key) w.starts[++segments] = s;
-      w.order[s] = pairs[s].index;
+      if (s > 0 && by_category[s].key != by_category[s - 1].key) w.starts[++segments] = s;
+      w.order[s] = by_category[s].value;
     }
     segments++;
   }
@@ -286,32 +303,43 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
   /* Each category costs about m^2 / 2 rescorings (0.5 ns each, AVX2); the
    * threads take the largest first. */
   double cost = 0;
-  vo_snms_pair *by_size = (vo_snms_pair *)records;
   for (int64_t g = 0; g < segments; g++) {
     const int64_t m = w.starts[g + 1] - w.starts[g];
     cost += 0.25 * (double)m * (double)m + 20.0 * (double)m;
-    by_size[g] = (vo_snms_pair){-m, g};
+    items[g] = (vo_snms_item){~(uint64_t)m, g};
   }
-  qsort(by_size, (size_t)segments, sizeof *by_size, vo_snms_pair_cmp);
-  for (int64_t g = 0; g < segments; g++) w.schedule[g] = by_size[g].index;
+  const vo_snms_item *by_size = vo_snms_radix(items, spare, segments);
+  for (int64_t g = 0; g < segments; g++) w.schedule[g] = by_size[g].value;
   vo_cpu_range_init(&w.todo, segments, 1);
   vo_cpu_run(vo_cpu_threads_for(ctx, segments, cost), vo_snms_worker, &w);
 
-  /* The kept boxes: soft_nms's in selection order; batched_soft_nms's
-   * categories merged by score at selection. */
+  /* The kept boxes, as positions e of the kept lists: soft_nms's in
+   * selection order; batched_soft_nms's in original index order (w.index,
+   * free now, maps an index to its position), then stably by score. */
   int64_t count = 0;
-  for (int64_t g = 0; g < segments; g++) {
-    const int64_t s = w.starts[g];
-    for (int64_t k = 0; k < w.counts[g]; k++, count++) {
-      records[count].index = w.kept_index[s + k];
-      records[count].score = w.f64 ? ((const double *)w.kept_score)[s + k]
-                                   : (double)((const float *)w.kept_score)[s + k];
+  const vo_snms_item *rows = items;
+  if (!p->idxs) {
+    for (; count < w.counts[0]; count++) items[count].value = count;
+  } else {
+    for (int64_t i = 0; i < n; i++) w.index[i] = -1;
+    for (int64_t g = 0; g < segments; g++)
+      for (int64_t e = w.starts[g]; e < w.starts[g] + w.counts[g]; e++)
+        w.index[w.kept_index[e]] = e;
+    for (int64_t i = 0; i < n; i++) {
+      const int64_t e = w.index[i];
+      if (e < 0) continue;
+      const double score =
+          w.f64 ? ((const double *)w.kept_score)[e] : (double)((const float *)w.kept_score)[e];
+      items[count++] = (vo_snms_item){vo_snms_score_key(score), e};
     }
+    rows = vo_snms_radix(items, spare, count);
   }
-  if (p->idxs) qsort(records, (size_t)count, sizeof *records, vo_snms_kept_cmp);
   for (int64_t r = 0; r < count; r++) {
-    vo_snms_store_row(p, r, records[r].index, records[r].score);
-    keep[r] = records[r].index;
+    const int64_t e = rows[r].value;
+    const double score =
+        w.f64 ? ((const double *)w.kept_score)[e] : (double)((const float *)w.kept_score)[e];
+    vo_snms_store_row(p, r, w.kept_index[e], score);
+    keep[r] = w.kept_index[e];
   }
   memset((char *)vo_view_addr(p->dets) + (size_t)count * 5 * vo_dtype_size(p->dets->dtype), 0,
          (size_t)(n - count) * 5 * vo_dtype_size(p->dets->dtype));
