@@ -267,9 +267,13 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
 #endif
   /* One block: two sort arrays (16 bytes a box), 6 int64 arrays (index,
    * order, kept_index, starts + 1, counts, schedule) and 7 arrays of the
-   * compute type. n rows of boxes are in memory, so n < SIZE_MAX / 128. */
+   * compute type (boxes of stride 0 may have any n: its size is checked). */
   const size_t un = (size_t)n, tsize = w.f64 ? sizeof(double) : sizeof(float);
-  const size_t bytes = un * (2 * sizeof(vo_snms_item) + 6 * sizeof(int64_t) + 7 * tsize) + 8;
+  const size_t per_box = 2 * sizeof(vo_snms_item) + 6 * sizeof(int64_t) + 7 * tsize;
+  if (un > (SIZE_MAX - 8) / per_box)
+    return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: %lld boxes need more workspace than memory holds",
+                   ex->op_name, (long long)n);
+  const size_t bytes = un * per_box + 8;
   char *mem = vo_workspace_alloc(ctx, ex->device, bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
   vo_snms_item *items = (vo_snms_item *)mem, *spare = items + n;
