@@ -208,6 +208,26 @@ def test_float16_numpy():
     np.testing.assert_array_equal(d, d32.astype(np.float16))
 
 
+def test_strided_and_mixed_precision():
+    """Views with strides and an offset give the contiguous result; scores
+    of another float dtype are read at their own precision (float64 scores
+    beside float32 boxes compute in float32, the boxes' precision)."""
+    rng = np.random.default_rng(9)
+    b, s = detections(rng, 90)
+    big = np.zeros((180, 7))
+    big[1::2, 2:6] = b
+    sbig = np.zeros(270)
+    sbig[2::3] = s
+    got = visionops.soft_nms(big[1::2, 2:6], sbig[2::3], method="gaussian")
+    check(got, oracle(b, s, method=2), 1e-12)
+    b32 = b.astype(np.float32)
+    mixed = visionops.soft_nms(b32, s, method="linear")
+    same = visionops.soft_nms(b32, s.astype(np.float32), method="linear")
+    assert mixed[0].dtype == np.float32
+    np.testing.assert_array_equal(mixed[1], same[1])
+    np.testing.assert_array_equal(mixed[0], same[0])
+
+
 def test_errors():
     b, s = np.zeros((3, 4), np.float32), np.zeros(3, np.float32)
     with pytest.raises(visionops.VisionOpsValueError, match="soft_nms: method must be"):
