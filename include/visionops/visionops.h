@@ -326,6 +326,34 @@ VO_API vo_status vo_onnx_nms(const vo_context *ctx, const DLTensor *boxes,
                              double iou_threshold, const double *score_threshold,
                              int center_point_box, DLTensor *selected, DLTensor *num_selected);
 
+/* Soft-NMS (Bodla et al. 2017) in mmcv's order of operations: repeatedly
+ * select the remaining box of highest current score (ties: lowest index; a
+ * NaN score counts as the highest), then multiply every other remaining
+ * box's score by a weight of its IoU with the selected one (areas and
+ * extents with `offset`, usually 0 or 1) and drop those whose score falls
+ * below min_score. method 0 (hard): weight 0 if IoU >= iou_threshold;
+ * 1 (linear): 1 - IoU if IoU >= iou_threshold; 2 (gaussian, sigma > 0):
+ * exp(-IoU^2 / sigma) for all; a NaN IoU (two boxes without a union) gives
+ * weight 1. As in mmcv, the first selected box is never tested against
+ * min_score. Outputs, padded to N so that no shape depends on the data:
+ * dets [N,5] (boxes' dtype) rows (x1, y1, x2, y2, score at selection) in
+ * selection order, zero rows past *num_kept; keep int64[N] the original
+ * indices, -1 past *num_kept; num_kept int64[]. Half types compute in
+ * float32, float64 in float64; scores may have any floating dtype. */
+VO_API vo_status vo_soft_nms(const vo_context *ctx, const DLTensor *boxes, const DLTensor *scores,
+                             double iou_threshold, double sigma, double min_score, int method,
+                             double offset, DLTensor *dets, DLTensor *keep, DLTensor *num_kept);
+
+/* vo_soft_nms within each category of idxs (int64[N]), independently (each
+ * category's first box is exempt from min_score), the results merged by
+ * score at selection, descending (NaN first; ties: lower index first).
+ * Outputs as vo_soft_nms. */
+VO_API vo_status vo_batched_soft_nms(const vo_context *ctx, const DLTensor *boxes,
+                                     const DLTensor *scores, const DLTensor *idxs,
+                                     double iou_threshold, double sigma, double min_score,
+                                     int method, double offset, DLTensor *dets, DLTensor *keep,
+                                     DLTensor *num_kept);
+
 /* Pairwise overlap of a[N,4] and b[M,4] into out[N,M]. Boxes are float32,
  * float64, float16, bfloat16 or integers (int64/32/16/8, uint8); the two sets
  * may differ in dtype, each read at its own precision. out is float64 when

@@ -3,7 +3,7 @@ caller's list of boxes; it takes groups, which torchvision derives from
 shapes), on shapes as List[int]. Written in TorchScript's subset of Python
 and free of torch, so the NumPy path (ops.py), the eager torch path and the
 scripted torch path (_script.py) share one copy of each check and message."""
-from typing import List, Tuple
+from typing import Dict, List, Tuple, Union
 
 from ._C import VisionOpsValueError
 
@@ -229,3 +229,18 @@ def check_level(log2_scale: float, feature_shape: List[int], height: int, width:
 def check_image_shapes(count: int) -> None:
     if count == 0:
         raise VisionOpsValueError("MultiScaleRoIAlign: image_shapes must not be empty")
+
+
+def soft_nms_method(op: str, method: Union[str, int]) -> int:
+    """soft_nms's method as the op's int: 'hard' (mmcv's 'naive') 0,
+    'linear' 1, 'gaussian' 2, or one of those ints itself."""
+    if isinstance(method, str):
+        names: Dict[str, int] = {"hard": 0, "naive": 0, "linear": 1, "gaussian": 2}
+        if method in names:
+            return names[method]
+        raise VisionOpsValueError("%s: method must be 'linear', 'gaussian', 'hard' (or 'naive'), "
+                                  "or 1, 2, 0, got '%s'" % (op, method))
+    if method not in [0, 1, 2]:
+        raise VisionOpsValueError("%s: method must be 'linear', 'gaussian', 'hard' (or 'naive'), "
+                                  "or 1, 2, 0, got %d" % (op, method))
+    return method

@@ -19,7 +19,8 @@ from ._checks import (box_area_format, box_convert_formats, box_format, box_form
                       check_box_coordinates, check_box_list, check_features,
                       check_features_found, check_image_shapes, check_level, check_rois,
                       deform_groups, log2_round_float32, nms_padded_box_format, pair,
-                      rotated_iou_mode)
+                      rotated_iou_mode, soft_nms_method)
+from ._C import VisionOpsValueError
 from ._core import NO_DEFAULT, SCHEMAS, define_generated
 
 # ---------------------------------------------------------------- box ops
@@ -76,27 +77,9 @@ def batched_nms_rotated(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_thresho
                                                         bool(radians))
 
 
-def batched_nms_padded(boxes: Tensor, scores: Tensor, iou_threshold: float,
-                       score_threshold: Optional[float] = None, max_per_class: int = -1,
-                       max_per_image: int = 100, box_format: str = "xyxy",
-                       class_agnostic: bool = False,
-                       pre_nms_top_k: int = -1) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    fmt = nms_padded_box_format(box_format)
-    out = torch.ops.visionops.batched_nms_padded(boxes, scores, float(iou_threshold),
-                                                 score_threshold, max_per_class, max_per_image,
-                                                 fmt, class_agnostic, pre_nms_top_k)
-    return out[0], out[1], out[2], out[3]
-
-
-def onnx_nms(boxes: Tensor, scores: Tensor, max_output_boxes_per_class: int = 0,
-             iou_threshold: float = 0.0, score_threshold: Optional[float] = None,
-             center_point_box: int = 0, exact_shape: bool = False) -> Tuple[Tensor, Tensor]:
-    selected, num_selected = torch.ops.visionops.onnx_nms(
-        boxes, scores, max_output_boxes_per_class, float(iou_threshold), score_threshold,
-        center_point_box)
-    if exact_shape:
-        selected = selected[:int(num_selected)]  # the one host sync, on request
-    return selected, num_selected
+                      deform_groups, log2_round_float32, nms_padded_box_format, pair,
+                      rotated_iou_mode, soft_nms_method)
+from ._C import VisionOpsValueError
 
 
 def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:

@@ -38,6 +38,7 @@ _SCHEMA_PREFIX_OPS = ("box_area",)
 
 __all__ = [
     "nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "batched_nms_padded", "onnx_nms",
+    "soft_nms", "batched_soft_nms",
     "box_iou", "generalized_box_iou",
     "distance_box_iou", "complete_box_iou", "box_area", "box_convert", "box_iou_rotated",
     *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d",
@@ -324,6 +325,81 @@ def onnx_nms(boxes, scores, max_output_boxes_per_class=0, iou_threshold=0.0,
     if exact_shape:
         selected = selected[:_count(num_selected)]
     return selected, num_selected
+
+
+def _soft_nms_method(op, method):
+    """method as the op's int (_checks.soft_nms_method), any Python or NumPy
+    integer accepted; a bool or another type is a TypeError."""
+    if isinstance(method, str):
+        return _checks.soft_nms_method(op, method)
+    if isinstance(method, bool) or not hasattr(method, "__index__"):
+        raise VisionOpsTypeError("%s: method must be a str or an int, got %s"
+                                 % (op, _describe(method)))
+    return _checks.soft_nms_method(op, int(method))
+
+
+def _soft_nms_run(op, tensors, scalars, padded):
+    if any(_is_torch(t) for t in tensors):
+        dets, keep, num_kept = getattr(_torch.ops.visionops, op)(*tensors, *scalars)
+    else:
+        dets, keep, num_kept = _call(op, *tensors, *scalars)
+    if padded:
+        return dets, keep, num_kept
+    k = _count(num_kept)  # the one host sync
+    return dets[:k], keep[:k]
+
+
+@_fx_leaf
+def soft_nms(boxes, scores, iou_threshold=0.3, sigma=0.5, min_score=1e-3, method="linear",
+             offset=0, padded=False):
+    """Soft-NMS (Bodla et al. 2017) as mmcv.ops.soft_nms: returns (dets [K, 5]
+    rows (x1, y1, x2, y2, score at selection) in the boxes' dtype, keep [K]
+    int64 original indices), in selection order. Each round selects the
+    remaining box of highest current score (ties: lowest index; NaN counts
+    as highest) and multiplies every other remaining score by a weight of
+    its IoU with it, areas and extents with `offset` (mmcv's 0 or 1):
+    'linear' 1 - IoU where IoU >= iou_threshold, 'gaussian' exp(-IoU^2 /
+    sigma) everywhere, 'hard' (mmcv's 'naive') 0 where IoU >= iou_threshold
+    (also 1, 2, 0); a NaN IoU (boxes without a union) weighs 1. Boxes whose
+    score falls below min_score are dropped; as in mmcv the first selected
+    box is never tested. boxes [N, 4] xyxy, scores [N] (any float dtype),
+    torch tensors (any device with a kernel) or NumPy arrays; half boxes
+    compute in float32. padded=True returns the op's fixed-size outputs
+    (dets [N, 5], keep [N] with zero / -1 rows past num_kept, num_kept),
+    without the host sync that slicing them takes."""
+    op = "soft_nms"
+    boxes = _tensor(boxes, op, "boxes")
+    scores = _tensor(scores, op, "scores")
+    m = _soft_nms_method(op, method)
+    scalars = (float(iou_threshold), float(sigma), float(min_score), m, float(offset))
+    if not padded and (_is_torch(boxes) or _is_torch(scores)):
+        return _script.soft_nms(boxes, scores, *scalars)
+    return _soft_nms_run(op, (boxes, scores), scalars, padded)
+
+
+@_fx_leaf
+def batched_soft_nms(boxes, scores, idxs, iou_threshold=0.3, sigma=0.5, min_score=1e-3,
+                     method="linear", offset=0, padded=False):
+    """soft_nms within each category of idxs (any integer dtype), each
+    category on its own (its first box is exempt from min_score), merged by
+    score at selection, descending (NaN first; ties: lower index first):
+    mmcv's batched_nms with soft_nms, without its coordinate offset. Returns
+    (dets [K, 5], keep [K]), or with padded=True (dets [N, 5], keep [N],
+    num_kept)."""
+    op = "batched_soft_nms"
+    boxes = _tensor(boxes, op, "boxes")
+    scores = _tensor(scores, op, "scores")
+    idxs = _tensor(idxs, op, "idxs")
+    m = _soft_nms_method(op, method)
+    scalars = (float(iou_threshold), float(sigma), float(min_score), m, float(offset))
+    tensors = (boxes, scores, idxs)
+    if any(_is_torch(t) for t in tensors):
+        if not padded:
+            return _script.batched_soft_nms(boxes, scores, idxs, *scalars)
+        tensors = (boxes, scores, _script._int64(idxs))
+    else:
+        tensors = (boxes, scores, _int64(idxs))
+    return _soft_nms_run(op, tensors, scalars, padded)
 
 
 def _rows(x, k):
@@ -1033,7 +1109,7 @@ else:
 # mechanism. It must run at module level. TorchScript: each compiles as its
 # typed twin in _script.py.
 _FX_LEAVES = ("nms", "batched_nms", "nms_rotated", "batched_nms_rotated", "batched_nms_padded",
-              "onnx_nms", "box_iou",
+              "onnx_nms", "soft_nms", "batched_soft_nms", "box_iou",
               "generalized_box_iou", "distance_box_iou", "complete_box_iou", "box_area",
               "box_convert", "box_iou_rotated", *_SCHEMA_OPS, "roi_align", "roi_pool",
               "ps_roi_align", "ps_roi_pool", "multi_scale_roi_align", "deform_conv2d",

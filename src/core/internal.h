@@ -178,6 +178,21 @@ typedef struct vo_nms_padded_params {
   const vo_view *keep, *labels, *scores_out, *num; /* padded: [B, K], [B, K], [B, K], [B] */
   const vo_view *selected, *num_selected;          /* onnx: [B * C * max_selected, 3], [] */
 } vo_nms_padded_params;
+/* soft_nms and batched_soft_nms (kernels/soft_nms.h has the per-pair math). */
+typedef struct vo_soft_nms_params {
+  const vo_view *boxes;  /* [N,4] float (x1, y1, x2, y2) */
+  const vo_view *scores; /* [N] any floating dtype */
+  const vo_view *idxs;   /* [N] int64, NULL for soft_nms */
+  int method;            /* VO_K_SOFT_NMS_HARD, _LINEAR, _GAUSSIAN */
+  double iou_threshold, sigma, min_score, offset;
+  /* The float forms for float32 compute: thresholds as the smallest float
+   * >= the value (IoU >= it and score < it then decide as in double),
+   * sigma and offset rounded to nearest. */
+  float iou_threshold_f32, min_score_f32, sigma_f32, offset_f32;
+  const vo_view *dets;     /* out: [N,5] the boxes' dtype, contiguous */
+  const vo_view *keep;     /* out: int64 [N], contiguous */
+  const vo_view *num_kept; /* out: int64 [], contiguous */
+} vo_soft_nms_params;
 
 /* box_iou and its generalized / distance / complete variants. */
 typedef struct vo_pairwise_iou_params {
@@ -329,6 +344,7 @@ typedef struct vo_exec {
   union {
     vo_nms_params nms;
     vo_nms_padded_params nms_padded;
+    vo_soft_nms_params soft_nms;
     vo_pairwise_iou_params iou;
     vo_pairwise_iou_backward_params iou_backward;
     vo_roi_align_params roi_align;

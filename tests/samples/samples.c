@@ -1271,6 +1271,65 @@ static void sample_batched_nms_padded(vs_sample *s, const vs_params *q) {
   build_nms_padded_common(s, q, 0);
 }
 static void sample_onnx_nms(vs_sample *s, const vs_params *q) { build_nms_padded_common(s, q, 1); }
+/* soft_nms / batched_soft_nms. Random: 97, 64, 1031 and 300 boxes with
+ * duplicates and tied scores (eighths), linear, gaussian, hard with offset 1
+ * (seed 2) and gaussian with a small sigma; edge: none, or degenerate boxes
+ * (0 / 0 IoUs, reversed boxes) with equal scores, a NaN, an infinite and
+ * scores under min_score, hard with threshold 0 (disjoint boxes too); small:
+ * 6 boxes, 3 categories, linear; model: 5,000 detections (80 categories),
+ * gaussian, distinct scores. */
+static void build_soft_nms_common(vs_sample *s, const vs_params *q, int batched) {
+  static const int64_t random_counts[VS_RANDOM_SEEDS] = {97, 64, 1031, 300};
+  static const double thresholds[VS_RANDOM_SEEDS] = {0.3, 0.5, 0.5, 0.45};
+  static const int methods[VS_RANDOM_SEEDS] = {1, 2, 0, 2};
+  static const double sigmas[VS_RANDOM_SEEDS] = {0.5, 0.5, 0.5, 0.05};
+  int64_t n = 6, categories = 3;
+  double threshold = 0.3, sigma = 0.5, min_score = 1e-3, offset = 0;
+  int method = 1;
+  box_kind kind = BOXES_SMALL;
+  if (q->variant == VS_RANDOM) {
+    const uint64_t k = q->seed % VS_RANDOM_SEEDS;
+    n = random_counts[k], threshold = thresholds[k], method = methods[k], sigma = sigmas[k];
+    offset = k == 2 ? 1 : 0, min_score = k == 3 ? 0.05 : 1e-3;
+    kind = BOXES_MIXED, categories = 5;
+  } else if (q->variant == VS_EDGE) {
+    n = q->seed % VS_EDGE_SEEDS == 0 ? 0 : 40;
+    kind = BOXES_DEGENERATE, method = 0, threshold = 0, min_score = 0.2;
+  } else if (q->variant == VS_MODEL) {
+    n = 5000, kind = BOXES_DETECTIONS, categories = 80, method = 2;
+  }
+  double *b = xmalloc(sizeof(double) * (size_t)(4 * n));
+  double *sc = xmalloc(sizeof(double) * (size_t)n);
+  double *ids = xmalloc(sizeof(double) * (size_t)n);
+  gen_boxes(kind, q->rng, n, b);
+  for (int64_t i = 0; i < n; i++) {
+    sc[i] = q->variant == VS_EDGE     ? (i % 3 == 0 ? 0.1 : 0.5)
+            : q->variant == VS_RANDOM ? floor(vt_rng_uniform(q->rng, 0, 8)) / 8
+                                      : vt_rng_uniform(q->rng, 0, 1);
+    ids[i] = (double)vt_rng_int(q->rng, categories);
+  }
+  if (q->variant == VS_EDGE && n > 0) sc[5] = NAN, sc[7] = INFINITY, sc[11] = -INFINITY;
+  if (q->variant == VS_MODEL) log_spaced_scores(q->rng, n, sc);
+  const int64_t bs[2] = {n, 4}, ss[1] = {n};
+  const int tb = add_values(s, q->dt, 2, bs, b);
+  arg_tensor(s, tb);
+  arg_tensor(s, add_values(s, q->dt, 1, ss, sc));
+  if (batched) arg_tensor(s, add_values(s, vt_i64, 1, ss, ids));
+  arg_float(s, threshold);
+  arg_float(s, sigma);
+  arg_float(s, min_score);
+  arg_int(s, method);
+  arg_float(s, offset);
+  s->shape_tensor = tb;
+  s->note = q->variant == VS_MODEL ? "5,000 detections, gaussian" : NULL;
+  free(b);
+  free(sc);
+  free(ids);
+}
+static void sample_soft_nms(vs_sample *s, const vs_params *q) { build_soft_nms_common(s, q, 0); }
+static void sample_batched_soft_nms(vs_sample *s, const vs_params *q) {
+  build_soft_nms_common(s, q, 1);
+}
 
 /* ------------------------------------------------------------ the table */
 
