@@ -5,6 +5,11 @@
 
 #include "cuda/common.cuh"
 
+// An op without CUDA glue yet has a line `#define vo_cuda_<kernel> NULL`
+// here: calling it on a CUDA device then fails with "not implemented on the
+// cuda backend".
+#define vo_cuda_matrix_nms NULL
+
 namespace {
 
 // The kernel table, from src/ops/ops.def's kernel column: vo_cuda_KERNEL for
