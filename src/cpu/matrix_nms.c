@@ -180,8 +180,8 @@ static void vo_mnms_images(void *arg, int slot) {
     for (int64_t c = 0; c < w->classes; c++) {
       const int64_t p = b * w->classes + c;
       for (int64_t r = 0; r < w->count[p]; r++)
-        items[n++] = (vo_mnms_item){vo_mnms_key(w->kept_score[p * w->per_class + r]),
-                                    c * w->per_class + r};
+        items[n++] =
+            (vo_mnms_item){vo_mnms_key(w->kept_score[p * w->per_class + r]), c * w->per_class + r};
     }
     const int64_t out = n < w->k ? n : w->k;
     vo_mnms_first(items, n, out);
@@ -197,8 +197,9 @@ static void vo_mnms_images(void *arg, int slot) {
     }
     const int64_t rest = w->k - out;
     if (rest > 0) {
-      memset((char *)vo_view_addr(dets) + (size_t)((b * w->k + out) * 6) * vo_dtype_size(dets->dtype),
-             0, (size_t)(rest * 6) * vo_dtype_size(dets->dtype));
+      memset(
+          (char *)vo_view_addr(dets) + (size_t)((b * w->k + out) * 6) * vo_dtype_size(dets->dtype),
+          0, (size_t)(rest * 6) * vo_dtype_size(dets->dtype));
       for (int64_t r = out; r < w->k; r++) index[b * w->k + r] = -1;
     }
     num[b] = out;
@@ -236,9 +237,9 @@ vo_status vo_cpu_matrix_nms(const vo_exec *ex) {
   const size_t elem = ex->dtype == VO_F64 ? sizeof(double) : sizeof(float);
   w.slot_bytes = (size_t)w.slot_items * sizeof(vo_mnms_item) + (size_t)w.per_class * 6 * elem;
   w.slot_bytes = (w.slot_bytes + 63) / 64 * 64;
-  const double cost = (double)problems * ((double)w.m * VO_MNMS_SCORE_NS +
-                                          (double)w.per_class * (double)w.per_class * 0.5 *
-                                              VO_MNMS_PAIR_NS);
+  const double cost =
+      (double)problems * ((double)w.m * VO_MNMS_SCORE_NS +
+                          (double)w.per_class * (double)w.per_class * 0.5 * VO_MNMS_PAIR_NS);
   const int threads = vo_cpu_threads_for(ex->ctx, problems, cost);
   const size_t bytes = (size_t)problems * sizeof(int64_t) +
                        (size_t)kept * (sizeof(double) + sizeof(int64_t)) + 64 +

@@ -29,8 +29,7 @@ vo_status vo_check_matrix_nms(vo_exec *ex) {
   const vo_view *boxes = &ex->inputs[ARG_BOXES];
   const int64_t batch = boxes->shape[0], m = boxes->shape[1];
   const int64_t score_dims[3] = {batch, -1, m};
-  if ((st = vo_expect_shape(ex, ARG_SCORES, 3, score_dims, "B, C, M of boxes")) != VO_OK)
-    return st;
+  if ((st = vo_expect_shape(ex, ARG_SCORES, 3, score_dims, "B, C, M of boxes")) != VO_OK) return st;
   /* Scores are read in the boxes' compute precision, whatever their dtype. */
   if ((st = vo_expect_float_companion(ex, ARG_SCORES, ARG_BOXES)) != VO_OK) return st;
   const int64_t classes = ex->inputs[ARG_SCORES].shape[1];
@@ -66,12 +65,12 @@ vo_status vo_check_matrix_nms(vo_exec *ex) {
 }
 
 /* The typed wrappers' arguments, boxed in the schema's order. */
-#define VO_MATRIX_NMS_ARGS                                                                  \
-  const vo_value args[10] = {vo_tensor_value(boxes),       vo_tensor_value(scores),          \
+#define VO_MATRIX_NMS_ARGS                                                                    \
+  const vo_value args[10] = {vo_tensor_value(boxes),          vo_tensor_value(scores),        \
                              vo_float_value(score_threshold), vo_float_value(post_threshold), \
-                             vo_int_value(nms_top_k),      vo_int_value(keep_top_k),          \
-                             vo_bool_value(use_gaussian),  vo_float_value(gaussian_sigma),    \
-                             vo_int_value(background_label), vo_bool_value(normalized)}
+                             vo_int_value(nms_top_k),         vo_int_value(keep_top_k),       \
+                             vo_bool_value(use_gaussian),     vo_float_value(gaussian_sigma), \
+                             vo_int_value(background_label),  vo_bool_value(normalized)}
 
 vo_status vo_matrix_nms_shape(const vo_context *ctx, const DLTensor *boxes, const DLTensor *scores,
                               double score_threshold, double post_threshold, int64_t nms_top_k,
