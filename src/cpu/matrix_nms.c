@@ -16,6 +16,10 @@
 #include "cpu/common.h"
 #include "kernels/matrix_nms.h"
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define VO_HAVE_AVX2_KERNELS 1
+#endif
+
 /* A sort record: ascending (key, index) is the order wanted. */
 typedef struct vo_mnms_item {
   uint64_t key;
@@ -90,6 +94,7 @@ typedef struct vo_mnms_work {
   int64_t batch, classes, m, per_class, k;
   int64_t nms_top_k, keep_top_k, background;
   int normalized, gaussian;
+  int avx2; /* the rows' AVX2 build (not under VO_ISA_SCALAR) */
   double score_threshold, post_threshold, sigma;
   /* phase 1 results, per problem p = b * classes + c: count[p] kept, in
    * rank order, decayed score kept_score[p * per_class + r] and box index
@@ -149,8 +154,16 @@ static void vo_mnms_problems(void *arg, int slot) {
     vo_mnms_first(items, n, top);
     double *score = w->kept_score + p * w->per_class;
     int64_t *box = w->kept_box + p * w->per_class;
-    w->count[p] = w->ex->dtype == VO_F64 ? vo_mnms_rows_f64(w, items, top, b, rows, score, box)
-                                         : vo_mnms_rows_f32(w, items, top, b, rows, score, box);
+    const int f64 = w->ex->dtype == VO_F64;
+#ifdef VO_HAVE_AVX2_KERNELS
+    if (w->avx2) {
+      w->count[p] = f64 ? vo_mnms_rows_avx2_f64(w, items, top, b, rows, score, box)
+                        : vo_mnms_rows_avx2_f32(w, items, top, b, rows, score, box);
+      continue;
+    }
+#endif
+    w->count[p] = f64 ? vo_mnms_rows_f64(w, items, top, b, rows, score, box)
+                      : vo_mnms_rows_f32(w, items, top, b, rows, score, box);
   }
 }
 
@@ -226,6 +239,7 @@ vo_status vo_cpu_matrix_nms(const vo_exec *ex) {
   w.sigma = ex->args[7].u.f;
   w.background = ex->args[8].u.i;
   w.normalized = ex->args[9].u.b;
+  w.avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
   w.per_class = w.nms_top_k >= 0 && w.nms_top_k < w.m ? w.nms_top_k : w.m;
   if (w.batch == 0) return VO_OK;
 
