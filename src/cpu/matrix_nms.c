@@ -260,10 +260,11 @@ vo_status vo_cpu_matrix_nms(const vo_exec *ex) {
                        (size_t)threads * w.slot_bytes;
   char *mem = vo_workspace_alloc(ex->ctx, ex->device, bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
+  const size_t count_bytes = (size_t)problems * sizeof(int64_t);
   w.count = (int64_t *)mem;
-  w.kept_score = (double *)(w.count + problems);
-  w.kept_box = (int64_t *)(w.kept_score + kept);
-  w.scratch = (char *)(((uintptr_t)(w.kept_box + kept) + 63) / 64 * 64);
+  w.kept_box = (int64_t *)(mem + count_bytes);
+  w.kept_score = (void *)(mem + count_bytes + (size_t)kept * sizeof(int64_t));
+  w.scratch = (char *)(((uintptr_t)(w.kept_score + kept) + 63) / 64 * 64);
 
   vo_cpu_range_init(&w.todo, problems, 1);
   vo_cpu_run(threads, vo_mnms_problems, &w);

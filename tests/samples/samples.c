@@ -1212,7 +1212,8 @@ static void sample__deform_attn_backward(vs_sample *s, const vs_params *q) {
 static void sample_matrix_nms(vs_sample *s, const vs_params *q) {
   static const int64_t rb[VS_RANDOM_SEEDS] = {2, 3, 1, 2}, rc[VS_RANDOM_SEEDS] = {3, 2, 4, 5};
   static const int64_t rm[VS_RANDOM_SEEDS] = {40, 0, 97, 64};
-  static const int64_t top[VS_RANDOM_SEEDS] = {-1, 5, 30, 16}, keep[VS_RANDOM_SEEDS] = {-1, 7, 50, 20};
+  static const int64_t top[VS_RANDOM_SEEDS] = {-1, 5, 30, 16},
+                       keep[VS_RANDOM_SEEDS] = {-1, 7, 50, 20};
   int64_t nb = 1, nc = 2, m = 6, nms_top_k = -1, keep_top_k = -1, background = -1;
   int gaussian = 0, normalized = 1;
   double score_threshold = 0.1, post_threshold = 0.05, sigma = 2.0;
