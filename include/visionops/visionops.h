@@ -712,6 +712,39 @@ VO_API vo_status vo_deform_attn_backward(const vo_context *ctx, const DLTensor *
                                          DLTensor *grad_value, DLTensor *grad_sampling_loc,
                                          DLTensor *grad_attn_weight);
 
+/* Matrix NMS (SOLOv2; Paddle's matrix_nms) per image and class, with
+ * padded outputs (no shape depends on the data, so a device never
+ * synchronises). boxes [B,M,4] (x1, y1, x2, y2) of a float dtype, scores
+ * [B,C,M] of any float dtype (read in the boxes' compute precision). Per
+ * image b and class c != background_label (-1: none): the candidates are
+ * the boxes with score > score_threshold, by score descending (ties: lower
+ * box index first), the first nms_top_k of them (-1: all); candidate i's
+ * decayed score is d_i * s_i with d_i = min(1, min over higher-ranked j of
+ * exp((K_j^2 - X_ij^2) * gaussian_sigma) (use_gaussian) or (1 - X_ij) /
+ * (1 - K_j)), X_ij their IoU (normalized = 0: the pixel convention, +1 per
+ * side) and K_j the largest IoU of j with a candidate above it; a decay
+ * that is not finite is ignored, but -inf. Kept: decayed score >
+ * post_threshold; per image the keep_top_k (-1: all) highest decayed
+ * scores over the classes (ties: lower class, then earlier candidate).
+ * Outputs: dets [B,K,6] in the boxes' dtype, rows (class, decayed score,
+ * x1, y1, x2, y2) by decayed score descending, zero past num[b]; index
+ * [B,K] int64, b*M + box index, -1 past num[b]; num [B] int64. K is
+ * keep_top_k when >= 0, else C * min(nms_top_k, M) (M for nms_top_k -1).
+ * nms_top_k and keep_top_k >= -1, background_label >= -1, the thresholds
+ * not NaN, gaussian_sigma finite. Float32, float16 and bfloat16 compute in
+ * float32, float64 in float64. */
+VO_API vo_status vo_matrix_nms_shape(const vo_context *ctx, const DLTensor *boxes,
+                                     const DLTensor *scores, double score_threshold,
+                                     double post_threshold, int64_t nms_top_k, int64_t keep_top_k,
+                                     int use_gaussian, double gaussian_sigma,
+                                     int64_t background_label, int normalized,
+                                     vo_tensor_desc out[3]);
+VO_API vo_status vo_matrix_nms(const vo_context *ctx, const DLTensor *boxes, const DLTensor *scores,
+                               double score_threshold, double post_threshold, int64_t nms_top_k,
+                               int64_t keep_top_k, int use_gaussian, double gaussian_sigma,
+                               int64_t background_label, int normalized, DLTensor *dets,
+                               DLTensor *index, DLTensor *num);
+
 #ifdef __cplusplus
 }
 #endif

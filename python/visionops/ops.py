@@ -42,9 +42,9 @@ __all__ = [
     "box_iou", "generalized_box_iou",
     "distance_box_iou", "complete_box_iou", "box_area", "box_convert", "box_iou_rotated",
     *_SCHEMA_OPS, "roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "deform_conv2d",
-    "multi_scale_roi_align", "roi_align_rotated", "deform_attn", "MultiScaleRoIAlign", "RoIAlign",
-    "RoIAlignRotated", "RoIPool", "PSRoIAlign", "PSRoIPool", "DeformConv2d", "VisionOpsError",
-    "VisionOpsValueError", "VisionOpsTypeError",
+    "multi_scale_roi_align", "roi_align_rotated", "deform_attn", "matrix_nms", "MultiScaleRoIAlign",
+    "RoIAlign", "RoIAlignRotated", "RoIPool", "PSRoIAlign", "PSRoIPool", "DeformConv2d",
+    "VisionOpsError", "VisionOpsValueError", "VisionOpsTypeError",
 ]
 
 try:
@@ -794,6 +794,60 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
         [int(d) for d in weight.shape])
     return _call(op, input, weight, offset, mask, bias, stride_h, stride_w, pad_h,
                  pad_w, dil_h, dil_w, groups, offset_groups, mask is not None)
+
+
+# --------------------------------------------------------------- matrix_nms
+
+
+@_fx_leaf
+def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k,
+               use_gaussian=False, gaussian_sigma=2.0, background_label=0, normalized=True,
+               return_index=False, return_rois_num=True, padded=False):
+    """Matrix NMS (SOLOv2), paddle.vision.ops.matrix_nms's arguments and
+    results: bboxes [B, M, 4] (x1, y1, x2, y2), scores [B, C, M]. Per image
+    and class (background_label skipped; -1: none) the boxes with score >
+    score_threshold, by score (ties: lower index first), the first
+    nms_top_k (-1: all), each decayed by its IoU with the higher-scored ones
+    (gaussian exp((K_j^2 - X_ij^2) * gaussian_sigma), or linear (1 - X_ij) /
+    (1 - K_j), K_j the largest IoU of j with a box above it), kept when the
+    decayed score is > post_threshold; per image the keep_top_k (-1: all)
+    best over the classes (ties: lower class first). normalized=False adds
+    1 to every width and height (pixel boxes).
+
+    Returns (out, rois_num, index) as Paddle does: out [K_total, 6] rows
+    (class, decayed score, x1, y1, x2, y2) in bboxes' dtype, image by image;
+    rois_num [B] int32 (None unless return_rois_num); index [K_total, 1]
+    int32, b * M + box index (None unless return_index). Finding K_total is
+    the one host synchronisation; padded=True skips it and returns the op's
+    padded (dets [B, K, 6], index [B, K] int64, -1 past num, num [B] int64),
+    K = keep_top_k, or C * min(nms_top_k, M) when keep_top_k is -1."""
+    op = "matrix_nms"
+    bboxes = _tensor(bboxes, op, "bboxes")
+    scores = _tensor(scores, op, "scores")
+    args = (float(score_threshold), float(post_threshold), int(nms_top_k), int(keep_top_k),
+            bool(use_gaussian), float(gaussian_sigma), int(background_label), bool(normalized))
+    if _is_torch(bboxes) or _is_torch(scores):
+        device = (bboxes if _is_torch(bboxes) else scores).device
+        bboxes = _torch.as_tensor(_numpy(bboxes) if not _is_torch(bboxes) else bboxes,
+                                  device=device)
+        scores = _torch.as_tensor(_numpy(scores) if not _is_torch(scores) else scores,
+                                  device=device)
+        dets, index, num = _torch.ops.visionops.matrix_nms(bboxes, scores, *args)
+        if padded:
+            return dets, index, num
+        kept = index >= 0
+        out, index = dets[kept], index[kept].reshape(-1, 1).to(_torch.int32)
+        rois_num = num.to(_torch.int32)
+    else:
+        dets, index, num = _call(op, bboxes, scores, *args)
+        if padded:
+            return dets, index, num
+        import numpy as np
+
+        kept = index >= 0
+        out, index = dets[kept], index[kept].reshape(-1, 1).astype(np.int32)
+        rois_num = num.astype(np.int32)
+    return out, rois_num if return_rois_num else None, index if return_index else None
 
 
 # -------------------------------------------------------------- deform_attn

@@ -10,6 +10,7 @@
 // cuda backend". Issue 17's ops run on the CPU first.
 #define vo_cuda_nms_padded nullptr
 #define vo_cuda_soft_nms nullptr
+#define vo_cuda_matrix_nms nullptr
 
 namespace {
 

@@ -19,6 +19,7 @@
  * the opencl backend" (docs/ADDING_A_BACKEND.md). */
 #define vo_opencl_nms_padded NULL
 #define vo_opencl_soft_nms NULL
+#define vo_opencl_matrix_nms NULL
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
 static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {

@@ -1331,6 +1331,65 @@ static void sample_batched_soft_nms(vs_sample *s, const vs_params *q) {
   build_soft_nms_common(s, q, 1);
 }
 
+/* matrix_nms: boxes [B, M, 4] per image, scores [B, C, M]. Random: four
+ * mixes of B x C x M, kernels, conventions, background label and top-k
+ * limits (seed 1 has no boxes), scores on a grid of 1/16 so that ties and
+ * duplicate boxes (K_j = 1) occur; edge: empty batches and classes, or
+ * degenerate boxes with equal scores in the pixel convention; model: a
+ * YOLO-like head (80 classes, 1,000 boxes per image). */
+static void sample_matrix_nms(vs_sample *s, const vs_params *q) {
+  static const int64_t rb[VS_RANDOM_SEEDS] = {2, 3, 1, 2}, rc[VS_RANDOM_SEEDS] = {3, 2, 4, 5};
+  static const int64_t rm[VS_RANDOM_SEEDS] = {40, 0, 97, 64};
+  static const int64_t top[VS_RANDOM_SEEDS] = {-1, 5, 30, 16},
+                       keep[VS_RANDOM_SEEDS] = {-1, 7, 50, 20};
+  int64_t nb = 1, nc = 2, m = 6, nms_top_k = -1, keep_top_k = -1, background = -1;
+  int gaussian = 0, normalized = 1;
+  double score_threshold = 0.1, post_threshold = 0.05, sigma = 2.0;
+  box_kind kind = BOXES_SMALL;
+  const uint64_t seed = q->seed;
+  if (q->variant == VS_RANDOM) {
+    const int v = (int)(seed % VS_RANDOM_SEEDS);
+    nb = rb[v], nc = rc[v], m = rm[v], nms_top_k = top[v], keep_top_k = keep[v];
+    gaussian = v % 2, normalized = v != 2, background = v == 3 ? 0 : -1;
+    sigma = v == 3 ? 0.5 : 2.0;
+    kind = BOXES_MIXED;
+  } else if (q->variant == VS_EDGE) {
+    if (seed % VS_EDGE_SEEDS == 0) {
+      nb = 2, nc = 0, m = 3, keep_top_k = 4;
+    } else {
+      nb = 2, nc = 3, m = 24, normalized = 0, score_threshold = 0.0, post_threshold = 0.0;
+      kind = BOXES_DEGENERATE;
+    }
+  } else if (q->variant == VS_MODEL) {
+    nb = 4, nc = 80, m = 1000, nms_top_k = 200, keep_top_k = 100, gaussian = 1;
+    score_threshold = 0.05;
+    kind = BOXES_DETECTIONS;
+  }
+  double *b = xmalloc(sizeof(double) * (size_t)(4 * nb * m));
+  double *sc = xmalloc(sizeof(double) * (size_t)(nb * nc * m));
+  for (int64_t i = 0; i < nb; i++) gen_boxes(kind, q->rng, m, b + 4 * i * m);
+  for (int64_t i = 0; i < nb * nc * m; i++)
+    sc[i] = q->variant == VS_EDGE    ? 0.5
+            : q->variant == VS_MODEL ? vt_rng_uniform(q->rng, 0, 1)
+                                     : floor(vt_rng_uniform(q->rng, 0, 16)) / 16;
+  const int64_t bs[3] = {nb, m, 4}, ss[3] = {nb, nc, m};
+  const int tb = add_values(s, q->dt, 3, bs, b);
+  arg_tensor(s, tb);
+  arg_tensor(s, add_values(s, q->dt, 3, ss, sc));
+  arg_float(s, score_threshold);
+  arg_float(s, post_threshold);
+  arg_int(s, nms_top_k);
+  arg_int(s, keep_top_k);
+  arg_bool(s, gaussian);
+  arg_float(s, sigma);
+  arg_int(s, background);
+  arg_bool(s, normalized);
+  s->shape_tensor = tb;
+  s->note = q->variant == VS_MODEL ? "YOLO-like head, 80 classes" : NULL;
+  free(b);
+  free(sc);
+}
+
 /* ------------------------------------------------------------ the table */
 
 /* One builder per op of ops.def, in its order: an op without sample_<name>
