@@ -77,9 +77,57 @@ def batched_nms_rotated(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_thresho
                                                         bool(radians))
 
 
-                      deform_groups, log2_round_float32, nms_padded_box_format, pair,
-                      rotated_iou_mode, soft_nms_method)
-from ._C import VisionOpsValueError
+def batched_nms_padded(boxes: Tensor, scores: Tensor, iou_threshold: float,
+                       score_threshold: Optional[float] = None, max_per_class: int = -1,
+                       max_per_image: int = 100, box_format: str = "xyxy",
+                       class_agnostic: bool = False,
+                       pre_nms_top_k: int = -1) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    fmt = nms_padded_box_format(box_format)
+    out = torch.ops.visionops.batched_nms_padded(boxes, scores, float(iou_threshold),
+                                                 score_threshold, max_per_class, max_per_image,
+                                                 fmt, class_agnostic, pre_nms_top_k)
+    return out[0], out[1], out[2], out[3]
+
+
+def onnx_nms(boxes: Tensor, scores: Tensor, max_output_boxes_per_class: int = 0,
+             iou_threshold: float = 0.0, score_threshold: Optional[float] = None,
+             center_point_box: int = 0, exact_shape: bool = False) -> Tuple[Tensor, Tensor]:
+    selected, num_selected = torch.ops.visionops.onnx_nms(
+        boxes, scores, max_output_boxes_per_class, float(iou_threshold), score_threshold,
+        center_point_box)
+    if exact_shape:
+        selected = selected[:int(num_selected)]  # the one host sync, on request
+    return selected, num_selected
+
+
+def _soft_nms_kept(op: str, dets: Tensor, keep: Tensor, num_kept: Tensor,
+                   padded: bool) -> Tuple[Tensor, Tensor]:
+    """The first num_kept rows (the one host sync); padded=True, whose three
+    outputs a script cannot type beside two, is the op itself there."""
+    if padded:
+        raise VisionOpsValueError("%s: padded=True returns (dets, keep, num_kept): in a script call "
+                                  "torch.ops.visionops.%s instead" % (op, op))
+    k = int(num_kept.item())
+    return dets[:k], keep[:k]
+
+
+def soft_nms(boxes: Tensor, scores: Tensor, iou_threshold: float = 0.3, sigma: float = 0.5,
+             min_score: float = 1e-3, method: Union[str, int] = "linear", offset: float = 0,
+             padded: bool = False) -> Tuple[Tensor, Tensor]:
+    dets, keep, num_kept = torch.ops.visionops.soft_nms(
+        boxes, scores, float(iou_threshold), float(sigma), float(min_score),
+        soft_nms_method("soft_nms", method), float(offset))
+    return _soft_nms_kept("soft_nms", dets, keep, num_kept, padded)
+
+
+def batched_soft_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float = 0.3,
+                     sigma: float = 0.5, min_score: float = 1e-3,
+                     method: Union[str, int] = "linear", offset: float = 0,
+                     padded: bool = False) -> Tuple[Tensor, Tensor]:
+    dets, keep, num_kept = torch.ops.visionops.batched_soft_nms(
+        boxes, scores, _int64(idxs), float(iou_threshold), float(sigma), float(min_score),
+        soft_nms_method("batched_soft_nms", method), float(offset))
+    return _soft_nms_kept("batched_soft_nms", dets, keep, num_kept, padded)
 
 
 def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:

@@ -7,6 +7,7 @@
  * end: per image the best max_per_image across classes (padded), or every
  * problem's rows at its offset in ONNX's order (onnx), again in parallel.
  */
+#include <math.h>
 #include <string.h>
 
 #include "cpu/common.h"
@@ -50,8 +51,9 @@ __attribute__((target("avx2,fma"))) static int vo_np_any_suppresses_avx2(
   const __m256 bx2 = _mm256_set1_ps(box->x2), by2 = _mm256_set1_ps(box->y2);
   const __m256 barea = _mm256_set1_ps(box->area), vthr = _mm256_set1_ps(thr);
   const __m256 zero = _mm256_setzero_ps();
-  int64_t k = 0;
-  for (; k + 8 <= count; k += 8) {
+  /* Whole blocks: the slots past count hold NaN boxes (vo_np_kept), whose
+   * tests are false in both conventions. */
+  for (int64_t k = 0; k < count; k += 8) {
     const __m256 kx1 = _mm256_loadu_ps(kept->x1 + k), ky1 = _mm256_loadu_ps(kept->y1 + k);
     const __m256 kx2 = _mm256_loadu_ps(kept->x2 + k), ky2 = _mm256_loadu_ps(kept->y2 + k);
     const __m256 karea = _mm256_loadu_ps(kept->area + k);
@@ -77,10 +79,7 @@ __attribute__((target("avx2,fma"))) static int vo_np_any_suppresses_avx2(
     }
     if (_mm256_movemask_ps(hit)) return 1;
   }
-  return k < count && vo_np_any_suppresses_f32(kind, &(vo_np_kept_f32){kept->x1 + k, kept->y1 + k,
-                                                                        kept->x2 + k, kept->y2 + k,
-                                                                        kept->area + k},
-                                               count - k, box, thr);
+  return 0;
 }
 #endif
 
@@ -115,6 +114,9 @@ __attribute__((target("avx2,fma"))) static int64_t vo_np_scan_avx2(const float *
   return n;
 }
 #endif
+
+/* A problem's selected-box capacity, whole blocks of eight. */
+#define VO_NP_CAP8(cap) (((cap) + 7) / 8 * 8)
 
 typedef struct vo_np_state {
   const vo_nms_padded_params *p;
@@ -173,6 +175,24 @@ static int64_t vo_np_candidates(const vo_nms_padded_params *p, int64_t b, int64_
   return n;
 }
 
+/* The boxes of the first candidates, asked for before their sort: each is
+ * a cache miss (the score scan streamed past them), which the greedy pass
+ * would otherwise wait for candidate after candidate. Beyond VO_NP_PREFETCH
+ * candidates the pass prefetches a few ranks ahead itself. */
+#define VO_NP_PREFETCH 256
+static void vo_np_prefetch_boxes(const vo_nms_padded_params *p, int64_t b, int64_t c0,
+                                 const vo_sort_item *cand, int64_t n) {
+  const vo_view *bx = p->boxes;
+  const char *base = vo_view_addr(bx);
+  const size_t es = vo_dtype_size(bx->dtype);
+  const int64_t m_count = p->boxes_per_image, s0 = bx->stride[0], s1 = bx->stride[1];
+  const int64_t sc = p->per_class_boxes ? bx->stride[2] : 0;
+  for (int64_t i = 0; i < n && i < VO_NP_PREFETCH; i++) {
+    const int64_t item = cand[i].index, m = item % m_count, c = c0 + item / m_count;
+    __builtin_prefetch(base + (size_t)(b * s0 + m * s1 + c * sc) * es);
+  }
+}
+
 /* The problem's image and its first class. */
 static void vo_np_problem(const vo_nms_padded_params *p, int64_t q, int64_t *b, int64_t *c0) {
   *b = p->class_agnostic ? q : q / p->classes;
@@ -184,12 +204,13 @@ static void vo_np_problems_worker(void *arg, int slot) {
   const vo_nms_padded_params *p = s->p;
   vo_sort_item *a = (vo_sort_item *)(s->scratch + (size_t)slot * s->slot_bytes);
   vo_sort_item *tmp = a + s->items;
-  /* The selected boxes' five arrays of cap values. */
-  const int64_t cap = s->cap;
+  /* The selected boxes' five arrays of cap8 values. */
+  const int64_t cap = s->cap, cap8 = VO_NP_CAP8(cap);
   float *k32 = (float *)(tmp + s->items);
   double *k64 = (double *)(tmp + s->items);
-  const vo_np_kept_f32 kept32 = {k32, k32 + cap, k32 + 2 * cap, k32 + 3 * cap, k32 + 4 * cap};
-  const vo_np_kept_f64 kept64 = {k64, k64 + cap, k64 + 2 * cap, k64 + 3 * cap, k64 + 4 * cap};
+  const vo_np_kept_f32 kept32 = {k32, k32 + cap8, k32 + 2 * cap8, k32 + 3 * cap8, k32 + 4 * cap8};
+  const vo_np_kept_f64 kept64 = {k64, k64 + cap8, k64 + 2 * cap8, k64 + 3 * cap8,
+                                 k64 + 4 * cap8};
   int (*any32)(int, const vo_np_kept_f32 *, int64_t, const vo_k_nms_box_f32 *, float) =
       vo_np_any_suppresses_f32;
 #ifdef VO_HAVE_AVX2_KERNELS
@@ -202,6 +223,7 @@ static void vo_np_problems_worker(void *arg, int slot) {
       vo_np_problem(p, q, &b, &c0);
       int64_t n =
           vo_np_candidates(p, b, c0, p->class_agnostic ? p->classes : c0 + 1, s->avx2, a);
+      vo_np_prefetch_boxes(p, b, c0, a, n);
       const vo_sort_item *sorted = vo_cpu_radix_sort(a, tmp, n);
       if (n > p->max_candidates) n = p->max_candidates;
       int64_t *sel = s->sel + q * cap, k;
@@ -318,7 +340,7 @@ vo_status vo_cpu_nms_padded(const vo_exec *ex) {
   size_t sort_items = (size_t)s.items;
   if (!p->onnx && !p->class_agnostic && (size_t)p->classes * cap > sort_items)
     sort_items = (size_t)p->classes * cap;
-  s.slot_bytes = 2 * sort_items * sizeof(vo_sort_item) + 5 * cap * sizeof(double);
+  s.slot_bytes = 2 * sort_items * sizeof(vo_sort_item) + 5 * VO_NP_CAP8(cap) * sizeof(double);
 #ifdef VO_HAVE_AVX2_KERNELS
   s.avx2 = vo_cpu_effective_isa(ctx) == VO_ISA_AVX2;
 #endif
