@@ -2,9 +2,10 @@
  * beyond the cross-backend harness's samples: a YOLO-like case (B = 2, M =
  * 2000, C = 20, scores with ties), the no-threshold case (every box a
  * candidate, NaN scores among them), class-agnostic and per-class boxes,
- * the problems in chunks under tiny workspace limits, and empty inputs (M =
- * 0, C = 0, caps 0). Linked statically for the backend's memory functions.
- * Skipped (77) without an OpenCL device; float64 only where it has fp64. */
+ * strided inputs, the problems in chunks under tiny workspace limits, and
+ * empty inputs (M = 0, C = 0, caps 0). Linked statically for the backend's
+ * memory functions. Skipped (77) without an OpenCL device; float64 only
+ * where it has fp64. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,8 @@ typedef struct problem {
   vt_tensor *boxes, *scores;
 } problem;
 
-static problem make_problem(DLDataType dt, int64_t b, int64_t m, int64_t c, int per_class,
-                            int nans, uint64_t seed) {
+static problem make_problem(DLDataType dt, int64_t b, int64_t m, int64_t c, int per_class, int nans,
+                            uint64_t seed) {
   problem pr;
   const int64_t bs4[4] = {b, m, c, 4}, bs3[3] = {b, m, 4}, ss[3] = {b, c, m};
   pr.boxes = per_class ? vt_tensor_new(dt, 4, bs4, NULL) : vt_tensor_new(dt, 3, bs3, NULL);
@@ -96,8 +97,8 @@ static vo_status run(const vo_context *ctx, const problem *pr, const args *a, in
   DLTensor out[4];
   for (int k = 0; k < o->n; k++) out[k] = on_opencl ? vt_cl_on_device(o->t[k]) : o->t[k]->dl;
   const vo_status st =
-      a->onnx ? vo_onnx_nms(ctx, &bx, &sc, a->max_per_class, a->iou, a->score_threshold,
-                            a->format, &out[0], &out[1])
+      a->onnx ? vo_onnx_nms(ctx, &bx, &sc, a->max_per_class, a->iou, a->score_threshold, a->format,
+                            &out[0], &out[1])
               : vo_batched_nms_padded(ctx, &bx, &sc, a->iou, a->score_threshold, a->max_per_class,
                                       a->max_per_image, a->format, a->agnostic, a->top_k, &out[0],
                                       &out[1], &out[2], &out[3]);
@@ -131,8 +132,8 @@ static void compare(const char *what, const problem *pr, const args *a, const si
   }
   if (!a->onnx) /* the case is not trivial: something selected */
     CHECK_MSG(vt_get(&ref.t[3]->dl, 0) > 0 || pr->boxes->dl.shape[1] == 0 ||
-                  pr->scores->dl.shape[1] == 0 || a->max_per_image == 0 ||
-                  a->max_per_class == 0 || a->top_k == 0,
+                  pr->scores->dl.shape[1] == 0 || a->max_per_image == 0 || a->max_per_class == 0 ||
+                  a->top_k == 0,
               "%s: nothing selected", what);
   free_outputs(&ref);
   vo_context_destroy(ctx);
@@ -172,6 +173,32 @@ static void yolo_cases(DLDataType dt) {
   free_problem(&pc);
 }
 
+/* Strided inputs: scores laid out [M, C, B], boxes [4, B, M] (the harness
+ * pads them with 0xff: a kernel ignoring strides reads garbage). */
+static void strided_cases(DLDataType dt) {
+  problem dense = make_problem(dt, 2, 300, 4, 0, 0, 34);
+  const int64_t b = 2, m = 300, c = 4;
+  double *sv = malloc(sizeof(double) * (size_t)(b * c * m));
+  double *bv = malloc(sizeof(double) * (size_t)(b * m * 4));
+  if (!sv || !bv) vt_cl_die("malloc");
+  vt_read_all(&dense.scores->dl, sv);
+  vt_read_all(&dense.boxes->dl, bv);
+  const int64_t ss[3] = {b, c, m}, s_strides[3] = {1, b, b * c};
+  const int64_t bs[3] = {b, m, 4}, b_strides[3] = {m, 1, b * m};
+  problem pr;
+  pr.scores = vt_tensor_strided(dt, 3, ss, s_strides, 0, sv);
+  pr.boxes = vt_tensor_strided(dt, 3, bs, b_strides, 0, bv);
+  const double thr = 0.1;
+  const args pad = {0, 0.5, &thr, 20, 50, -1, 2, 0};
+  compare("strided padded", &pr, &pad, limits, 3);
+  const args onnx = {1, 0.5, &thr, 20, 0, 0, 0, 0};
+  compare("strided onnx", &pr, &onnx, limits, 3);
+  free_problem(&pr);
+  free_problem(&dense);
+  free(sv);
+  free(bv);
+}
+
 /* M = 0, C = 0, caps 0: every output written as the CPU writes it. */
 static void empty_cases(DLDataType dt) {
   const double thr = 0.1;
@@ -209,6 +236,7 @@ int main(void) {
   for (int d = 0; d < 3; d++)
     if (fp64 || dtypes[d].bits != 64) {
       yolo_cases(dtypes[d]);
+      strided_cases(dtypes[d]);
       empty_cases(dtypes[d]);
     }
   if (!fp64) { /* float64 refused with the backend's error, not run */

@@ -119,9 +119,9 @@ __device__ Pair *np_sort(Pair *a, Pair *tmp, int64_t n) {
 // class q % C). Writes its selections, their keys and count.
 template <int DT>
 __global__ void problems_kernel(vo_cuda_view bx, int per_class, vo_cuda_view sv, ProblemArgs a,
-                                typename vo_k_dtype<DT>::T thr, int64_t *sel_all,
-                                uint64_t *key_all, int64_t *count_all, char *scratch,
-                                size_t slot_bytes, size_t kept_at) {
+                                typename vo_k_dtype<DT>::T thr, int64_t *sel_all, uint64_t *key_all,
+                                int64_t *count_all, char *scratch, size_t slot_bytes,
+                                size_t kept_at) {
   typedef typename vo_k_dtype<DT>::T T;
   typedef typename np_box<T>::type Box;
   const int64_t sk = bx.stride[per_class ? 3 : 2], sc = per_class ? bx.stride[2] : 0;
@@ -215,8 +215,8 @@ __global__ void rank_kernel(vo_cuda_view sv, int64_t m_count, int64_t classes, i
 // padded: item e = b * (k_max + 1) + k: the padding of slot k of image b
 // past n = min(its selections, k_max), or (k = k_max) num[b] = n.
 __global__ void finish_kernel(vo_dtype s_dtype, int64_t classes, int agnostic, int64_t k_max,
-                              int64_t batches, const int64_t *count, int64_t *keep,
-                              int64_t *labels, void *scores_out, int64_t *num) {
+                              int64_t batches, const int64_t *count, int64_t *keep, int64_t *labels,
+                              void *scores_out, int64_t *num) {
   VO_CUDA_GRID_STRIDE(e, batches * (k_max + 1)) {
     const int64_t b = e / (k_max + 1), k = e % (k_max + 1);
     const int64_t per_image = agnostic ? 1 : classes;

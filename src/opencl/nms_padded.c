@@ -105,8 +105,8 @@ static vo_status vo_cl_np_padded(const vo_cl_call *c, const vo_nms_padded_params
 }
 
 /* onnx: the offsets (one item), then the rows. */
-static vo_status vo_cl_np_onnx(const vo_cl_call *c, const vo_nms_padded_params *p,
-                               int64_t problems, int64_t cap, cl_mem ws, const size_t at[4]) {
+static vo_status vo_cl_np_onnx(const vo_cl_call *c, const vo_nms_padded_params *p, int64_t problems,
+                               int64_t cap, cl_mem ws, const size_t at[4]) {
   vo_cl_launch l;
   vo_status st = vo_cl_launch_begin(&l, c, "nms_padded", "vo_cl_np_offsets");
   if (st != VO_OK) return st;
