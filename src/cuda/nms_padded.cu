@@ -300,7 +300,8 @@ vo_status nms_padded_run(const vo_exec *ex, cudaStream_t stream) {
   const size_t limit =
       ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
   const size_t budget = limit > total ? limit - total : 0;
-  int64_t chunk = (int64_t)(budget / slot_bytes);
+  // slot_bytes is 0 only when cap and items are (no problem to run).
+  int64_t chunk = slot_bytes ? (int64_t)(budget / slot_bytes) : problems;
   if (chunk < 1) chunk = 1;
   if (chunk > problems) chunk = problems;
 
