@@ -25,16 +25,13 @@ Usage: PYTHONPATH=<build>/python python bench/deform_attn.py [--quick] [--load] 
 import argparse
 import ctypes
 import os
-import statistics
-import subprocess
-import sys
-import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 import visionops  # noqa: F401  (registers torch.ops.visionops)
+from timing import busy, interleaved, median_ms  # bench/timing.py
 
 LEVELS = ((100, 136), (50, 68), (25, 34), (13, 17))
 
@@ -89,41 +86,12 @@ def visionops_forward(value, shapes, starts, loc, attn):
     return torch.ops.visionops.deform_attn(value, shapes, starts, loc, attn, 64)
 
 
-def median_ms(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
-
-
 def retained(forward, args):
     """The leaves (value, sampling_loc, attn_weight) and output of a forward
     whose graph autograd keeps, so its backward can be timed alone."""
     value, shapes, starts, loc, attn = args
     leaves = [t.detach().clone().requires_grad_() for t in (value, loc, attn)]
     return leaves, forward(leaves[0], shapes, starts, leaves[1], leaves[2])
-
-
-def interleaved(fns, reps, blocks=False):
-    """Median milliseconds of each function, timed in rounds that visit
-    every function once (after one warm-up call each), so that both sides
-    share the machine's conditions and each call starts with the caches the
-    other side left (as between a model's layers); with `blocks`, each
-    function's calls back to back instead (warm caches)."""
-    if blocks:
-        return {k: median_ms(fn, reps) for k, fn in fns.items()}
-    times = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(reps):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
 
 
 def copy_rate(mib=256, reps=5):
@@ -137,11 +105,6 @@ def copy_rate(mib=256, reps=5):
 
 def nbytes(*ts):
     return sum(t.numel() * t.element_size() for t in ts)
-
-
-def busy(count):
-    spin = "while True: pass"
-    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
 
 
 def main():

@@ -21,15 +21,12 @@ Usage: PYTHONPATH=<build>/python python bench/matrix_nms.py [--quick] [--load] [
 """
 import argparse
 import os
-import statistics
-import subprocess
-import sys
-import time
 
 import numpy as np
 import paddle
 
 import visionops
+from timing import busy, interleaved  # bench/timing.py
 
 # name, M, score_threshold, use_gaussian
 CASES = (("SOLO-like", 1000, 0.05, True), ("YOLO-like", 8400, 0.05, False),
@@ -50,25 +47,6 @@ def make_case(m, b=8, c=80, objects=30, seed=0):
     cells = np.stack([rng.permutation(c * m) for _ in range(b)]) + rng.uniform(0, 1, (b, c * m))
     scores = ((cells / (c * m)) ** 8).reshape(b, c, m).astype(np.float32)
     return boxes, scores
-
-
-def interleaved(fns, reps):
-    """Median milliseconds of each function, timed in rounds that visit
-    every function once (after one warm-up call each)."""
-    times = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(reps):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
-
-
-def busy(count):
-    spin = "while True: pass"
-    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
 
 
 def main():

@@ -24,16 +24,13 @@ Usage: PYTHONPATH=<build>/python python bench/nms_padded.py [--quick] [--load]
 """
 import argparse
 import os
-import statistics
-import subprocess
-import sys
-import time
 
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
 import visionops
+from timing import busy, interleaved  # bench/timing.py
 
 
 def make_case(b=8, m=8400, c=80, objects=(4, 16), seed=0):
@@ -75,22 +72,6 @@ def ort_session(threads):
     opts.inter_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
-
-
-def interleaved(fns, reps):
-    times = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(reps):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
-
-
-def busy(count):
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
 def main():

@@ -22,15 +22,12 @@ Usage: PYTHONPATH=<build>/python python bench/soft_nms.py [--quick] [--load]
 """
 import argparse
 import os
-import statistics
-import subprocess
-import sys
-import time
 
 import cv2
 import numpy as np
 
 import visionops
+from timing import busy, interleaved  # bench/timing.py
 
 METHODS = {"linear": cv2.dnn.SoftNMSMethod_SOFTNMS_LINEAR,
            "gaussian": cv2.dnn.SoftNMSMethod_SOFTNMS_GAUSSIAN}
@@ -89,25 +86,6 @@ def check_equal(name, got, want):
     if err > 1e-5:
         raise SystemExit(f"{name}: scores differ by {err:.1e} relative")
     return len(gk), err
-
-
-def interleaved(fns, reps):
-    """Median milliseconds of each function, timed in rounds that visit
-    every function once (after one warm-up call each)."""
-    times = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(reps):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
-
-
-def busy(count):
-    spin = "while True: pass"
-    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
 
 
 def main():

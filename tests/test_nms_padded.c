@@ -273,10 +273,34 @@ static void test_errors(void) {
   vt_tensor_free(num);
 }
 
+/* No boxes but huge B * C (the scores are empty): only the outputs' size of
+ * work, no B * C problems (whose count overflows int64 here). */
+static void test_empty_with_huge_sizes(void) {
+  const int64_t big = (int64_t)1 << 40, bs[3] = {3, 0, 4}, ss[3] = {3, big, 0};
+  vt_tensor *tb = vt_tensor_new(vt_f32, 3, bs, NULL), *ts = vt_tensor_new(vt_f32, 3, ss, NULL);
+  padded_out o = padded_new(3, 5, vt_f32);
+  CHECK_STATUS(vo_batched_nms_padded(NULL, &tb->dl, &ts->dl, 0.5, NULL, -1, 5, 0, 0, -1,
+                                     &o.keep->dl, &o.labels->dl, &o.scores->dl, &o.num->dl),
+               VO_OK);
+  for (int64_t i = 0; i < 15; i++)
+    CHECK(vt_get(&o.keep->dl, i) == -1 && vt_get(&o.labels->dl, i) == -1 &&
+          vt_get(&o.scores->dl, i) == 0);
+  for (int64_t b = 0; b < 3; b++) CHECK(vt_get(&o.num->dl, b) == 0);
+  const int64_t sel_shape[2] = {0, 3};
+  vt_tensor *sel = vt_tensor_new(vt_i64, 2, sel_shape, NULL);
+  vt_tensor *num = vt_tensor_new(vt_i64, 0, NULL, NULL);
+  vt_set(&num->dl, 0, 42);
+  CHECK_STATUS(vo_onnx_nms(NULL, &tb->dl, &ts->dl, 100, 0.5, NULL, 0, &sel->dl, &num->dl), VO_OK);
+  CHECK(vt_get(&num->dl, 0) == 0);
+  padded_free(&o);
+  vt_tensor_free(tb), vt_tensor_free(ts), vt_tensor_free(sel), vt_tensor_free(num);
+}
+
 int main(void) {
   test_padded_against_batched_nms();
   test_onnx_against_restatement();
   test_threads_and_isa();
   test_errors();
+  test_empty_with_huge_sizes();
   return vt_finish("test_nms_padded");
 }

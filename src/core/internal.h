@@ -161,6 +161,10 @@ typedef struct vo_nms_padded_params {
   const vo_view *boxes;  /* [B, M, 4], or [B, M, C, 4] (per_class_boxes) */
   const vo_view *scores; /* [B, C, M] any floating dtype */
   int64_t batches, boxes_per_image, classes; /* B, M, C */
+  /* The (image, class) problems: B * C, or B when class_agnostic; 0 when
+   * there are no boxes (M = 0), so that empty scores with huge B and C
+   * cost nothing (B * C may even overflow then). */
+  int64_t problems;
   int per_class_boxes, class_agnostic, onnx;
   int kind, format; /* VO_K_NP_* (kernels/nms_padded.h); the torchvision format */
   /* Suppression: IoU > iou_threshold in double for float64 boxes, else

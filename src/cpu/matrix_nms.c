@@ -229,7 +229,9 @@ vo_status vo_cpu_matrix_nms(const vo_exec *ex) {
   vo_mnms_work w = {.ex = ex};
   w.batch = ex->inputs[0].shape[0];
   w.m = ex->inputs[0].shape[1];
-  w.classes = scores->shape[1];
+  /* Without boxes no class has a candidate: no problems at all, so that
+   * empty scores of huge B and C cost only the outputs (B * C may overflow). */
+  w.classes = w.m == 0 ? 0 : scores->shape[1];
   w.k = ex->outputs[1].shape[1];
   w.score_threshold = ex->args[2].u.f;
   w.post_threshold = ex->args[3].u.f;
@@ -243,7 +245,8 @@ vo_status vo_cpu_matrix_nms(const vo_exec *ex) {
   w.per_class = w.nms_top_k >= 0 && w.nms_top_k < w.m ? w.nms_top_k : w.m;
   if (w.batch == 0) return VO_OK;
 
-  /* Sizes cannot overflow: B * C * per_class <= the scores' elements, and
+  /* Sizes cannot overflow: B * C * per_class <= the scores' elements (M >
+   * 0 here, or C was taken as 0), and
    * C * per_class <= K or the scores of one image. */
   const int64_t problems = w.batch * w.classes, kept = problems * w.per_class;
   const int64_t image_items = w.classes * w.per_class;

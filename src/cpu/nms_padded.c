@@ -256,14 +256,15 @@ static void vo_np_image(const vo_np_state *s, int64_t b, vo_sort_item *a, vo_sor
   const int64_t m_count = p->boxes_per_image, k_max = p->max_per_image;
   int64_t n = 0;
   const vo_sort_item *order = a;
-  if (!p->class_agnostic) {
+  /* (Without boxes there are no problems: padding only.) */
+  if (p->problems > 0 && !p->class_agnostic) {
     for (int64_t c = 0; c < p->classes; c++) {
       const int64_t q = b * p->classes + c;
       for (int64_t r = 0; r < s->count[q]; r++)
         a[n++] = (vo_sort_item){vo_np_key(p, b, c, s->sel[q * s->cap + r]), q * s->cap + r};
     }
     order = vo_cpu_radix_sort(a, tmp, n);
-  } else {
+  } else if (p->problems > 0) {
     for (int64_t r = 0; r < s->count[b]; r++) a[n++] = (vo_sort_item){0, b * s->cap + r};
   }
   if (n > k_max) n = k_max;
@@ -331,7 +332,7 @@ vo_status vo_cpu_nms_padded(const vo_exec *ex) {
   const vo_nms_padded_params *p = &ex->p.nms_padded;
   const vo_context *ctx = ex->ctx;
   vo_np_state s = {.p = p};
-  s.problems = p->class_agnostic ? p->batches : p->batches * p->classes;
+  s.problems = p->problems;
   s.items = p->class_agnostic ? p->classes * p->boxes_per_image : p->boxes_per_image;
   s.cap = p->max_selected;
   const size_t np = (size_t)s.problems, cap = (size_t)s.cap;

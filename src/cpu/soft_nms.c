@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu/common.h"
+#include "cpu/sort.h"
 #include "kernels/soft_nms.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
@@ -141,47 +142,6 @@ __attribute__((target("avx2,fma"))) static int64_t vo_snms_pass_avx2_f32(const v
 }
 #endif
 
-/* A sort record: an unsigned key and what it sorts. */
-typedef struct vo_snms_item {
-  uint64_t key;
-  int64_t value;
-} vo_snms_item;
-
-/* Stable LSD radix sort of a[0..n) by key, 8 bits a pass; a pass whose
- * digit is the same for every key is skipped (a few categories use one
- * byte, float scores four). The result is in a or tmp, returned. */
-static vo_snms_item *vo_snms_radix(vo_snms_item *a, vo_snms_item *tmp, int64_t n) {
-  for (int d = 0; d < 8; d++) {
-    int64_t count[256] = {0};
-    for (int64_t i = 0; i < n; i++) count[(a[i].key >> (8 * d)) & 255]++;
-    int trivial = 0;
-    for (int v = 0; v < 256; v++) trivial |= count[v] == n;
-    if (trivial) continue;
-    int64_t sum = 0;
-    for (int v = 0; v < 256; v++) {
-      const int64_t c = count[v];
-      count[v] = sum;
-      sum += c;
-    }
-    for (int64_t i = 0; i < n; i++) tmp[count[(a[i].key >> (8 * d)) & 255]++] = a[i];
-    vo_snms_item *t = a;
-    a = tmp;
-    tmp = t;
-  }
-  return a;
-}
-
-/* The merge key of a score: ascending keys are descending scores, NaN
- * first (key 0); -0 and +0 are one score. */
-static uint64_t vo_snms_score_key(double s) {
-  if (isnan(s)) return 0;
-  if (s == 0) s = 0;
-  uint64_t u;
-  memcpy(&u, &s, sizeof u);
-  u = (u >> 63) ? ~u : u | (UINT64_C(1) << 63); /* ascending in s */
-  return ~u;
-}
-
 /* A call's workspace: the categories' boxes (slot s in every array), their
  * kept lists at their first slot, and the segments. */
 typedef struct vo_snms_work {
@@ -269,14 +229,14 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
    * order, kept_index, starts + 1, counts, schedule) and 7 arrays of the
    * compute type (boxes of stride 0 may have any n: its size is checked). */
   const size_t un = (size_t)n, tsize = w.f64 ? sizeof(double) : sizeof(float);
-  const size_t per_box = 2 * sizeof(vo_snms_item) + 6 * sizeof(int64_t) + 7 * tsize;
+  const size_t per_box = 2 * sizeof(vo_sort_item) + 6 * sizeof(int64_t) + 7 * tsize;
   if (un > (SIZE_MAX - 8) / per_box)
     return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: %lld boxes need more workspace than memory holds",
                    ex->op_name, (long long)n);
   const size_t bytes = un * per_box + 8;
   char *mem = vo_workspace_alloc(ctx, ex->device, bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
-  vo_snms_item *items = (vo_snms_item *)mem, *spare = items + n;
+  vo_sort_item *items = (vo_sort_item *)mem, *spare = items + n;
   int64_t *ints = (int64_t *)(spare + n);
   w.index = ints, w.order = ints + n, w.kept_index = ints + 2 * n, w.starts = ints + 3 * n;
   w.counts = ints + 4 * n + 1, w.schedule = ints + 5 * n + 1;
@@ -293,12 +253,12 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
   } else {
     const int64_t *iv = vo_view_addr(p->idxs), is = p->idxs->stride[0];
     for (int64_t i = 0; i < n; i++)
-      items[i] = (vo_snms_item){(uint64_t)iv[i * is] ^ (UINT64_C(1) << 63), i};
-    const vo_snms_item *by_category = vo_snms_radix(items, spare, n);
+      items[i] = (vo_sort_item){(uint64_t)iv[i * is] ^ (UINT64_C(1) << 63), i};
+    const vo_sort_item *by_category = vo_cpu_radix_sort(items, spare, n);
     segments = 0;
     for (int64_t s = 0; s < n; s++) {
       if (s > 0 && by_category[s].key != by_category[s - 1].key) w.starts[++segments] = s;
-      w.order[s] = by_category[s].value;
+      w.order[s] = by_category[s].index;
     }
     segments++;
   }
@@ -310,10 +270,10 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
   for (int64_t g = 0; g < segments; g++) {
     const int64_t m = w.starts[g + 1] - w.starts[g];
     cost += 0.25 * (double)m * (double)m + 20.0 * (double)m;
-    items[g] = (vo_snms_item){~(uint64_t)m, g};
+    items[g] = (vo_sort_item){~(uint64_t)m, g};
   }
-  const vo_snms_item *by_size = vo_snms_radix(items, spare, segments);
-  for (int64_t g = 0; g < segments; g++) w.schedule[g] = by_size[g].value;
+  const vo_sort_item *by_size = vo_cpu_radix_sort(items, spare, segments);
+  for (int64_t g = 0; g < segments; g++) w.schedule[g] = by_size[g].index;
   vo_cpu_range_init(&w.todo, segments, 1);
   vo_cpu_run(vo_cpu_threads_for(ctx, segments, cost), vo_snms_worker, &w);
 
@@ -321,9 +281,9 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
    * selection order; batched_soft_nms's in original index order (w.index,
    * free now, maps an index to its position), then stably by score. */
   int64_t count = 0;
-  const vo_snms_item *rows = items;
+  const vo_sort_item *rows = items;
   if (!p->idxs) {
-    for (; count < w.counts[0]; count++) items[count].value = count;
+    for (; count < w.counts[0]; count++) items[count].index = count;
   } else {
     for (int64_t i = 0; i < n; i++) w.index[i] = -1;
     for (int64_t g = 0; g < segments; g++)
@@ -334,12 +294,12 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
       if (e < 0) continue;
       const double score =
           w.f64 ? ((const double *)w.kept_score)[e] : (double)((const float *)w.kept_score)[e];
-      items[count++] = (vo_snms_item){vo_snms_score_key(score), e};
+      items[count++] = (vo_sort_item){vo_score_key_f64(score), e};
     }
-    rows = vo_snms_radix(items, spare, count);
+    rows = vo_cpu_radix_sort(items, spare, count);
   }
   for (int64_t r = 0; r < count; r++) {
-    const int64_t e = rows[r].value;
+    const int64_t e = rows[r].index;
     const double score =
         w.f64 ? ((const double *)w.kept_score)[e] : (double)((const float *)w.kept_score)[e];
     vo_snms_store_row(p, r, w.kept_index[e], score);

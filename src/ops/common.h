@@ -151,6 +151,10 @@ vo_status vo_call_roi_pooling_backward(const vo_context *ctx, vo_op_id op, const
  * threshold not NaN (threshold_arg). Sets ex->dtype (the boxes'), the
  * outputs keep int64 [N] and num_kept int64 [] and ex->p.nms, all but
  * iou_threshold_f32 and angle_scale (the op's own). */
+/* The NMS ops' tensors: boxes [N, box_columns] float, scores [N] of any
+ * floating dtype beside them, idxs [N] int64 (idxs_arg >= 0: the batched
+ * ops). */
+vo_status vo_expect_nms_tensors(vo_exec *ex, int box_columns, int idxs_arg);
 vo_status vo_check_nms_args(vo_exec *ex, int box_columns, int idxs_arg, int threshold_arg);
 /* Output description k: dtype, device of the call, shape. */
 void vo_set_output(vo_exec *ex, int k, vo_dtype dt, int ndim, const int64_t *shape);

@@ -20,7 +20,7 @@ float vo_nms_threshold_f32(double t) {
   return f;
 }
 
-vo_status vo_check_nms_args(vo_exec *ex, int box_columns, int idxs_arg, int threshold_arg) {
+vo_status vo_expect_nms_tensors(vo_exec *ex, int box_columns, int idxs_arg) {
   vo_status st;
   const int64_t box_dims[2] = {-1, box_columns};
   char layout[16]; /* "N, 4" */
@@ -39,7 +39,14 @@ vo_status vo_check_nms_args(vo_exec *ex, int box_columns, int idxs_arg, int thre
     if ((st = vo_expect_shape(ex, idxs_arg, 1, vec_dims, what)) != VO_OK) return st;
     if ((st = vo_expect_dtype(ex, idxs_arg, VO_I64)) != VO_OK) return st;
   }
+  return VO_OK;
+}
+
+vo_status vo_check_nms_args(vo_exec *ex, int box_columns, int idxs_arg, int threshold_arg) {
+  vo_status st;
+  if ((st = vo_expect_nms_tensors(ex, box_columns, idxs_arg)) != VO_OK) return st;
   if ((st = vo_expect_not_nan(ex, threshold_arg)) != VO_OK) return st;
+  const int64_t n = ex->inputs[ARG_BOXES].shape[0];
 
   ex->dtype = ex->inputs[ARG_BOXES].dtype;
   vo_set_output(ex, 0, VO_I64, 1, &n);

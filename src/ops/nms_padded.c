@@ -122,6 +122,7 @@ vo_status vo_check_batched_nms_padded(vo_exec *ex) {
   p->class_agnostic = ex->args[AGNOSTIC].u.b;
   const int64_t b = p->batches, m = p->boxes_per_image, c = p->classes;
   const int64_t k = ex->args[MAX_PER_IMAGE].u.i;
+  p->problems = m == 0 ? 0 : p->class_agnostic ? b : b * c; /* <= the scores' elements */
   /* A problem's candidates: its class's M boxes, or every (class, box) pair
    * of the image (C * M, at most the scores' element count). */
   const int64_t items = p->class_agnostic ? c * m : m;
@@ -167,6 +168,7 @@ vo_status vo_check_onnx_nms(vo_exec *ex) {
   p->format = VO_K_BOX_XYXY;
   p->class_agnostic = 0;
   const int64_t b = p->batches, m = p->boxes_per_image, c = p->classes;
+  p->problems = m == 0 ? 0 : b * c; /* <= the scores' elements */
   /* onnxruntime takes a negative count as 0: no output. */
   const int64_t max_out = ex->args[MAX_OUT].u.i;
   p->max_candidates = m;

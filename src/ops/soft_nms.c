@@ -6,7 +6,6 @@
  * num_kept [].
  */
 #include <math.h>
-#include <stdio.h>
 
 #include "kernels/soft_nms.h"
 #include "ops/common.h"
@@ -26,19 +25,8 @@ static float vo_soft_nms_up_f32(double t) {
 static vo_status vo_check_soft_nms_common(vo_exec *ex, int idxs_arg, int first) {
   enum { THR, SIGMA, MIN_SCORE, METHOD, OFFSET };
   vo_status st;
-  const int64_t box_dims[2] = {-1, 4};
-  if ((st = vo_expect_shape(ex, ARG_BOXES, 2, box_dims, "N, 4")) != VO_OK) return st;
-  if ((st = vo_expect_float(ex, ARG_BOXES)) != VO_OK) return st;
+  if ((st = vo_expect_nms_tensors(ex, 4, idxs_arg)) != VO_OK) return st;
   const int64_t n = ex->inputs[ARG_BOXES].shape[0];
-  char what[32]; /* the rows of boxes */
-  snprintf(what, sizeof what, "%lld", (long long)n);
-  const int64_t vec_dims[1] = {n};
-  if ((st = vo_expect_shape(ex, ARG_SCORES, 1, vec_dims, what)) != VO_OK) return st;
-  if ((st = vo_expect_float_companion(ex, ARG_SCORES, ARG_BOXES)) != VO_OK) return st;
-  if (idxs_arg >= 0) {
-    if ((st = vo_expect_shape(ex, idxs_arg, 1, vec_dims, what)) != VO_OK) return st;
-    if ((st = vo_expect_dtype(ex, idxs_arg, VO_I64)) != VO_OK) return st;
-  }
   if ((st = vo_expect_not_nan(ex, first + THR)) != VO_OK) return st;
   if ((st = vo_expect_not_nan(ex, first + SIGMA)) != VO_OK) return st;
   if ((st = vo_expect_not_nan(ex, first + MIN_SCORE)) != VO_OK) return st;

@@ -345,3 +345,13 @@ def test_against_openvino(name):
     np.testing.assert_array_equal(got[1], num)
     np.testing.assert_array_equal(got[2].reshape(-1), index)
     np.testing.assert_allclose(got[0], out, rtol=1e-5, atol=1e-7)
+
+
+def test_empty_with_huge_sizes():
+    """No boxes but huge B * C (the scores are empty): only the outputs'
+    work, no B * C problems (their count overflows int64 here)."""
+    boxes = np.empty((3, 0, 4), np.float32)
+    scores = np.empty((3, 2 ** 40, 0), np.float32)
+    dets, index, num = visionops.matrix_nms(boxes, scores, 0.1, 0.1, -1, 5, padded=True)
+    assert dets.shape == (3, 5, 6) and index.shape == (3, 5) and num.tolist() == [0, 0, 0]
+    assert (index == -1).all() and (dets == 0).all()

@@ -1,0 +1,42 @@
+"""The timing helpers of the op benchmarks run as scripts (bench/<op>.py):
+medians of calls back to back or in interleaved rounds, and busy processes
+for the background-load runs."""
+import statistics
+import subprocess
+import sys
+import time
+
+
+def median_ms(fn, reps):
+    """Median milliseconds of `reps` calls of fn back to back, after one."""
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def interleaved(fns, reps, blocks=False):
+    """Median milliseconds of each function, timed in rounds that visit
+    every function once (after one warm-up call each), so that both sides
+    share the machine's conditions and each call starts with the caches the
+    other side left (as between a model's layers); with `blocks`, each
+    function's calls back to back instead (warm caches)."""
+    if blocks:
+        return {k: median_ms(fn, reps) for k, fn in fns.items()}
+    times = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
+
+
+def busy(count):
+    """`count` processes spinning on a core each (kill them when done)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
