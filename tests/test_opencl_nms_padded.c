@@ -199,11 +199,13 @@ static void strided_cases(DLDataType dt) {
   free(bv);
 }
 
-/* M = 0, C = 0, caps 0: every output written as the CPU writes it. */
+/* M = 0, C = 0 (and M = 0 with a huge C), caps 0: every output written as
+ * the CPU writes it. */
 static void empty_cases(DLDataType dt) {
   const double thr = 0.1;
-  const int64_t shapes[3][2] = {{0, 4}, {50, 0}, {0, 0}};
-  for (int s = 0; s < 3; s++) {
+  /* (M, C); the last: no boxes but a C whose B * C problems would overflow */
+  const int64_t shapes[4][2] = {{0, 4}, {50, 0}, {0, 0}, {0, (int64_t)1 << 40}};
+  for (int s = 0; s < 4; s++) {
     problem pr = make_problem(dt, 2, shapes[s][0], shapes[s][1], 0, 0, 40 + (uint64_t)s);
     const args pad = {0, 0.5, &thr, -1, 10, -1, 0, 0};
     compare("empty padded", &pr, &pad, limits, 2);

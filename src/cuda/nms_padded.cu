@@ -213,13 +213,14 @@ __global__ void rank_kernel(vo_cuda_view sv, int64_t m_count, int64_t classes, i
 }
 
 // padded: item e = b * (k_max + 1) + k: the padding of slot k of image b
-// past n = min(its selections, k_max), or (k = k_max) num[b] = n.
-__global__ void finish_kernel(vo_dtype s_dtype, int64_t classes, int agnostic, int64_t k_max,
-                              int64_t batches, const int64_t *count, int64_t *keep, int64_t *labels,
-                              void *scores_out, int64_t *num) {
+// past n = min(its selections, k_max), or (k = k_max) num[b] = n. Without
+// boxes there are no problems (problems = 0): padding only.
+__global__ void finish_kernel(vo_dtype s_dtype, int64_t classes, int agnostic, int64_t problems,
+                              int64_t k_max, int64_t batches, const int64_t *count, int64_t *keep,
+                              int64_t *labels, void *scores_out, int64_t *num) {
   VO_CUDA_GRID_STRIDE(e, batches * (k_max + 1)) {
     const int64_t b = e / (k_max + 1), k = e % (k_max + 1);
-    const int64_t per_image = agnostic ? 1 : classes;
+    const int64_t per_image = problems == 0 ? 0 : agnostic ? 1 : classes;
     int64_t n = 0;
     for (int64_t o = 0; o < per_image; ++o) n += count[b * per_image + o];
     if (n > k_max) n = k_max;
@@ -281,7 +282,7 @@ vo_status problems_launch(const vo_exec *ex, cudaStream_t stream, const ProblemA
 
 vo_status nms_padded_run(const vo_exec *ex, cudaStream_t stream) {
   const vo_nms_padded_params &p = ex->p.nms_padded;
-  const int64_t problems = p.class_agnostic ? p.batches : p.batches * p.classes;
+  const int64_t problems = p.problems;  // 0 without boxes
   const int64_t items = p.class_agnostic ? p.classes * p.boxes_per_image : p.boxes_per_image;
   const int64_t cap = p.max_selected;
   const size_t np = (size_t)problems, ucap = (size_t)cap;
@@ -374,7 +375,7 @@ vo_status nms_padded_run(const vo_exec *ex, cudaStream_t stream) {
   }
   if (p.batches == 0) return VO_OK;
   finish_kernel<<<vo_cuda_blocks(p.batches * (p.max_per_image + 1), kThreads), kThreads, 0,
-                  stream>>>(p.scores->dtype, p.classes, p.class_agnostic, p.max_per_image,
+                  stream>>>(p.scores->dtype, p.classes, p.class_agnostic, problems, p.max_per_image,
                             p.batches, count, keep, labels, scores_out,
                             static_cast<int64_t *>(vo_view_addr(p.num)));
   return vo_cuda_check_launch(ex);

@@ -93,6 +93,7 @@ static vo_status vo_cl_np_padded(const vo_cl_call *c, const vo_nms_padded_params
   vo_cl_arg(&l, &s_dtype, sizeof s_dtype);
   vo_cl_arg_i64(&l, p->classes);
   vo_cl_arg(&l, &agnostic, sizeof agnostic);
+  vo_cl_arg_i64(&l, problems);
   vo_cl_arg_i64(&l, p->max_per_image);
   vo_cl_arg_i64(&l, p->batches);
   vo_cl_arg_mem(&l, ws, 0);
@@ -133,7 +134,7 @@ vo_status vo_opencl_nms_padded(const vo_exec *ex) {
   vo_cl_call c;
   vo_status st = vo_cl_call_begin(ex, &c);
   if (st != VO_OK) return st;
-  const int64_t problems = p->class_agnostic ? p->batches : p->batches * p->classes;
+  const int64_t problems = p->problems; /* 0 without boxes */
   const int64_t items = p->class_agnostic ? p->classes * p->boxes_per_image : p->boxes_per_image;
   const int64_t cap = p->max_selected;
   const size_t np = (size_t)problems, ucap = (size_t)cap;

@@ -205,14 +205,15 @@ __kernel void vo_cl_np_rank(VO_CL_TENSOR(scores), int s_dtype, long s_s0, long s
 }
 
 /* padded: item e = b * (k_max + 1) + k: the padding of slot k of image b
- * past its n = min(selections, k_max), or (k = k_max) num[b] = n. */
-__kernel void vo_cl_np_finish(int s_dtype, long classes, int agnostic, long k_max, long batches,
-                              VO_CL_TENSOR(ws), ulong count_at, VO_CL_TENSOR(keep),
+ * past its n = min(selections, k_max), or (k = k_max) num[b] = n. Without
+ * boxes there are no problems (problems = 0): padding only. */
+__kernel void vo_cl_np_finish(int s_dtype, long classes, int agnostic, long problems, long k_max,
+                              long batches, VO_CL_TENSOR(ws), ulong count_at, VO_CL_TENSOR(keep),
                               VO_CL_TENSOR(labels), VO_CL_TENSOR(scores_out), VO_CL_TENSOR(num)) {
   const __global long *count = (const __global long *)(VO_CL_AT(const char, ws) + count_at);
   VO_CL_FOR(e, batches * (k_max + 1)) {
     const long b = e / (k_max + 1), k = e % (k_max + 1);
-    const long per_image = agnostic ? 1 : classes;
+    const long per_image = problems == 0 ? 0 : agnostic ? 1 : classes;
     long n = 0;
     for (long o = 0; o < per_image; o++) n += count[b * per_image + o];
     if (n > k_max) n = k_max;
