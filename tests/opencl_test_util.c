@@ -31,7 +31,7 @@ DLTensor vt_cl_on_device(const vt_tensor *h) {
   vt_mems[vt_num_mems++] = m;
   DLTensor t = h->dl;
   t.data = m;
-  t.byte_offset = (uint64_t)((char *)h->dl.data - (char *)h->mem);
+  t.byte_offset = (uint64_t)((char *)h->dl.data - (char *)h->mem) + h->dl.byte_offset;
   t.device = vt_dev;
   return t;
 }
@@ -41,6 +41,9 @@ void vt_cl_free_all(void) {
 }
 
 void vt_cl_read_back(const DLTensor *d, vt_tensor *h) {
-  if (vt_be->copy_to_host(vt_dev, h->mem, d->data, d->byte_offset, h->mem_bytes, NULL) != VO_OK)
+  /* d's buffer holds h's whole allocation (vt_cl_on_device), or h is laid
+   * out as d from its first byte */
+  const uint64_t start = d->byte_offset >= h->dl.byte_offset ? d->byte_offset - h->dl.byte_offset : 0;
+  if (vt_be->copy_to_host(vt_dev, h->mem, d->data, start, h->mem_bytes, NULL) != VO_OK)
     vt_cl_die("copy to the host failed");
 }

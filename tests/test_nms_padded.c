@@ -294,6 +294,15 @@ static void test_empty_with_huge_sizes(void) {
   CHECK(vt_get(&num->dl, 0) == 0);
   padded_free(&o);
   vt_tensor_free(tb), vt_tensor_free(ts), vt_tensor_free(sel), vt_tensor_free(num);
+  /* No images: C * M (class-agnostic candidates) may overflow, nothing runs. */
+  const int64_t eb[3] = {0, big, 4}, es[3] = {0, big, big};
+  tb = vt_tensor_new(vt_f32, 3, eb, NULL), ts = vt_tensor_new(vt_f32, 3, es, NULL);
+  o = padded_new(0, 5, vt_f32);
+  CHECK_STATUS(vo_batched_nms_padded(NULL, &tb->dl, &ts->dl, 0.5, NULL, -1, 5, 0, 1, -1,
+                                     &o.keep->dl, &o.labels->dl, &o.scores->dl, &o.num->dl),
+               VO_OK);
+  padded_free(&o);
+  vt_tensor_free(tb), vt_tensor_free(ts);
 }
 
 int main(void) {

@@ -125,7 +125,7 @@ vo_status vo_check_batched_nms_padded(vo_exec *ex) {
   p->problems = m == 0 ? 0 : p->class_agnostic ? b : b * c; /* <= the scores' elements */
   /* A problem's candidates: its class's M boxes, or every (class, box) pair
    * of the image (C * M, at most the scores' element count). */
-  const int64_t items = p->class_agnostic ? c * m : m;
+  const int64_t items = p->class_agnostic ? (b == 0 ? 0 : c * m) : m; /* B > 0: C * M fits */
   const int64_t top_k = ex->args[TOP_K].u.i, per_class = ex->args[MAX_PER_CLASS].u.i;
   p->max_candidates = top_k < 0 ? items : vo_min64(top_k, items);
   /* No class contributes more than max_per_image to its image's best. */
