@@ -15,11 +15,12 @@ per-image top-k); batched_nms_padded also merges the classes into the best
 100 per image, onnx_nms is the same op as onnxruntime's. onnx_nms's rows
 are checked equal to onnxruntime's before timing.
 
-Each round times every call once in turn (interleaved), medians, at 1 and
+Each round times every call once in turn (interleaved; `--blocks`: each
+call back to back, as when the scores were just written), medians, at 1 and
 all threads on both sides (onnxruntime's intra-op threads; its
 NonMaxSuppression kernel runs on one). `--load` adds one busy process per
 core.
-Usage: PYTHONPATH=<build>/python python bench/nms_padded.py [--quick] [--load]
+Usage: PYTHONPATH=<build>/python python bench/nms_padded.py [--quick] [--load] [--blocks]
 (needs onnxruntime and onnx: the torch 2.x lane's venv has them)
 """
 import argparse
@@ -79,6 +80,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--load", action="store_true", help="one busy process per core")
     ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--blocks", action="store_true",
+                    help="time each call back to back (warm caches) instead of in rounds")
     opts = ap.parse_args()
     cores = os.cpu_count() or 1
     reps = opts.reps or (5 if opts.quick else 15)
@@ -104,7 +107,7 @@ def main():
                     "onnx": lambda: visionops.onnx_nms(yxyx, scores, per_class, iou, score),
                     "ort": lambda: sess.run(None, feeds),
                 }
-                t = interleaved(timed, reps)
+                t = interleaved(timed, reps, opts.blocks)
                 rows.append((name, threads, t["padded"], t["onnx"], t["ort"], len(want), same))
         visionops.set_num_threads(0)
     finally:
@@ -112,7 +115,8 @@ def main():
             p.kill()
     print(f"NMS per (image, class) on the CPU, {cores} cores, onnxruntime {ort.__version__}, "
           f"B = 8, 8,400 boxes, 80 classes, float32, background load: "
-          f"{f'{len(load)} busy processes' if load else 'none'}, interleaved rounds, {reps} reps")
+          f"{f'{len(load)} busy processes' if load else 'none'}, "
+          f"{'back to back' if opts.blocks else 'interleaved rounds'}, {reps} reps")
     print("| case | threads | batched_nms_padded | onnx_nms | onnxruntime NonMaxSuppression | "
           "padded vs ORT | onnx_nms vs ORT | ORT rows | onnx_nms rows == ORT's |")
     print("|---|---|---|---|---|---|---|---|---|")
