@@ -165,6 +165,9 @@ typedef struct vo_nms_padded_params {
    * there are no boxes (M = 0), so that empty scores with huge B and C
    * cost nothing (B * C may even overflow then). */
   int64_t problems;
+  /* The candidates a problem can have: M, or C * M class-agnostic (0
+   * without images, where C * M may overflow). */
+  int64_t items;
   int per_class_boxes, class_agnostic, onnx;
   int kind, format; /* VO_K_NP_* (kernels/nms_padded.h); the torchvision format */
   /* Suppression: IoU > iou_threshold in double for float64 boxes, else

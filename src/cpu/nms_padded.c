@@ -333,7 +333,7 @@ vo_status vo_cpu_nms_padded(const vo_exec *ex) {
   const vo_context *ctx = ex->ctx;
   vo_np_state s = {.p = p};
   s.problems = p->problems;
-  s.items = p->class_agnostic ? p->classes * p->boxes_per_image : p->boxes_per_image;
+  s.items = p->items;
   s.cap = p->max_selected;
   const size_t np = (size_t)s.problems, cap = (size_t)s.cap;
   /* Per slot: two sort arrays for a problem's candidates (or an image's

@@ -283,7 +283,7 @@ vo_status problems_launch(const vo_exec *ex, cudaStream_t stream, const ProblemA
 vo_status nms_padded_run(const vo_exec *ex, cudaStream_t stream) {
   const vo_nms_padded_params &p = ex->p.nms_padded;
   const int64_t problems = p.problems;  // 0 without boxes
-  const int64_t items = p.class_agnostic ? p.classes * p.boxes_per_image : p.boxes_per_image;
+  const int64_t items = p.items;
   const int64_t cap = p.max_selected;
   const size_t np = (size_t)problems, ucap = (size_t)cap;
   // Kept for every problem: selections [problems, cap], their keys, counts,

@@ -135,7 +135,7 @@ vo_status vo_opencl_nms_padded(const vo_exec *ex) {
   vo_status st = vo_cl_call_begin(ex, &c);
   if (st != VO_OK) return st;
   const int64_t problems = p->problems; /* 0 without boxes */
-  const int64_t items = p->class_agnostic ? p->classes * p->boxes_per_image : p->boxes_per_image;
+  const int64_t items = p->items;
   const int64_t cap = p->max_selected;
   const size_t np = (size_t)problems, ucap = (size_t)cap;
   /* Kept for every problem: selections [problems, cap], their score keys,

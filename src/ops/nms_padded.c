@@ -124,12 +124,14 @@ vo_status vo_check_batched_nms_padded(vo_exec *ex) {
   const int64_t k = ex->args[MAX_PER_IMAGE].u.i;
   p->problems = m == 0 ? 0 : p->class_agnostic ? b : b * c; /* <= the scores' elements */
   /* A problem's candidates: its class's M boxes, or every (class, box) pair
-   * of the image (C * M, at most the scores' element count). */
-  const int64_t items = p->class_agnostic ? (b == 0 ? 0 : c * m) : m; /* B > 0: C * M fits */
+   * of the image (C * M: at most the scores' element count when B > 0). */
+  p->items = p->class_agnostic ? (b == 0 ? 0 : c * m) : m;
+  const int64_t items = p->items;
   const int64_t top_k = ex->args[TOP_K].u.i, per_class = ex->args[MAX_PER_CLASS].u.i;
   p->max_candidates = top_k < 0 ? items : vo_min64(top_k, items);
   /* No class contributes more than max_per_image to its image's best. */
   p->max_selected = vo_min64(vo_min64(per_class < 0 ? items : per_class, k), p->max_candidates);
+  if (p->problems == 0) p->max_selected = 0; /* nothing to select (and C * cap may overflow) */
   p->max_per_image = k;
   if (vo_product4(b, k, 1, 1) < 0)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
@@ -171,7 +173,7 @@ vo_status vo_check_onnx_nms(vo_exec *ex) {
   p->problems = m == 0 ? 0 : b * c; /* <= the scores' elements */
   /* onnxruntime takes a negative count as 0: no output. */
   const int64_t max_out = ex->args[MAX_OUT].u.i;
-  p->max_candidates = m;
+  p->items = p->max_candidates = m;
   p->max_selected = max_out < 0 ? 0 : vo_min64(max_out, m);
   p->max_per_image = 0;
   const int64_t rows = vo_product4(b, c, p->max_selected, 3);
