@@ -145,8 +145,8 @@ static void test_onnx_against_restatement(void) {
   vt_tensor *sel = vt_tensor_new(vt_i64, 2, sel_shape, NULL);
   vt_tensor *num = vt_tensor_new(vt_i64, 0, NULL, NULL);
   const double thr = 0.25;
-  CHECK_STATUS(
-      vo_onnx_nms(NULL, &tb->dl, &ts->dl, max_out, 0.5, &thr, 0, &sel->dl, &num->dl), VO_OK);
+  CHECK_STATUS(vo_onnx_nms(NULL, &tb->dl, &ts->dl, max_out, 0.5, &thr, 0, &sel->dl, &num->dl),
+               VO_OK);
   int64_t row = 0;
   for (int64_t b = 0; b < B; b++)
     for (int64_t c = 0; c < C; c++) {
@@ -184,7 +184,8 @@ static void test_onnx_against_restatement(void) {
 static void test_threads_and_isa(void) {
   vt_rng r;
   vt_rng_seed(&r, 29);
-  double *boxes = malloc(sizeof(double) * 4 * B * M * C), *scores = malloc(sizeof(double) * B * C * M);
+  double *boxes = malloc(sizeof(double) * 4 * B * M * C),
+         *scores = malloc(sizeof(double) * B * C * M);
   make_inputs(&r, boxes, scores);
   for (int64_t i = 4 * B * M; i < 4 * B * M * C; i++) boxes[i] = boxes[i % (4 * B * M)] + 1;
   const DLDataType dtypes[2] = {vt_f32, vt_f16};
@@ -208,10 +209,10 @@ static void test_threads_and_isa(void) {
             continue;
           }
           padded_out o = padded_new(B, K, dtypes[d]);
-          CHECK_STATUS(vo_batched_nms_padded(ctx, &tb->dl, &ts->dl, 0.5, &thr, 6, K, 2 * d,
-                                             agnostic, 60, &o.keep->dl, &o.labels->dl,
-                                             &o.scores->dl, &o.num->dl),
-                       VO_OK);
+          CHECK_STATUS(
+              vo_batched_nms_padded(ctx, &tb->dl, &ts->dl, 0.5, &thr, 6, K, 2 * d, agnostic, 60,
+                                    &o.keep->dl, &o.labels->dl, &o.scores->dl, &o.num->dl),
+              VO_OK);
           if (first) {
             padded_free(&ref);
             ref = o;
@@ -219,8 +220,8 @@ static void test_threads_and_isa(void) {
           } else {
             CHECK_MSG(same_bytes(o.keep, ref.keep) && same_bytes(o.labels, ref.labels) &&
                           same_bytes(o.scores, ref.scores) && same_bytes(o.num, ref.num),
-                      "%s variant %d: isa %d, %d threads differ", vt_dtype_name(dtypes[d]),
-                      variant, isa, t);
+                      "%s variant %d: isa %d, %d threads differ", vt_dtype_name(dtypes[d]), variant,
+                      isa, t);
             padded_free(&o);
           }
           vo_context_destroy(ctx);

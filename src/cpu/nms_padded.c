@@ -70,7 +70,8 @@ __attribute__((target("avx2,fma"))) static int vo_np_any_suppresses_avx2(
       const __m256 dx = _mm256_sub_ps(ix2, ix1), dy = _mm256_sub_ps(iy2, iy1);
       const __m256 inter = _mm256_mul_ps(dx, dy);
       const __m256 uni = _mm256_sub_ps(_mm256_add_ps(karea, barea), inter);
-      hit = _mm256_and_ps(_mm256_cmp_ps(ix2, ix1, _CMP_NLE_UQ), _mm256_cmp_ps(iy2, iy1, _CMP_NLE_UQ));
+      hit =
+          _mm256_and_ps(_mm256_cmp_ps(ix2, ix1, _CMP_NLE_UQ), _mm256_cmp_ps(iy2, iy1, _CMP_NLE_UQ));
       hit = _mm256_and_ps(hit, _mm256_cmp_ps(inter, zero, _CMP_NLE_UQ));
       hit = _mm256_and_ps(hit, _mm256_cmp_ps(karea, zero, _CMP_NLE_UQ));
       hit = _mm256_and_ps(hit, _mm256_cmp_ps(barea, zero, _CMP_NLE_UQ));
@@ -89,10 +90,9 @@ __attribute__((target("avx2,fma"))) static int vo_np_any_suppresses_avx2(
  * step: the row is read at memory speed, and nearly every step of a
  * detector's scores has no candidate. _CMP_GT_OQ is false for NaN, as the
  * plain `v > t`. */
-__attribute__((target("avx2,fma"))) static int64_t vo_np_scan_avx2(const float *s,
-                                                                    int64_t m_count, float t,
-                                                                    int64_t item0,
-                                                                    vo_sort_item *out, int64_t n) {
+__attribute__((target("avx2,fma"))) static int64_t vo_np_scan_avx2(const float *s, int64_t m_count,
+                                                                   float t, int64_t item0,
+                                                                   vo_sort_item *out, int64_t n) {
   const __m256 vt = _mm256_set1_ps(t);
   int64_t m = 0;
   for (; m + 32 <= m_count; m += 32) {
@@ -128,7 +128,7 @@ typedef struct vo_np_state {
   int64_t *offset;  /* onnx: [problems + 1] first output row of each problem */
   char *scratch;    /* per slot: slot_bytes */
   size_t slot_bytes;
-  int avx2;         /* the float selected-box test in AVX2 */
+  int avx2; /* the float selected-box test in AVX2 */
   vo_cpu_range todo;
 } vo_np_state;
 
@@ -209,8 +209,7 @@ static void vo_np_problems_worker(void *arg, int slot) {
   float *k32 = (float *)(tmp + s->items);
   double *k64 = (double *)(tmp + s->items);
   const vo_np_kept_f32 kept32 = {k32, k32 + cap8, k32 + 2 * cap8, k32 + 3 * cap8, k32 + 4 * cap8};
-  const vo_np_kept_f64 kept64 = {k64, k64 + cap8, k64 + 2 * cap8, k64 + 3 * cap8,
-                                 k64 + 4 * cap8};
+  const vo_np_kept_f64 kept64 = {k64, k64 + cap8, k64 + 2 * cap8, k64 + 3 * cap8, k64 + 4 * cap8};
   int (*any32)(int, const vo_np_kept_f32 *, int64_t, const vo_k_nms_box_f32 *, float) =
       vo_np_any_suppresses_f32;
 #ifdef VO_HAVE_AVX2_KERNELS
@@ -221,8 +220,7 @@ static void vo_np_problems_worker(void *arg, int slot) {
     for (; q < end; q++) {
       int64_t b, c0;
       vo_np_problem(p, q, &b, &c0);
-      int64_t n =
-          vo_np_candidates(p, b, c0, p->class_agnostic ? p->classes : c0 + 1, s->avx2, a);
+      int64_t n = vo_np_candidates(p, b, c0, p->class_agnostic ? p->classes : c0 + 1, s->avx2, a);
       vo_np_prefetch_boxes(p, b, c0, a, n);
       const vo_sort_item *sorted = vo_cpu_radix_sort(a, tmp, n);
       if (n > p->max_candidates) n = p->max_candidates;
@@ -243,8 +241,7 @@ static void vo_np_problems_worker(void *arg, int slot) {
 /* The score key of box m of class c in image b. */
 static uint64_t vo_np_key(const vo_nms_padded_params *p, int64_t b, int64_t c, int64_t m) {
   const vo_view *sv = p->scores;
-  const double v =
-      vo_load_host(sv, b * sv->stride[0] + c * sv->stride[1] + m * sv->stride[2]);
+  const double v = vo_load_host(sv, b * sv->stride[0] + c * sv->stride[1] + m * sv->stride[2]);
   return sv->dtype == VO_F64 ? vo_score_key_f64(v) : vo_score_key_f32((float)v);
 }
 
@@ -371,8 +368,8 @@ vo_status vo_cpu_nms_padded(const vo_exec *ex) {
     for (int64_t q = 0; q < s.problems; q++) s.offset[q + 1] = s.offset[q] + s.count[q];
     *(int64_t *)vo_view_addr(p->num_selected) = s.offset[s.problems];
     vo_cpu_range_init(&s.todo, s.problems, 8);
-    vo_cpu_run(vo_cpu_threads_for(ctx, s.problems, (double)np * (double)cap * 3.0), vo_np_rows_worker,
-               &s);
+    vo_cpu_run(vo_cpu_threads_for(ctx, s.problems, (double)np * (double)cap * 3.0),
+               vo_np_rows_worker, &s);
   } else {
     /* No more threads than slots of scratch. */
     vo_cpu_range_init(&s.todo, p->batches, 1);

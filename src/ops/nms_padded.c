@@ -62,8 +62,8 @@ static vo_status vo_check_np_iou(vo_exec *ex, int arg, int onnx) {
   const double t = ex->args[arg].u.f;
   if (onnx && !(t >= 0 && t <= 1))
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: %s must be in [0, 1] (ONNX NonMaxSuppression's range), got %g",
-                   ex->op_name, vo_arg_name(ex, arg), t);
+                   "%s: %s must be in [0, 1] (ONNX NonMaxSuppression's range), got %g", ex->op_name,
+                   vo_arg_name(ex, arg), t);
   vo_nms_padded_params *p = &ex->p.nms_padded;
   p->iou_threshold = t;
   /* onnx: the float32 threshold ONNX passes, compared as onnxruntime does;
@@ -93,8 +93,8 @@ static vo_status vo_check_np_score(vo_exec *ex, int arg, int onnx) {
 static vo_status vo_expect_cap(const vo_exec *ex, int arg, const char *none) {
   const int64_t v = ex->args[arg].u.i;
   if (v >= -1) return VO_OK;
-  return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be -1 (%s) or >= 0, got %lld",
-                 ex->op_name, vo_arg_name(ex, arg), none, (long long)v);
+  return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be -1 (%s) or >= 0, got %lld", ex->op_name,
+                 vo_arg_name(ex, arg), none, (long long)v);
 }
 
 static int64_t vo_min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -114,8 +114,8 @@ vo_status vo_check_batched_nms_padded(vo_exec *ex) {
   const int64_t fmt = ex->args[FORMAT].u.i;
   if (fmt < VO_K_BOX_XYXY || fmt > VO_K_BOX_CXCYWH)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                   "%s: box_format must be 0 (xyxy), 1 (xywh) or 2 (cxcywh), got %lld",
-                   ex->op_name, (long long)fmt);
+                   "%s: box_format must be 0 (xyxy), 1 (xywh) or 2 (cxcywh), got %lld", ex->op_name,
+                   (long long)fmt);
   p->onnx = 0;
   p->kind = VO_K_NP_TORCHVISION;
   p->format = (int)fmt;
@@ -198,15 +198,12 @@ vo_status vo_batched_nms_padded(const vo_context *ctx, const DLTensor *boxes,
                                 int64_t pre_nms_top_k, DLTensor *keep, DLTensor *labels,
                                 DLTensor *scores_out, DLTensor *num) {
   const vo_value none = vo_tensor_value(NULL);
-  const vo_value args[] = {vo_tensor_value(boxes),
-                           vo_tensor_value(scores),
-                           vo_float_value(iou_threshold),
-                           score_threshold ? vo_float_value(*score_threshold) : none,
-                           vo_int_value(max_per_class),
-                           vo_int_value(max_per_image),
-                           vo_int_value(box_format),
-                           vo_bool_value(class_agnostic),
-                           vo_int_value(pre_nms_top_k)};
+  const vo_value args[] = {
+      vo_tensor_value(boxes),        vo_tensor_value(scores),
+      vo_float_value(iou_threshold), score_threshold ? vo_float_value(*score_threshold) : none,
+      vo_int_value(max_per_class),   vo_int_value(max_per_image),
+      vo_int_value(box_format),      vo_bool_value(class_agnostic),
+      vo_int_value(pre_nms_top_k)};
   DLTensor *const outs[] = {keep, labels, scores_out, num};
   return vo_call(ctx, vo_op_get(VO_OP_batched_nms_padded), args, 9, outs, 4);
 }
