@@ -22,16 +22,14 @@ input read once, every output written once) against a measured copy rate
 `--load` adds one busy process per core.
 Usage: PYTHONPATH=<build>/python python bench/deform_attn.py [--quick] [--load] [--blocks]
 """
-import argparse
 import ctypes
-import os
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 import visionops  # noqa: F401  (registers torch.ops.visionops)
-from timing import busy, interleaved, median_ms  # bench/timing.py
+from timing import busy, interleaved, median_ms, options  # bench/timing.py
 
 LEVELS = ((100, 136), (50, 68), (25, 34), (13, 17))
 
@@ -108,15 +106,7 @@ def nbytes(*ts):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--load", action="store_true", help="one busy process per core")
-    ap.add_argument("--reps", type=int, default=0)
-    ap.add_argument("--blocks", action="store_true",
-                    help="time each call back to back (warm caches) instead of in rounds")
-    opts = ap.parse_args()
-    cores = os.cpu_count() or 1
-    reps = opts.reps or (3 if opts.quick else 7)
+    opts, cores, reps = options(__doc__, 7, 3, blocks=True)
     load = busy(cores) if opts.load else []
     try:
         rows = []

@@ -19,14 +19,12 @@ sides see the same machine, and the ratio. `--load` adds one busy process
 per core.
 Usage: PYTHONPATH=<build>/python python bench/matrix_nms.py [--quick] [--load] [--reps N]
 """
-import argparse
-import os
 
 import numpy as np
 import paddle
 
 import visionops
-from timing import busy, interleaved  # bench/timing.py
+from timing import busy, interleaved, options  # bench/timing.py
 
 # name, M, score_threshold, use_gaussian
 CASES = (("SOLO-like", 1000, 0.05, True), ("YOLO-like", 8400, 0.05, False),
@@ -50,13 +48,7 @@ def make_case(m, b=8, c=80, objects=30, seed=0):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--load", action="store_true", help="one busy process per core")
-    ap.add_argument("--reps", type=int, default=0)
-    opts = ap.parse_args()
-    cores = os.cpu_count() or 1
-    reps = opts.reps or (3 if opts.quick else 7)
+    opts, cores, reps = options(__doc__, 7, 3)
     paddle.set_device("cpu")
     load = busy(cores) if opts.load else []
     rows = []

@@ -23,15 +23,13 @@ core.
 Usage: PYTHONPATH=<build>/python python bench/nms_padded.py [--quick] [--load] [--blocks]
 (needs onnxruntime and onnx: the torch 2.x lane's venv has them)
 """
-import argparse
-import os
 
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
 import visionops
-from timing import busy, interleaved  # bench/timing.py
+from timing import busy, interleaved, options  # bench/timing.py
 
 
 def make_case(b=8, m=8400, c=80, objects=(4, 16), seed=0):
@@ -76,15 +74,7 @@ def ort_session(threads):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--load", action="store_true", help="one busy process per core")
-    ap.add_argument("--reps", type=int, default=0)
-    ap.add_argument("--blocks", action="store_true",
-                    help="time each call back to back (warm caches) instead of in rounds")
-    opts = ap.parse_args()
-    cores = os.cpu_count() or 1
-    reps = opts.reps or (5 if opts.quick else 15)
+    opts, cores, reps = options(__doc__, 15, 5, blocks=True)
     boxes, scores = make_case()
     yxyx = np.ascontiguousarray(boxes[..., [1, 0, 3, 2]])  # ONNX's corner order
     cases = (("YOLO post-process", 0.25, 100, 100), ("evaluation", 0.001, 100, 300))

@@ -20,14 +20,12 @@ timing every call once in turn so that both sides see the same machine.
 `--load` adds one busy process per core.
 Usage: PYTHONPATH=<build>/python python bench/soft_nms.py [--quick] [--load]
 """
-import argparse
-import os
 
 import cv2
 import numpy as np
 
 import visionops
-from timing import busy, interleaved  # bench/timing.py
+from timing import busy, interleaved, options  # bench/timing.py
 
 METHODS = {"linear": cv2.dnn.SoftNMSMethod_SOFTNMS_LINEAR,
            "gaussian": cv2.dnn.SoftNMSMethod_SOFTNMS_GAUSSIAN}
@@ -89,13 +87,7 @@ def check_equal(name, got, want):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--load", action="store_true", help="one busy process per core")
-    ap.add_argument("--reps", type=int, default=0)
-    opts = ap.parse_args()
-    cores = os.cpu_count() or 1
-    reps = opts.reps or (3 if opts.quick else 7)
+    opts, cores, reps = options(__doc__, 7, 3)
     cases = []
     for n in (5000, 1000):
         boxes, scores, idxs = make_case(n)

@@ -1,6 +1,8 @@
 """The timing helpers of the op benchmarks run as scripts (bench/<op>.py):
-medians of calls back to back or in interleaved rounds, and busy processes
-for the background-load runs."""
+their common options, medians of calls back to back or in interleaved
+rounds, and busy processes for the background-load runs."""
+import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -40,3 +42,17 @@ def interleaved(fns, reps, blocks=False):
 def busy(count):
     """`count` processes spinning on a core each (kill them when done)."""
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def options(doc, reps, quick_reps, blocks=False):
+    """The scripts' options (--quick, --load, --reps, and --blocks where the
+    script times back to back too), parsed: (opts, cores, repetitions)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--load", action="store_true", help="one busy process per core")
+    ap.add_argument("--reps", type=int, default=0)
+    if blocks:
+        ap.add_argument("--blocks", action="store_true",
+                        help="time each call back to back (warm caches) instead of in rounds")
+    opts = ap.parse_args()
+    return opts, os.cpu_count() or 1, opts.reps or (quick_reps if opts.quick else reps)
