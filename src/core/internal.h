@@ -103,7 +103,7 @@ struct vo_context {
   int has_allocator;
   int deterministic;
   vo_isa isa;
-  size_t workspace_limit;
+  size_t workspace_limit; /* never 0: the defaults and the setter give VO_DEFAULT_WORKSPACE_LIMIT */
 };
 
 /* The defaults used when a caller passes a NULL context. */
@@ -158,8 +158,8 @@ typedef struct vo_nms_params {
  * image with class_agnostic), then per image the best max_per_image across
  * classes (padded) or every selection in (image, class) order (onnx). */
 typedef struct vo_nms_padded_params {
-  const vo_view *boxes;  /* [B, M, 4], or [B, M, C, 4] (per_class_boxes) */
-  const vo_view *scores; /* [B, C, M] any floating dtype */
+  const vo_view *boxes;                      /* [B, M, 4], or [B, M, C, 4] (per_class_boxes) */
+  const vo_view *scores;                     /* [B, C, M] any floating dtype */
   int64_t batches, boxes_per_image, classes; /* B, M, C */
   /* The (image, class) problems: B * C, or B when class_agnostic; 0 when
    * there are no boxes (M = 0), so that empty scores with huge B and C

@@ -164,7 +164,7 @@ struct backward_op {
       typedef typename K::cuda C;
       const int64_t per_image = a.keys * a.heads * a.channels;  // > 0: gval is not empty
       const uint64_t image_bytes = (uint64_t)per_image * sizeof(float);
-      const size_t limit = vo_cr_workspace_limit(ex);
+      const size_t limit = ex->ctx->workspace_limit;
       if (image_bytes > limit)
         return vo_fail(VO_ERROR_OUT_OF_MEMORY,
                        "%s: workspace limit %zu bytes is below the %llu bytes of float32 gradient "

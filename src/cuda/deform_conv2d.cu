@@ -150,10 +150,6 @@ __global__ void store_kernel(const typename D::T *src, int64_t n, typename D::S 
     }                                                                              \
   } while (0)
 
-size_t workspace_limit(const vo_exec *ex) {
-  return ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
-}
-
 // cuBLAS's own workspace comes out of ours too: up to 4 MiB when the limit is
 // generous, none (slower algorithms, same results) when it is tight.
 size_t cublas_workspace(size_t limit) {
@@ -193,7 +189,7 @@ vo_status run_gemm(const vo_exec *ex, vo_cublas_handle h, const vo_dcn_gemm_shap
 vo_status too_small(const vo_exec *ex, size_t need) {
   return vo_fail(VO_ERROR_OUT_OF_MEMORY,
                  "%s: workspace limit %zu bytes is below the %zu bytes one output column needs",
-                 ex->op_name, workspace_limit(ex), need);
+                 ex->op_name, ex->ctx->workspace_limit, need);
 }
 
 // The largest tile length in [1, cap] whose workspace (bytes(len), monotone)
@@ -249,7 +245,7 @@ struct run_forward {
     const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
     const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
     if (p.out->numel == 0) return VO_OK;
-    const size_t limit = workspace_limit(ex), cbws = cublas_workspace(limit);
+    const size_t limit = ex->ctx->workspace_limit, cbws = cublas_workspace(limit);
     auto bytes = [&](int64_t len) {
       carver c = carver::sizing();
       c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
@@ -318,7 +314,7 @@ struct run_backward {
     const bool direct = sizeof(S) != 2;  // float32/64 accumulate in grad_input itself
     const bool det = ex->ctx->deterministic != 0;
     const bool col2im = p.in_channels > 0 && hw > 0;
-    const size_t limit = workspace_limit(ex), cbws = cublas_workspace(limit);
+    const size_t limit = ex->ctx->workspace_limit, cbws = cublas_workspace(limit);
     int key_bits = 1;  // keys are plane indices or the sentinel hw
     while (key_bits < 63 && ((int64_t)1 << key_bits) <= hw) key_bits++;
 

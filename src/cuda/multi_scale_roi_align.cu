@@ -130,7 +130,7 @@ struct backward_op {
       } else {
         // Half types: float32 copies of every level's gradient when they fit
         // the limit together; else the gather below.
-        const size_t limit = vo_cr_workspace_limit(ex);
+        const size_t limit = ex->ctx->workspace_limit;
         size_t offset[VO_MAX_LIST + 1] = {0};
         bool fits = true;
         for (int l = 0; l < levels && fits; l++) {
@@ -166,7 +166,7 @@ struct backward_op {
     // (the gather is correct without them, only slower).
     vo_cuda_workspace box_ws(ex);
     vo_k_ra_box *boxes = nullptr;
-    if ((uint64_t)num_rois * sizeof(vo_k_ra_box) <= vo_cr_workspace_limit(ex)) {
+    if ((uint64_t)num_rois * sizeof(vo_k_ra_box) <= ex->ctx->workspace_limit) {
       boxes = static_cast<vo_k_ra_box *>(box_ws.alloc((size_t)num_rois * sizeof(vo_k_ra_box)));
       if (!boxes) vo_clear_error();
     }

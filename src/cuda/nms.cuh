@@ -230,8 +230,7 @@ vo_status nms_run(const vo_exec *ex, cudaStream_t stream, const Kind &kind) {
   // The mask is quadratic; it is built and resolved in chunks of row blocks
   // sized to the context's workspace limit (beyond what is held already), at
   // least one row block, so any N that fits in memory works.
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit;
   const size_t budget = limit > b_total ? limit - b_total : 0;
   const size_t row_block_words = (size_t)col_blocks * kTile;  // widest chunk
   size_t cap_words;                                           // mask capacity

@@ -298,8 +298,7 @@ vo_status nms_padded_run(const vo_exec *ex, cudaStream_t stream) {
       p.boxes->dtype == VO_F64 ? sizeof(vo_k_nms_box_f64) : sizeof(vo_k_nms_box_f32);
   const size_t kept_at = vo_cuda_align(2 * (size_t)items * sizeof(Pair));
   const size_t slot_bytes = kept_at + vo_cuda_align(ucap * box_bytes);
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit;
   const size_t budget = limit > total ? limit - total : 0;
   // slot_bytes is 0 only when cap and items are (no problem to run).
   int64_t chunk = slot_bytes ? (int64_t)(budget / slot_bytes) : problems;

@@ -95,8 +95,7 @@ vo_status vo_ps_backward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_
   typedef typename vo_cuda_compute<S>::type T;
   const int64_t n = out->numel, grads = a.num_rois * a.channels_out * a.pooled_h * a.pooled_w;
   const bool half = sizeof(S) == 2;
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit;
   const bool gather = ex->ctx->deterministic || (half && (uint64_t)n > limit / sizeof(float));
   vo_status st;
   if (gather) {

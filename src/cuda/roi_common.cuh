@@ -16,11 +16,6 @@ __global__ void vo_cr_convert_kernel(const float *acc, int64_t n, S *out) {
   VO_CUDA_GRID_STRIDE(i, n) vo_cuda_store(out, i, acc[i]);
 }
 
-// The context's bound on temporary memory.
-inline size_t vo_cr_workspace_limit(const vo_exec *ex) {
-  return ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
-}
-
 // A roi_align-family op's backward kernels over its argument struct A:
 // the atomic scatter of grad into an accumulator in the compute type, each
 // RoI's pixel box, and the deterministic gather into grad_input.
@@ -63,7 +58,7 @@ vo_status vo_cr_ra_backward(const vo_exec *ex, cudaStream_t stream, const vo_roi
       vo_cuda_workspace ws(ex);
       const uint64_t bytes = (uint64_t)n * sizeof(float);
       float *acc = nullptr;
-      if (bytes <= vo_cr_workspace_limit(ex)) {
+      if (bytes <= ex->ctx->workspace_limit) {
         acc = static_cast<float *>(ws.alloc((size_t)bytes));
         if (!acc) vo_clear_error();  // the gather needs no workspace
       }
@@ -79,7 +74,7 @@ vo_status vo_cr_ra_backward(const vo_exec *ex, cudaStream_t stream, const vo_roi
   }
   vo_cuda_workspace ws(ex);
   vo_k_ra_box *boxes = nullptr;
-  if ((uint64_t)num_rois * sizeof(vo_k_ra_box) <= vo_cr_workspace_limit(ex)) {
+  if ((uint64_t)num_rois * sizeof(vo_k_ra_box) <= ex->ctx->workspace_limit) {
     boxes = static_cast<vo_k_ra_box *>(ws.alloc((size_t)num_rois * sizeof(vo_k_ra_box)));
     if (!boxes) vo_clear_error();
   }

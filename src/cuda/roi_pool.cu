@@ -114,7 +114,7 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
       // Half types: a float32 copy of grad_input when it fits the limit.
       const uint64_t bytes = (uint64_t)n * sizeof(float);
       float *acc = nullptr;
-      if (bytes <= vo_cr_workspace_limit(ex)) {
+      if (bytes <= ex->ctx->workspace_limit) {
         acc = static_cast<float *>(ws.alloc((size_t)bytes));
         if (!acc) vo_clear_error();  // the gather needs (almost) no workspace
       }

@@ -211,7 +211,7 @@ static vo_status vo_dcn_plan_make(vo_dcn_plan *q, const vo_cl_call *c, int backw
   vo_status st = vo_dcn_has_product(q) ? vo_clblast_load(ex) : VO_OK;
   if (st != VO_OK) return st;
   /* CLBlast's kernels take element offsets as int: a block under 2 GiB. */
-  size_t limit = ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  size_t limit = ex->ctx->workspace_limit;
   if (limit > (size_t)INT32_MAX) limit = (size_t)INT32_MAX;
   int64_t cap = q->plane < INT32_MAX ? q->plane : INT32_MAX;
   /* The deterministic col2im's entry ids are 32-bit. */

@@ -33,8 +33,7 @@ vo_status vo_opencl_nms_run(const vo_exec *ex, const vo_cl_nms_kind *kind, const
   const size_t removed_at = sidx_at + (batched ? vo_cl_align(un * sizeof(int64_t)) : 0);
   const size_t count_at = removed_at + (size_t)col_blocks * sizeof(uint64_t);
   const size_t total = count_at + sizeof(int64_t);
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit;
   const size_t budget = limit > total ? limit - total : 0;
   const size_t row_bytes = (size_t)col_blocks * sizeof(uint64_t);
   int64_t chunk = (int64_t)(budget / row_bytes) / 64 * 64;

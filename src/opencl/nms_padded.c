@@ -151,8 +151,7 @@ vo_status vo_opencl_nms_padded(const vo_exec *ex) {
   const size_t box_bytes = 5 * (p->boxes->dtype == VO_F64 ? sizeof(double) : sizeof(float));
   const size_t kept_at = vo_cl_np_align(2 * (size_t)items * 2 * sizeof(uint64_t));
   const size_t slot_bytes = kept_at + vo_cl_np_align(ucap * box_bytes);
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit;
   const size_t budget = limit > total ? limit - total : 0;
   /* slot_bytes is 0 only when cap and items are (no problem to run). */
   int64_t chunk = slot_bytes ? (int64_t)(budget / slot_bytes) : problems;

@@ -65,8 +65,7 @@ vo_status vo_cl_ps_backward(const vo_exec *ex, const vo_cl_ps_call *p, const vo_
   const int64_t n = out->numel;
   if (st != VO_OK || n == 0) return st;
   const int half = vo_dtype_size(out->dtype) == 2;
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit;
   if (ex->ctx->deterministic || (half && (uint64_t)n > limit / sizeof(float))) {
     vo_cl_launch l;
     if ((st = vo_cl_ps_begin(&l, &c, p, "gather_", out->dtype, n)) != VO_OK) return st;

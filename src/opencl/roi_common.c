@@ -14,8 +14,7 @@ vo_status vo_cl_roi_zero(const vo_cl_call *c, const vo_view *v) {
 }
 
 cl_mem vo_cl_roi_try_workspace(const vo_exec *ex, uint64_t bytes) {
-  const size_t limit =
-      ex->ctx->workspace_limit ? ex->ctx->workspace_limit : VO_DEFAULT_WORKSPACE_LIMIT;
+  const size_t limit = ex->ctx->workspace_limit;
   if (bytes > limit) return NULL;
   cl_mem m = vo_cl_workspace(ex, (size_t)bytes);
   if (!m) vo_clear_error(); /* the caller has a path without it */
