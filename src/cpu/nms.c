@@ -214,14 +214,14 @@ vo_status vo_cpu_nms_run(const vo_exec *ex, const vo_nms_kind *kind) {
   const int64_t ss = scores->stride[0];
   if (scores->dtype == VO_F32) {
     const float *sv = vo_view_addr(scores);
-    for (int64_t i = 0; i < n; i++) sort_a[i] = (vo_sort_item){vo_score_key_f32(sv[i * ss]), i};
+    for (int64_t i = 0; i < n; i++) sort_a[i] = (vo_sort_item){vo_k_score_key_f32(sv[i * ss]), i};
   } else if (scores->dtype == VO_F64) {
     const double *sv = vo_view_addr(scores);
-    for (int64_t i = 0; i < n; i++) sort_a[i] = (vo_sort_item){vo_score_key_f64(sv[i * ss]), i};
+    for (int64_t i = 0; i < n; i++) sort_a[i] = (vo_sort_item){vo_k_score_key_f64(sv[i * ss]), i};
   } else {
     /* half types convert to float exactly */
     for (int64_t i = 0; i < n; i++)
-      sort_a[i] = (vo_sort_item){vo_score_key_f32((float)vo_load_host(scores, i * ss)), i};
+      sort_a[i] = (vo_sort_item){vo_k_score_key_f32((float)vo_load_host(scores, i * ss)), i};
   }
   const vo_sort_item *ranks = vo_cpu_radix_sort(sort_a, sort_b, n);
 

@@ -105,12 +105,12 @@ __attribute__((target("avx2,fma"))) static int64_t vo_np_scan_avx2(const float *
                     (uint32_t)_mm256_movemask_ps(c) << 16 | (uint32_t)_mm256_movemask_ps(d) << 24;
     while (bits) {
       const int64_t j = m + __builtin_ctz(bits);
-      out[n++] = (vo_sort_item){vo_score_key_f32(s[j]), item0 + j};
+      out[n++] = (vo_sort_item){vo_k_score_key_f32(s[j]), item0 + j};
       bits &= bits - 1;
     }
   }
   for (; m < m_count; m++)
-    if (s[m] > t) out[n++] = (vo_sort_item){vo_score_key_f32(s[m]), item0 + m};
+    if (s[m] > t) out[n++] = (vo_sort_item){vo_k_score_key_f32(s[m]), item0 + m};
   return n;
 }
 #endif
@@ -155,20 +155,20 @@ static int64_t vo_np_candidates(const vo_nms_padded_params *p, int64_t b, int64_
 #endif
       for (int64_t m = 0; m < m_count; m++) {
         const float v = s[m * st2];
-        if (all || v > t) out[n++] = (vo_sort_item){vo_score_key_f32(v), item0 + m};
+        if (all || v > t) out[n++] = (vo_sort_item){vo_k_score_key_f32(v), item0 + m};
       }
     } else if (sv->dtype == VO_F64) {
       const double *s = (const double *)vo_view_addr(sv) + row;
       const double t = p->score_threshold;
       for (int64_t m = 0; m < m_count; m++) {
         const double v = s[m * st2];
-        if (all || v > t) out[n++] = (vo_sort_item){vo_score_key_f64(v), item0 + m};
+        if (all || v > t) out[n++] = (vo_sort_item){vo_k_score_key_f64(v), item0 + m};
       }
     } else { /* the half types convert to float exactly */
       const float t = p->score_threshold_f32;
       for (int64_t m = 0; m < m_count; m++) {
         const float v = (float)vo_load_host(sv, row + m * st2);
-        if (all || v > t) out[n++] = (vo_sort_item){vo_score_key_f32(v), item0 + m};
+        if (all || v > t) out[n++] = (vo_sort_item){vo_k_score_key_f32(v), item0 + m};
       }
     }
   }
@@ -242,7 +242,7 @@ static void vo_np_problems_worker(void *arg, int slot) {
 static uint64_t vo_np_key(const vo_nms_padded_params *p, int64_t b, int64_t c, int64_t m) {
   const vo_view *sv = p->scores;
   const double v = vo_load_host(sv, b * sv->stride[0] + c * sv->stride[1] + m * sv->stride[2]);
-  return sv->dtype == VO_F64 ? vo_score_key_f64(v) : vo_score_key_f32((float)v);
+  return sv->dtype == VO_F64 ? vo_k_score_key_f64(v) : vo_k_score_key_f32((float)v);
 }
 
 /* padded: image b's best max_per_image selections across its classes, by

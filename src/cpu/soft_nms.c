@@ -294,7 +294,7 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
       if (e < 0) continue;
       const double score =
           w.f64 ? ((const double *)w.kept_score)[e] : (double)((const float *)w.kept_score)[e];
-      items[count++] = (vo_sort_item){vo_score_key_f64(score), e};
+      items[count++] = (vo_sort_item){vo_k_score_key_f64(score), e};
     }
     rows = vo_cpu_radix_sort(items, spare, count);
   }

@@ -17,6 +17,8 @@
  *   VO_DT_F32 .. VO_DT_U8   dtype codes, the values of core/internal.h's vo_dtype
  *   vo_k_f16_to_f32, vo_k_f32_to_f16, vo_k_bf16_to_f32, vo_k_f32_to_bf16:
  *                     half-type bits <-> float, round to nearest even
+ *   vo_k_f32_bits, vo_k_f64_bits: a float's / double's bits (the latter
+ *                     where VO_K_FP64)
  *   VO_K_FP64         1 where the device computes in double: C, CUDA, and
  *                     OpenCL C where the compiler defines cl_khr_fp64; 0 on
  *                     an OpenCL device without it, where no `double` may

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -30,6 +31,25 @@ VO_KFN float vo_k_bf16_to_f32(uint16_t h) {
 VO_KFN uint16_t vo_k_f32_to_bf16(float f) {
   __nv_bfloat16_raw r = __nv_bfloat16_raw(__float2bfloat16_rn(f));
   return r.x;
+}
+
+VO_KFN uint32_t vo_k_f32_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+VO_KFN uint64_t vo_k_f64_bits(double d) {
+#ifdef __CUDA_ARCH__
+  return (uint64_t)__double_as_longlong(d);
+#else
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+#endif
 }
 
 VO_KFN void vo_k_atomic_add_f32(float *p, float v) {

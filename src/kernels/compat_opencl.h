@@ -49,6 +49,11 @@ typedef uchar uint8_t;
 #define fabsf fabs
 #define expf exp
 
+VO_KFN uint32_t vo_k_f32_bits(float f) { return as_uint(f); }
+#ifdef cl_khr_fp64
+VO_KFN uint64_t vo_k_f64_bits(double d) { return as_ulong(d); }
+#endif
+
 /* Half-type conversions on bits (no cl_khr_fp16 needed), round to nearest
  * even, NaN kept quiet: the same results as core/half.h. */
 VO_KFN float vo_k_bf16_to_f32(uint16_t h) { return as_float((uint32_t)h << 16); }

@@ -25,10 +25,235 @@
 
 #include "kernels/box_convert.h"
 #include "kernels/nms.h"
+#include "kernels/score_key.h"
 
 #define VO_K_NP_TORCHVISION 0
 #define VO_K_NP_ONNX_CORNERS 1
 #define VO_K_NP_ONNX_CENTER 2
+
+/* ------------------------------------------------ the device work items
+ *
+ * The devices' plan, the same on every backend (opencl/nms_padded.{c,cl},
+ * cuda/nms_padded.cu only launch these): per chunk of (image, class)
+ * problems one work item a problem (vo_k_np_problem_<sfx>: the candidate
+ * scan into its scratch slot, a stable merge sort of (score key, item)
+ * pairs, the greedy pass with the kept boxes in the slot), then the padded
+ * merge (vo_k_np_rank, vo_k_np_finish) or the onnx rows (vo_k_np_offsets,
+ * vo_k_np_rows). The CPU (cpu/nms_padded.c) computes the same keys, order
+ * and tests with its own schedule; test_backend_ops compares bit for bit. */
+
+/* A candidate: its score key and item ((class - first class) * M + box). */
+typedef struct vo_k_np_pair {
+  uint64_t key;
+  int64_t item;
+} vo_k_np_pair;
+
+/* What the work items need of a call, by value (the host fills it with
+ * vo_k_np_args_of; the layout is the same in C, CUDA and OpenCL C: the
+ * 8-byte fields first). Boxes' strides: image, box, class (0 unless boxes
+ * are per class), coordinate; scores' [B, C, M]. The workspace: the
+ * selections [problems, cap] at sel_at, their keys at key_at, the counts
+ * [problems] at count_at, onnx's offsets [problems + 1] at offset_at,
+ * `total` bytes; a scratch slot per problem of a chunk: two pair arrays of
+ * `items`, then cap kept boxes at kept_at, slot_bytes in all. */
+typedef struct vo_k_np_args {
+  int64_t b_s0, b_s1, b_sc, b_sk, s_s0, s_s1, s_s2;
+  int64_t m_count, classes, items, max_candidates, cap, problems, k_max, batches;
+  uint64_t sel_at, key_at, count_at, offset_at, total, kept_at, slot_bytes;
+  vo_k_double_arg iou_thr, score_thr; /* float64 boxes / scores */
+  float iou_thr_f32, score_thr_f32;   /* the others */
+  int s_dtype, agnostic, kind, fmt, has_thr, pad;
+} vo_k_np_args;
+
+VO_KFN uint64_t vo_k_np_align(uint64_t n) { return (n + 127) & ~(uint64_t)127; }
+
+/* The args' layout fields from the sizes (problems * cap and items are at
+ * most the scores' element count, so nothing overflows); box_bytes: a kept
+ * box's size (vo_k_nms_box_f32 or _f64). */
+VO_KFN void vo_k_np_layout(vo_k_np_args *a, uint64_t box_bytes) {
+  const uint64_t np = (uint64_t)a->problems, cap = (uint64_t)a->cap;
+  a->sel_at = 0;
+  a->key_at = vo_k_np_align(np * cap * 8);
+  a->count_at = a->key_at + vo_k_np_align(np * cap * 8);
+  a->offset_at = a->count_at + vo_k_np_align(np * 8);
+  a->total = a->offset_at + (np + 1) * 8;
+  a->kept_at = vo_k_np_align(2 * (uint64_t)a->items * sizeof(vo_k_np_pair));
+  a->slot_bytes = a->kept_at + vo_k_np_align(cap * box_bytes);
+}
+
+/* How many problems a chunk runs: as many slots as `limit` bytes hold
+ * beyond the state kept for every problem, at least one, at most all. */
+VO_KFN int64_t vo_k_np_chunk(const vo_k_np_args *a, uint64_t limit) {
+  const uint64_t budget = limit > a->total ? limit - a->total : 0;
+  /* slot_bytes is 0 only when cap and items are (no problem to run) */
+  int64_t chunk = a->slot_bytes ? (int64_t)(budget / a->slot_bytes) : a->problems;
+  if (chunk < 1) chunk = 1;
+  return chunk > a->problems ? a->problems : chunk;
+}
+
+/* Problem q's image and first class: image q, every class (class-agnostic),
+ * or (image q / C, class q % C). */
+VO_KFN void vo_k_np_problem_of(const vo_k_np_args *a, int64_t q, int64_t *b, int64_t *c0) {
+  *b = a->agnostic ? q : q / a->classes;
+  *c0 = a->agnostic ? 0 : q % a->classes;
+}
+
+/* The candidates of classes [c0, c1) of image b as pairs in out; returns
+ * how many. float64 scores compare in double, the others in float, with
+ * the threshold of their type (vo_nms_padded_params). */
+VO_KFN int64_t vo_k_np_scan(const vo_k_np_args *a, const VO_GLOBAL void *scores, int64_t b,
+                            int64_t c0, int64_t c1, VO_GLOBAL vo_k_np_pair *out) {
+  int64_t n = 0;
+  for (int64_t c = c0; c < c1; c++) {
+    const int64_t row = b * a->s_s0 + c * a->s_s1, item0 = (c - c0) * a->m_count;
+    for (int64_t m = 0; m < a->m_count; m++) {
+      vo_k_np_pair e;
+      e.item = item0 + m;
+#if VO_K_FP64
+      if (a->s_dtype == VO_DT_F64) {
+        const double v = ((const VO_GLOBAL double *)scores)[row + m * a->s_s2];
+        if (a->has_thr && !(v > vo_k_double_arg_get(a->score_thr))) continue;
+        e.key = vo_k_score_key_f64(v);
+        out[n++] = e;
+        continue;
+      }
+#endif
+      const float v = (float)vo_k_load_as_double(scores, a->s_dtype, row + m * a->s_s2);
+      if (a->has_thr && !(v > a->score_thr_f32)) continue;
+      e.key = vo_k_score_key_f32(v);
+      out[n++] = e;
+    }
+  }
+  return n;
+}
+
+/* Stable bottom-up merge sort of p[0..n) by key, ping-ponging with tmp;
+ * returns the array holding the result. */
+VO_KFN VO_GLOBAL vo_k_np_pair *vo_k_np_sort(VO_GLOBAL vo_k_np_pair *p, VO_GLOBAL vo_k_np_pair *tmp,
+                                            int64_t n) {
+  VO_GLOBAL vo_k_np_pair *src = p, *dst = tmp;
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      const int64_t mid = lo + width < n ? lo + width : n;
+      const int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t i = lo, j = mid;
+      for (int64_t k = lo; k < hi; k++)
+        dst[k] = i < mid && (j >= hi || src[i].key <= src[j].key) ? src[i++] : src[j++];
+    }
+    VO_GLOBAL vo_k_np_pair *t = src;
+    src = dst;
+    dst = t;
+  }
+  return src;
+}
+
+/* Element k of a scores-dtype tensor copied from element i of src as bits
+ * (no float64 arithmetic), or zeroed (i < 0). */
+VO_KFN void vo_k_np_copy_score(VO_GLOBAL void *dst, int64_t k, const VO_GLOBAL void *src, int64_t i,
+                               int s_dtype) {
+  if (s_dtype == VO_DT_F64)
+    ((VO_GLOBAL uint64_t *)dst)[k] = i < 0 ? 0 : ((const VO_GLOBAL uint64_t *)src)[i];
+  else if (s_dtype == VO_DT_F16 || s_dtype == VO_DT_BF16)
+    ((VO_GLOBAL uint16_t *)dst)[k] = i < 0 ? 0 : ((const VO_GLOBAL uint16_t *)src)[i];
+  else
+    ((VO_GLOBAL uint32_t *)dst)[k] = i < 0 ? 0 : ((const VO_GLOBAL uint32_t *)src)[i];
+}
+
+/* How many of the n ascending keys of list are < key, or <= key. */
+VO_KFN int64_t vo_k_np_below(const VO_GLOBAL uint64_t *list, int64_t n, uint64_t key,
+                             int or_equal) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (list[mid] < key || (or_equal && list[mid] == key))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* padded, item e of problems * cap: selection r = e % cap of problem
+ * q = e / cap at its rank in image b's order (score key, then class, then
+ * selection), when below k_max: keep, labels and the score copied from
+ * scores. ws: the workspace. */
+VO_KFN void vo_k_np_rank(const vo_k_np_args *a, const VO_GLOBAL void *scores,
+                         const VO_GLOBAL char *ws, VO_GLOBAL int64_t *keep,
+                         VO_GLOBAL int64_t *labels, VO_GLOBAL void *scores_out, int64_t e) {
+  const VO_GLOBAL int64_t *sel = (const VO_GLOBAL int64_t *)(ws + a->sel_at);
+  const VO_GLOBAL uint64_t *key = (const VO_GLOBAL uint64_t *)(ws + a->key_at);
+  const VO_GLOBAL int64_t *count = (const VO_GLOBAL int64_t *)(ws + a->count_at);
+  const int64_t q = e / a->cap, r = e % a->cap;
+  if (r >= count[q]) return;
+  const int64_t b = a->agnostic ? q : q / a->classes;
+  const int64_t c = a->agnostic ? sel[e] / a->m_count : q % a->classes;
+  const int64_t m = a->agnostic ? sel[e] % a->m_count : sel[e];
+  int64_t rank = r;
+  for (int64_t o = 0; !a->agnostic && o < a->classes && rank < a->k_max; o++)
+    if (o != c) {
+      const int64_t qo = b * a->classes + o;
+      rank += vo_k_np_below(key + qo * a->cap, count[qo], key[e], o < c);
+    }
+  if (rank >= a->k_max) return;
+  keep[b * a->k_max + rank] = m;
+  labels[b * a->k_max + rank] = c;
+  vo_k_np_copy_score(scores_out, b * a->k_max + rank, scores,
+                     b * a->s_s0 + c * a->s_s1 + m * a->s_s2, a->s_dtype);
+}
+
+/* padded, item e of batches * (k_max + 1): the padding of slot k = e %
+ * (k_max + 1) of image b = e / (k_max + 1) past n = min(its selections,
+ * k_max), or (k = k_max) num[b] = n. Without boxes there are no problems
+ * (problems = 0): padding only. */
+VO_KFN void vo_k_np_finish(const vo_k_np_args *a, const VO_GLOBAL char *ws, VO_GLOBAL int64_t *keep,
+                           VO_GLOBAL int64_t *labels, VO_GLOBAL void *scores_out,
+                           VO_GLOBAL int64_t *num, int64_t e) {
+  const VO_GLOBAL int64_t *count = (const VO_GLOBAL int64_t *)(ws + a->count_at);
+  const int64_t b = e / (a->k_max + 1), k = e % (a->k_max + 1);
+  const int64_t per_image = a->problems == 0 ? 0 : a->agnostic ? 1 : a->classes;
+  int64_t n = 0;
+  for (int64_t o = 0; o < per_image; o++) n += count[b * per_image + o];
+  if (n > a->k_max) n = a->k_max;
+  if (k == a->k_max) {
+    num[b] = n;
+  } else if (k >= n) {
+    keep[b * a->k_max + k] = -1;
+    labels[b * a->k_max + k] = -1;
+    vo_k_np_copy_score(scores_out, b * a->k_max + k, scores_out, -1, a->s_dtype);
+  }
+}
+
+/* onnx, one work item: offset[q] the first row of problem q,
+ * offset[problems] (and num_selected) the total. */
+VO_KFN void vo_k_np_offsets(const vo_k_np_args *a, VO_GLOBAL char *ws,
+                            VO_GLOBAL int64_t *num_selected) {
+  const VO_GLOBAL int64_t *count = (const VO_GLOBAL int64_t *)(ws + a->count_at);
+  VO_GLOBAL int64_t *offset = (VO_GLOBAL int64_t *)(ws + a->offset_at);
+  int64_t total = 0;
+  for (int64_t q = 0; q < a->problems; q++) {
+    offset[q] = total;
+    total += count[q];
+  }
+  offset[a->problems] = total;
+  *num_selected = total;
+}
+
+/* onnx, item e of problems * cap: row offset[q] + r (batch, class, box) of
+ * selection r = e % cap of problem q = e / cap, or one of the problem's
+ * cap - count[q] -1 rows from total + q * cap - offset[q] (the problems'
+ * shares tile the padding). */
+VO_KFN void vo_k_np_rows(const vo_k_np_args *a, const VO_GLOBAL char *ws, VO_GLOBAL int64_t *rows,
+                         int64_t e) {
+  const VO_GLOBAL int64_t *sel = (const VO_GLOBAL int64_t *)(ws + a->sel_at);
+  const VO_GLOBAL int64_t *count = (const VO_GLOBAL int64_t *)(ws + a->count_at);
+  const VO_GLOBAL int64_t *offset = (const VO_GLOBAL int64_t *)(ws + a->offset_at);
+  const int64_t q = e / a->cap, r = e % a->cap, n = count[q];
+  VO_GLOBAL int64_t *row =
+      rows + 3 * (r < n ? offset[q] + r : offset[a->problems] + q * a->cap - offset[q] + r - n);
+  row[0] = r < n ? q / a->classes : -1;
+  row[1] = r < n ? q % a->classes : -1;
+  row[2] = r < n ? sel[e] : -1;
+}
 
 #define VO_S_F32
 #include "kernels/dtype_begin.h"
