@@ -107,8 +107,9 @@ gpu-check:
 	./scripts/gpu-check.sh
 
 # libFuzzer over vo_infer / vo_call (tests/fuzz/fuzz_call.c) under ASan + UBSan,
-# with clang, for FUZZ_SECONDS (default 300), from one seed call of every op
-# plus the corpus kept in $(FUZZ_BUILD)/corpus; a crash leaves crash-* files in
+# with clang, for FUZZ_SECONDS (default 300), from one seed call of every op,
+# the past finds in tests/fuzz/regressions and the corpus kept in
+# $(FUZZ_BUILD)/corpus; a crash leaves crash-* files in
 # $(FUZZ_BUILD) and fails. FUZZ_ARGS: extra libFuzzer flags.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 300
@@ -124,7 +125,7 @@ fuzz:
 	mkdir -p $(FUZZ_BUILD)/corpus
 	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 	  ./tests/fuzz/fuzz_call -max_total_time=$(FUZZ_SECONDS) -timeout=60 -rss_limit_mb=4096 \
-	  -max_len=8192 -print_final_stats=1 $(FUZZ_ARGS) corpus seeds
+	  -max_len=8192 -print_final_stats=1 $(FUZZ_ARGS) corpus seeds $(CURDIR)/tests/fuzz/regressions
 
 clean:
 	rm -rf build build-sanitize build-fuzz

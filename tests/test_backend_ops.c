@@ -1,8 +1,9 @@
 /*
  * Every op of the sample registry (tests/samples) on every available
  * backend against the CPU's plain path (VO_ISA_SCALAR), forward and backward
- * ops, in every float dtype: the CPU's default path (its AVX2 fast paths)
- * and each other backend, through the backend's own device memory (the
+ * ops, in every float dtype and every layout of the samples (contiguous,
+ * strided, channels-last, negative strides): the CPU's default path (its
+ * AVX2 fast paths) and each other backend, through the backend's own device memory (the
  * vtable's alloc / copy_to_device / copy_to_host). Backward ops also run
  * under vo_context_set_deterministic, three times bit-identical. Once per
  * op: bad inputs fail with the CPU's status and message and leave the
@@ -484,12 +485,16 @@ static void mixed_devices(const vs_sample *s, const vo_tensor_desc *descs) {
 
 /* ------------------------------------------------------------ per op */
 
-/* The samples each op runs per dtype: the random ones, then the edge cases. */
+/* The samples each op runs per dtype: the random ones (in the seeds'
+ * layouts, and one with negative strides), then the edge cases. */
 static const struct {
   vs_variant variant;
   uint64_t seed;
-} runs[] = {{VS_RANDOM, 0}, {VS_RANDOM, 1}, {VS_RANDOM, 2},
-            {VS_RANDOM, 3}, {VS_EDGE, 0},   {VS_EDGE, 1}};
+  vs_layout layout;
+} runs[] = {{VS_RANDOM, 0, VS_SEED_LAYOUT}, {VS_RANDOM, 1, VS_SEED_LAYOUT},
+            {VS_RANDOM, 2, VS_SEED_LAYOUT}, {VS_RANDOM, 3, VS_SEED_LAYOUT},
+            {VS_RANDOM, 1, VS_FLIPPED},     {VS_EDGE, 0, VS_SEED_LAYOUT},
+            {VS_EDGE, 1, VS_SEED_LAYOUT}};
 #define NUM_RUNS ((int)(sizeof runs / sizeof runs[0]))
 
 typedef struct op_stats {
@@ -506,7 +511,7 @@ static void test_op(const vo_op_info *op) {
     int supported = 1;
     for (int run = 0; run < NUM_RUNS && supported; run++) {
       vs_sample s;
-      vs_build(&s, op->index, runs[run].variant, dt, runs[run].seed);
+      vs_build_as(&s, op->index, runs[run].variant, dt, runs[run].seed, runs[run].layout);
       vo_tensor_desc descs[VO_MAX_LIST];
       const vo_status st = vo_infer(NULL, op, s.args, s.num_args, descs, s.num_outputs);
       if (st == VO_ERROR_UNSUPPORTED_DTYPE && run == 0) {

@@ -104,16 +104,16 @@ static void store(DLDataType dtype, void *p, double v) {
     int64_t i = (int64_t)v;
     memcpy(p, &i, sizeof i);
   } else if (same_dtype(dtype, vt_i32)) {
-    int32_t i = (int32_t)v;
+    int32_t i = (int32_t)(int64_t)v; /* wraps as torch's casts do, without C's UB */
     memcpy(p, &i, sizeof i);
   } else if (same_dtype(dtype, vt_i16)) {
-    int16_t i = (int16_t)v;
+    int16_t i = (int16_t)(int64_t)v; /* wraps as torch's casts do, without C's UB */
     memcpy(p, &i, sizeof i);
   } else if (same_dtype(dtype, vt_i8)) {
-    int8_t i = (int8_t)v;
+    int8_t i = (int8_t)(int64_t)v; /* wraps as torch's casts do, without C's UB */
     memcpy(p, &i, sizeof i);
   } else if (same_dtype(dtype, vt_u8)) {
-    uint8_t i = (uint8_t)v;
+    uint8_t i = (uint8_t)(int64_t)v; /* wraps as torch's casts do, without C's UB */
     memcpy(p, &i, sizeof i);
   } else {
     vt_die("store: dtype not supported by the harness");
@@ -227,16 +227,17 @@ vt_tensor *vt_tensor_new(DLDataType dtype, int ndim, const int64_t *shape, const
 vt_tensor *vt_tensor_strided(DLDataType dtype, int ndim, const int64_t *shape,
                              const int64_t *strides, uint64_t byte_offset, const double *values) {
   vt_tensor *t = tensor_header(dtype, ndim, shape);
-  int64_t last = 0;
+  /* the lowest and highest element offsets from the first element */
+  int64_t lo = 0, hi = 0;
   for (int d = 0; d < ndim; d++) {
-    if (strides[d] < 0) vt_die("negative strides are not supported by the harness");
     t->strides[d] = strides[d];
-    if (shape[d] > 0) last += (shape[d] - 1) * strides[d];
+    if (shape[d] > 0) *(strides[d] < 0 ? &lo : &hi) += (shape[d] - 1) * strides[d];
   }
+  const size_t es = vt_dtype_bytes(dtype);
   t->dl.strides = t->strides;
-  t->dl.byte_offset = byte_offset;
+  t->dl.byte_offset = byte_offset + (uint64_t)(-lo) * es;
   /* One spare element of padding past the end as well. */
-  tensor_alloc(t, (size_t)byte_offset + (size_t)(last + 2) * vt_dtype_bytes(dtype));
+  tensor_alloc(t, (size_t)byte_offset + (size_t)(hi - lo + 2) * es);
   t->dl.data = t->mem;
   int64_t n = vt_numel(&t->dl);
   for (int64_t i = 0; i < n; i++) vt_set(&t->dl, i, values ? values[i] : 0.0);
@@ -266,7 +267,7 @@ static void *element(const DLTensor *t, int64_t i) {
   } else {
     offset = i;
   }
-  return (char *)t->data + t->byte_offset + (size_t)offset * vt_dtype_bytes(t->dtype);
+  return (char *)t->data + t->byte_offset + offset * (int64_t)vt_dtype_bytes(t->dtype);
 }
 
 const void *vt_first(const vt_tensor *t) { return (const char *)t->dl.data + t->dl.byte_offset; }

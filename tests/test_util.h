@@ -74,7 +74,9 @@ typedef struct vt_tensor {
 vt_tensor *vt_tensor_new(DLDataType dtype, int ndim, const int64_t *shape, const double *values);
 /* Host tensor laid out with explicit element strides and byte_offset inside a
  * buffer of 0xff bytes (NaN for floats, -1 for integers), so a kernel that
- * ignores the strides or the offset reads garbage. Strides must be >= 0. */
+ * ignores the strides or the offset reads garbage. With negative strides the
+ * first element is not the buffer's lowest: byte_offset grows by the bytes
+ * the view reaches below it (data stays the buffer's start). */
 vt_tensor *vt_tensor_strided(DLDataType dtype, int ndim, const int64_t *shape,
                              const int64_t *strides, uint64_t byte_offset, const double *values);
 void vt_tensor_free(vt_tensor *t);

@@ -184,12 +184,13 @@ static void vo_np_prefetch_boxes(const vo_nms_padded_params *p, int64_t b, int64
                                  const vo_sort_item *cand, int64_t n) {
   const vo_view *bx = p->boxes;
   const char *base = vo_view_addr(bx);
-  const size_t es = vo_dtype_size(bx->dtype);
+  const int64_t es = (int64_t)vo_dtype_size(bx->dtype);
   const int64_t m_count = p->boxes_per_image, s0 = bx->stride[0], s1 = bx->stride[1];
   const int64_t sc = p->per_class_boxes ? bx->stride[2] : 0;
   for (int64_t i = 0; i < n && i < VO_NP_PREFETCH; i++) {
     const int64_t item = cand[i].index, m = item % m_count, c = c0 + item / m_count;
-    __builtin_prefetch(base + (size_t)(b * s0 + m * s1 + c * sc) * es);
+    /* Signed: a view's strides may be negative. */
+    __builtin_prefetch(base + (b * s0 + m * s1 + c * sc) * es);
   }
 }
 
@@ -279,7 +280,8 @@ static void vo_np_image(const vo_np_state *s, int64_t b, vo_sort_item *a, vo_sor
     keep[k] = m;
     labels[k] = c;
     const int64_t at = b * sv->stride[0] + c * sv->stride[1] + m * sv->stride[2];
-    memcpy(scores_out + (size_t)k * es, scores + (size_t)at * es, es);
+    /* at < 0 with negative strides: signed arithmetic */
+    memcpy(scores_out + (size_t)k * es, scores + at * (int64_t)es, es);
   }
   for (int64_t k = n; k < k_max; k++) keep[k] = labels[k] = -1;
   memset(scores_out + (size_t)n * es, 0, (size_t)(k_max - n) * es);

@@ -25,7 +25,7 @@
     T a[CB];                                                                                   \
     for (int c = 0; c < CB; c++) a[c] = acc[c];                                                \
     for (int64_t i = 0; i < ns; i++) {                                                         \
-      if (s[i].pos[0] < 0) continue;                                                           \
+      if (s[i].pos[0] == VO_K_RA_OUTSIDE) continue;                                            \
       for (int c = 0; c < CB; c++) a[c] += vo_k_ra_sample_sum_##NAME(x + c * cs, &s[i]);       \
     }                                                                                          \
     for (int c = 0; c < CB; c++) acc[c] = a[c];                                                \

@@ -226,7 +226,7 @@ static inline void vo_rar_bin_sum(float *restrict acc, const float *restrict x,
                                   const vo_k_ra_sample_f32 *tab, int64_t n, int64_t nc) {
   for (int64_t i = 0; i < n; i++) {
     const vo_k_ra_sample_f32 *e = &tab[i];
-    if (e->pos[0] < 0) continue;
+    if (e->pos[0] == VO_K_RA_OUTSIDE) continue;
     const float w0 = e->w[0], w1 = e->w[1], w2 = e->w[2], w3 = e->w[3];
     const float *restrict x0 = x + e->pos[0] * nc, *restrict x1 = x + e->pos[1] * nc;
     const float *restrict x2 = x + e->pos[2] * nc, *restrict x3 = x + e->pos[3] * nc;
@@ -244,7 +244,7 @@ static inline void vo_rar_bin_scatter(float *restrict d, const float *restrict g
   const float inv = 1.0f / count;
   for (int64_t i = 0; i < n; i++) {
     const vo_k_ra_sample_f32 *e = &tab[i];
-    if (e->pos[0] < 0) continue;
+    if (e->pos[0] == VO_K_RA_OUTSIDE) continue;
     for (int j = 0; j < 4; j++) {
       float *restrict dj = d + e->pos[j] * nc;
       const float wj = e->w[j];

@@ -18,6 +18,11 @@
  * OpenCL C spells LONG_MAX). */
 #define VO_K_INT64_MAX ((int64_t)0x7fffffffffffffff)
 
+/* A sample's pos[0] when it lies outside the map (it contributes 0). Not
+ * -1, nor any negative offset: with a view's negative strides a corner's
+ * offset is negative. */
+#define VO_K_RA_OUTSIDE (-VO_K_INT64_MAX - 1)
+
 /* What the roi_align kernels need of a call, by value. src_stride are the
  * strides of the tensor an item reads: the input [N,C,H,W] (forward) or
  * grad [K,C,PH,PW] (backward). */

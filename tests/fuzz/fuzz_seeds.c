@@ -64,7 +64,7 @@ static void put_tensor_item(enc *e, const DLTensor *t) {
       off += idx[d] * (t->strides ? t->strides[d] : step);
       step *= t->shape[d];
     }
-    put(e, (const char *)t->data + t->byte_offset + (size_t)off * es, es);
+    put(e, (const char *)t->data + t->byte_offset + off * (int64_t)es, es);
     for (int d = t->ndim - 1; d >= 0; d--) {
       if (++idx[d] < t->shape[d]) break;
       idx[d] = 0;

@@ -48,6 +48,13 @@ static int add_values(vs_sample *s, DLDataType dt, int ndim, const int64_t *shap
     const int64_t h = shape[2] > 0 ? shape[2] : 1;
     const int64_t strides[4] = {h * w * c, 1, w * c, c};
     t = vt_tensor_strided(dt, ndim, shape, strides, 0, values);
+  } else if (s->layout == VS_FLIPPED && ndim > 0) {
+    int64_t strides[VO_MAX_DIMS], step = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+      strides[d] = -step;
+      step *= shape[d] > 0 ? shape[d] : 1;
+    }
+    t = vt_tensor_strided(dt, ndim, shape, strides, 0, values);
   } else {
     t = vt_tensor_new(dt, ndim, shape, values);
   }
@@ -1211,7 +1218,8 @@ static void sample__deform_attn_backward(vs_sample *s, const vs_params *q) {
  * boxes with equal scores; small: (1, 6, 2); model: a YOLO head's output
  * (B = 2, 8400 anchors, 80 classes). */
 static void build_nms_padded_common(vs_sample *s, const vs_params *q, int onnx) {
-  static const int64_t random[VS_RANDOM_SEEDS][3] = {{2, 97, 3}, {1, 0, 4}, {3, 300, 5}, {2, 64, 2}};
+  static const int64_t random[VS_RANDOM_SEEDS][3] = {
+      {2, 97, 3}, {1, 0, 4}, {3, 300, 5}, {2, 64, 2}};
   int64_t b = 1, m = 6, c = 2;
   const int seed = (int)(q->seed % VS_RANDOM_SEEDS);
   box_kind kind = BOXES_SMALL;
@@ -1417,6 +1425,11 @@ const char *vs_variant_name(vs_variant variant) {
 }
 
 void vs_build(vs_sample *s, int op_index, vs_variant variant, DLDataType dtype, uint64_t seed) {
+  vs_build_as(s, op_index, variant, dtype, seed, VS_SEED_LAYOUT);
+}
+
+void vs_build_as(vs_sample *s, int op_index, vs_variant variant, DLDataType dtype, uint64_t seed,
+                 vs_layout layout) {
   const vo_op_info *op = vo_op_get(op_index);
   if (!op) die("no such op", NULL);
   if (op_index >= NUM_BUILDERS || vo_op_count() != NUM_BUILDERS)
@@ -1432,6 +1445,11 @@ void vs_build(vs_sample *s, int op_index, vs_variant variant, DLDataType dtype, 
   for (int i = 0; i < VS_MAX_ARGS; i++) s->tensor_of[i] = -1;
   if (variant == VS_RANDOM && seed % VS_RANDOM_SEEDS == 2) s->layout = VS_STRIDED;
   if (variant == VS_RANDOM && seed % VS_RANDOM_SEEDS == 3) s->layout = VS_CHANNELS_LAST;
+  if (layout != VS_SEED_LAYOUT) s->layout = layout;
+  if (s->layout == VS_FLIPPED) {
+    const size_t n = strlen(s->label);
+    snprintf(s->label + n, sizeof s->label - n, " flipped");
+  }
   vt_rng rng;
   vt_rng_seed(&rng, 7919u * (uint64_t)(op_index + 1) + 101u * (uint64_t)variant +
                         1000003u * (uint64_t)dtype.bits + 13u * (uint64_t)dtype.code + seed);

@@ -42,8 +42,10 @@ typedef enum vs_variant {
 
 typedef enum vs_layout {
   VS_CONTIGUOUS,
-  VS_STRIDED,      /* every other innermost element, one element of byte offset */
-  VS_CHANNELS_LAST /* 4-d tensors [N,C,H,W] with NHWC strides */
+  VS_STRIDED,       /* every other innermost element, one element of byte offset */
+  VS_CHANNELS_LAST, /* 4-d tensors [N,C,H,W] with NHWC strides */
+  VS_FLIPPED,       /* every stride negative: the first element is the last in memory */
+  VS_SEED_LAYOUT    /* vs_build_as: the layout vs_build gives the seed */
 } vs_layout;
 
 /* One call of an op: its arguments, whose tensors (host) the sample owns,
@@ -73,6 +75,9 @@ typedef struct vs_sample {
  * build for any float dtype). Exits the program on an internal failure (out
  * of memory, a forward the sample needs failing). */
 void vs_build(vs_sample *s, int op_index, vs_variant variant, DLDataType dtype, uint64_t seed);
+/* The same sample (the same logical values) with its tensors in `layout`. */
+void vs_build_as(vs_sample *s, int op_index, vs_variant variant, DLDataType dtype, uint64_t seed,
+                 vs_layout layout);
 void vs_free(vs_sample *s);
 const char *vs_variant_name(vs_variant variant);
 
