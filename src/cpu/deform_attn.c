@@ -212,7 +212,7 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
     const int64_t kstride = M * D, vs = a->value_stride[1];                                        \
     T *gslice = ex->outputs[0].numel                                                               \
                     ? (T *)vo_view_addr(&ex->outputs[0]) + (n * a->keys * M + m) * D               \
-                    : NULL; /* NULL: no valid corner is ever found */                              \
+                    : NULL; /* NULL: no keys or no channels, nothing to add */                     \
     /* grad_value is zeroed (vo_da_zero) before the tasks run */                                   \
     const T *vhead = vo_k_da_head_##TSFX(a, value, n, m);                                          \
     const size_t row = sizeof(T) * (size_t)D;                                                      \
@@ -240,7 +240,7 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
           const T w1 = hh * hw, w2 = hh * lw, w3 = lh * hw, w4 = lh * lw;                          \
           const T wk[4] = {w1, w2, w3, w4};                                                        \
           for (int k = 0; k < 4; k++) {                                                            \
-            if (!(sp->valid >> k & 1)) continue;                                                   \
+            if (!gslice || !(sp->valid >> k & 1)) continue;                                        \
             T *restrict dst = gslice + sp->key[k] * kstride;                                       \
             const T wgt = wk[k];                                                                   \
             for (int64_t d = 0; d < D; d++) dst[d] += wgt * (gr[d] * wt);                          \
@@ -278,7 +278,7 @@ static inline void vo_da_prefetch(const void *p, size_t bytes, int write) {
       for (int k = 0; k < 4; k++)                                                                  \
         if (smp[r].valid >> k & 1) {                                                               \
           vo_da_prefetch(vhead + smp[r].key[k] * vs, row, 0);                                      \
-          vo_da_prefetch(gslice + smp[r].key[k] * kstride, row, 1);                                \
+          if (gslice) vo_da_prefetch(gslice + smp[r].key[k] * kstride, row, 1);                    \
         }                                                                                          \
     }                                                                                              \
   }
