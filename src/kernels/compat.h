@@ -17,6 +17,12 @@
  *   VO_DT_F32 .. VO_DT_U8   dtype codes, the values of core/internal.h's vo_dtype
  *   vo_k_f16_to_f32, vo_k_f32_to_f16, vo_k_bf16_to_f32, vo_k_f32_to_bf16:
  *                     half-type bits <-> float, round to nearest even
+ *   VO_K_WORK_GROUPS  defined on devices (CUDA, OpenCL), where a work-group
+ *                     function runs once per thread of a group (a block):
+ *                     vo_k_barrier() waits for the group and orders its
+ *                     global-memory accesses; such code is written in
+ *                     #ifdef VO_K_WORK_GROUPS and takes its thread index
+ *                     and the group's size as arguments
  *   vo_k_f32_bits, vo_k_f64_bits: a float's / double's bits (the latter
  *                     where VO_K_FP64)
  *   VO_K_FP64         1 where the device computes in double: C, CUDA, and

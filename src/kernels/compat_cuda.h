@@ -52,6 +52,15 @@ VO_KFN uint64_t vo_k_f64_bits(double d) {
 #endif
 }
 
+// Work groups (kernels/compat.h's VO_K_WORK_GROUPS): a block; the barrier
+// orders its global-memory accesses.
+#define VO_K_WORK_GROUPS 1
+VO_KFN void vo_k_barrier() {
+#ifdef __CUDA_ARCH__
+  __syncthreads();
+#endif
+}
+
 VO_KFN void vo_k_atomic_add_f32(float *p, float v) {
 #ifdef __CUDA_ARCH__
   atomicAdd(p, v);

@@ -54,6 +54,11 @@ VO_KFN uint32_t vo_k_f32_bits(float f) { return as_uint(f); }
 VO_KFN uint64_t vo_k_f64_bits(double d) { return as_ulong(d); }
 #endif
 
+/* Work groups (kernels/compat.h's VO_K_WORK_GROUPS): the barrier orders
+ * the group's global-memory accesses. */
+#define VO_K_WORK_GROUPS 1
+VO_KFN void vo_k_barrier(void) { barrier(CLK_GLOBAL_MEM_FENCE); }
+
 /* Half-type conversions on bits (no cl_khr_fp16 needed), round to nearest
  * even, NaN kept quiet: the same results as core/half.h. */
 VO_KFN float vo_k_bf16_to_f32(uint16_t h) { return as_float((uint32_t)h << 16); }
@@ -65,12 +70,32 @@ VO_KFN uint16_t vo_k_f32_to_bf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-VO_KFN float vo_k_f16_to_f32(uint16_t h) { return vload_half(0, (const __private half *)&h); }
+/* float16 on bits as core/half.h (not vload_half / vstore_half_rte, whose
+ * NaN bits are the implementation's: PoCL stores every NaN as 0x7fff). */
+VO_KFN float vo_k_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (e == 0x1fu) return as_float(sign | 0x7f800000u | (man << 13)); /* inf / NaN */
+  if (e == 0) {
+    const float f = (float)man * (1.0f / 16777216.0f); /* subnormal: man * 2^-24, exact */
+    return sign ? -f : f;
+  }
+  return as_float(sign | ((e + 112u) << 23) | (man << 13));
+}
 
 VO_KFN uint16_t vo_k_f32_to_f16(float f) {
-  uint16_t h;
-  vstore_half_rte(f, 0, (__private half *)&h);
-  return h;
+  const uint32_t u = as_uint(f), a = u & 0x7fffffffu;
+  const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                       /* to inf */
+  if (a < 0x38800000u) { /* subnormal or zero: a * 2^24 rounded to an integer, ties even */
+    const float mag = as_float(a) * 16777216.0f;
+    uint32_t m = (uint32_t)mag;
+    const float rem = mag - (float)m;
+    if (rem > 0.5f || (rem == 0.5f && (m & 1u))) m++;
+    return (uint16_t)(sign | m);
+  }
+  const uint32_t r = a + 0x0fffu + ((a >> 13) & 1u); /* normal: 10 bits, ties even */
+  return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
 }
 
 VO_KFN void vo_k_atomic_add_f32(volatile __global float *p, float v) {

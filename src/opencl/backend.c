@@ -17,7 +17,6 @@
 /* An op without OpenCL glue yet has a line `#define vo_opencl_<kernel> NULL`
  * here: calling it on an OpenCL device then fails with "not implemented on
  * the opencl backend" (docs/ADDING_A_BACKEND.md). */
-#define vo_opencl_soft_nms NULL
 #define vo_opencl_matrix_nms NULL
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
