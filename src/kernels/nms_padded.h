@@ -25,7 +25,7 @@
 
 #include "kernels/box_convert.h"
 #include "kernels/nms.h"
-#include "kernels/score_key.h"
+#include "kernels/sort.h"
 
 #define VO_K_NP_TORCHVISION 0
 #define VO_K_NP_ONNX_CORNERS 1
@@ -41,12 +41,6 @@
  * merge (vo_k_np_rank, vo_k_np_finish) or the onnx rows (vo_k_np_offsets,
  * vo_k_np_rows). The CPU (cpu/nms_padded.c) computes the same keys, order
  * and tests with its own schedule; test_backend_ops compares bit for bit. */
-
-/* A candidate: its score key and item ((class - first class) * M + box). */
-typedef struct vo_k_np_pair {
-  uint64_t key;
-  int64_t item;
-} vo_k_np_pair;
 
 /* What the work items need of a call, by value (the host fills it with
  * vo_k_np_args_of; the layout is the same in C, CUDA and OpenCL C: the
@@ -77,7 +71,7 @@ VO_KFN void vo_k_np_layout(vo_k_np_args *a, uint64_t box_bytes) {
   a->count_at = a->key_at + vo_k_np_align(np * cap * 8);
   a->offset_at = a->count_at + vo_k_np_align(np * 8);
   a->total = a->offset_at + (np + 1) * 8;
-  a->kept_at = vo_k_np_align(2 * (uint64_t)a->items * sizeof(vo_k_np_pair));
+  a->kept_at = vo_k_np_align(2 * (uint64_t)a->items * sizeof(vo_k_sort_pair));
   a->slot_bytes = a->kept_at + vo_k_np_align(cap * box_bytes);
 }
 
@@ -102,12 +96,12 @@ VO_KFN void vo_k_np_problem_of(const vo_k_np_args *a, int64_t q, int64_t *b, int
  * how many. float64 scores compare in double, the others in float, with
  * the threshold of their type (vo_nms_padded_params). */
 VO_KFN int64_t vo_k_np_scan(const vo_k_np_args *a, const VO_GLOBAL void *scores, int64_t b,
-                            int64_t c0, int64_t c1, VO_GLOBAL vo_k_np_pair *out) {
+                            int64_t c0, int64_t c1, VO_GLOBAL vo_k_sort_pair *out) {
   int64_t n = 0;
   for (int64_t c = c0; c < c1; c++) {
     const int64_t row = b * a->s_s0 + c * a->s_s1, item0 = (c - c0) * a->m_count;
     for (int64_t m = 0; m < a->m_count; m++) {
-      vo_k_np_pair e;
+      vo_k_sort_pair e;
       e.item = item0 + m;
 #if VO_K_FP64
       if (a->s_dtype == VO_DT_F64) {
@@ -125,26 +119,6 @@ VO_KFN int64_t vo_k_np_scan(const vo_k_np_args *a, const VO_GLOBAL void *scores,
     }
   }
   return n;
-}
-
-/* Stable bottom-up merge sort of p[0..n) by key, ping-ponging with tmp;
- * returns the array holding the result. */
-VO_KFN VO_GLOBAL vo_k_np_pair *vo_k_np_sort(VO_GLOBAL vo_k_np_pair *p, VO_GLOBAL vo_k_np_pair *tmp,
-                                            int64_t n) {
-  VO_GLOBAL vo_k_np_pair *src = p, *dst = tmp;
-  for (int64_t width = 1; width < n; width *= 2) {
-    for (int64_t lo = 0; lo < n; lo += 2 * width) {
-      const int64_t mid = lo + width < n ? lo + width : n;
-      const int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-      int64_t i = lo, j = mid;
-      for (int64_t k = lo; k < hi; k++)
-        dst[k] = i < mid && (j >= hi || src[i].key <= src[j].key) ? src[i++] : src[j++];
-    }
-    VO_GLOBAL vo_k_np_pair *t = src;
-    src = dst;
-    dst = t;
-  }
-  return src;
 }
 
 /* Element k of a scores-dtype tensor copied from element i of src as bits

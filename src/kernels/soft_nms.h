@@ -13,7 +13,7 @@
 #define VISIONOPS_KERNELS_SOFT_NMS_H
 
 #include "kernels/compat.h"
-#include "kernels/score_key.h"
+#include "kernels/sort.h"
 
 /* The method argument's values. */
 #define VO_K_SOFT_NMS_HARD 0
@@ -38,33 +38,6 @@
  * keep. The arithmetic is the functions above, so the decisions are the
  * CPU's; gaussian's exp is the device's own (within an ulp or two of the
  * C library's). */
-
-/* A sort record: an unsigned key and what it sorts. */
-typedef struct vo_k_sort_pair {
-  uint64_t key;
-  int64_t item;
-} vo_k_sort_pair;
-
-/* One pass of a stable bottom-up merge sort of src[0..n) into dst: the
- * runs of `width` records (each sorted) merged pairwise; record e moves to
- * its rank in its merged pair of runs (a binary search in the other run:
- * equal keys of the left run go first). log2(n) passes sort n records. */
-VO_KFN void vo_k_sort_pass(const VO_GLOBAL vo_k_sort_pair *src, VO_GLOBAL vo_k_sort_pair *dst,
-                           int64_t n, int64_t width, int64_t e) {
-  const int64_t lo = e / (2 * width) * (2 * width);
-  const int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
-  const uint64_t key = src[e].key;
-  const int left = e < mid;
-  int64_t a = left ? mid : lo, b = left ? hi : mid; /* the other run */
-  while (a < b) {                                   /* first of it after key's place */
-    const int64_t c = a + (b - a) / 2;
-    if (src[c].key < key || (!left && src[c].key == key))
-      a = c + 1;
-    else
-      b = c;
-  }
-  dst[lo + (e - (left ? lo : mid)) + (a - (left ? mid : lo))] = src[e];
-}
 
 /* batched_soft_nms's category key: int64 order as unsigned order. */
 VO_KFN uint64_t vo_k_snms_category_key(int64_t c) { return (uint64_t)c ^ ((uint64_t)1 << 63); }

@@ -16,8 +16,8 @@
 
 /* An op without OpenCL glue yet has a line `#define vo_opencl_<kernel> NULL`
  * here: calling it on an OpenCL device then fails with "not implemented on
- * the opencl backend" (docs/ADDING_A_BACKEND.md). */
-#define vo_opencl_matrix_nms NULL
+ * the opencl backend" (docs/ADDING_A_BACKEND.md; every op has its glue
+ * today). */
 
 /* The kernel table, from src/ops/ops.def's kernel column. */
 static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {

@@ -1,0 +1,63 @@
+/*
+ * The device sorts of the NMS ops in the portable dialect (kernels/compat.h):
+ * records of an unsigned key and what they sort, in a work item's stable
+ * bottom-up merge sort (vo_k_sort_run: one problem's candidates) or in
+ * stable merge passes over a whole array (vo_k_sort_pass: one launch per
+ * doubling width). The score keys (kernels/score_key.h) make either
+ * torch's stable descending sort of scores; cpu/sort.h is the CPU's sort of
+ * the same records.
+ */
+#ifndef VISIONOPS_KERNELS_SORT_H
+#define VISIONOPS_KERNELS_SORT_H
+
+#include "kernels/compat.h"
+#include "kernels/score_key.h"
+
+/* A sort record: an unsigned key and what it sorts. */
+typedef struct vo_k_sort_pair {
+  uint64_t key;
+  int64_t item;
+} vo_k_sort_pair;
+
+/* One pass of a stable bottom-up merge sort of src[0..n) into dst: the
+ * runs of `width` records (each sorted) merged pairwise; record e moves to
+ * its rank in its merged pair of runs (a binary search in the other run:
+ * equal keys of the left run go first). log2(n) passes sort n records. */
+VO_KFN void vo_k_sort_pass(const VO_GLOBAL vo_k_sort_pair *src, VO_GLOBAL vo_k_sort_pair *dst,
+                           int64_t n, int64_t width, int64_t e) {
+  const int64_t lo = e / (2 * width) * (2 * width);
+  const int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+  const uint64_t key = src[e].key;
+  const int left = e < mid;
+  int64_t a = left ? mid : lo, b = left ? hi : mid; /* the other run */
+  while (a < b) {                                   /* first of it after key's place */
+    const int64_t c = a + (b - a) / 2;
+    if (src[c].key < key || (!left && src[c].key == key))
+      a = c + 1;
+    else
+      b = c;
+  }
+  dst[lo + (e - (left ? lo : mid)) + (a - (left ? mid : lo))] = src[e];
+}
+
+/* Stable bottom-up merge sort of p[0..n) by key, ping-ponging with tmp
+ * (room for n); returns the array holding the result. */
+VO_KFN VO_GLOBAL vo_k_sort_pair *vo_k_sort_run(VO_GLOBAL vo_k_sort_pair *p,
+                                               VO_GLOBAL vo_k_sort_pair *tmp, int64_t n) {
+  VO_GLOBAL vo_k_sort_pair *src = p, *dst = tmp;
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      const int64_t mid = lo + width < n ? lo + width : n;
+      const int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t i = lo, j = mid;
+      for (int64_t k = lo; k < hi; k++)
+        dst[k] = i < mid && (j >= hi || src[i].key <= src[j].key) ? src[i++] : src[j++];
+    }
+    VO_GLOBAL vo_k_sort_pair *t = src;
+    src = dst;
+    dst = t;
+  }
+  return src;
+}
+
+#endif /* VISIONOPS_KERNELS_SORT_H */
