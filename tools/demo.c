@@ -1,10 +1,10 @@
 /* `visionops demo`: synthesises one detector's output for an image and runs
- * its post-processing on each usable backend: NMS over the detections, their
- * overlap with the objects, and the RoI ops a second stage pools the kept
- * detections with; prints a table (time, result, agreement with the CPU) and
- * draws nms.svg. Every op in every dtype against the CPU is
- * tests/test_backend_ops.c's; timing every op is bench/bench.c's (CPU) and
- * tests/python/gpu_compare.py's (CUDA, beside torchvision). */
+ * its post-processing on each usable backend: NMS over the detections (as
+ * torchvision's batched_nms, as a deployment's fixed-shape per-image NMS,
+ * and as per-class soft-NMS), their overlap with the objects, and the RoI ops a second stage pools
+ * the kept detections with; prints a table (time, result, agreement with the CPU) and draws
+ * nms.svg. Every op in every dtype against the CPU is tests/test_backend_ops.c's; timing every op
+ * is bench/bench.c's (CPU) and tests/python/gpu_compare.py's (CUDA, beside torchvision). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "demo.h"
@@ -94,7 +94,8 @@ typedef struct scene {
   float *scores;    /* [n] */
   int64_t *classes; /* [n] */
   int64_t num_objects;
-  float *objects; /* [num_objects,4] ground truth */
+  float *objects;      /* [num_objects,4] ground truth */
+  float *class_scores; /* [num_classes,n]: a detection's score in its class, 0 in the others */
 } scene;
 
 static void scene_free(scene *s) {
@@ -102,6 +103,7 @@ static void scene_free(scene *s) {
   free(s->scores);
   free(s->classes);
   free(s->objects);
+  free(s->class_scores);
   memset(s, 0, sizeof *s);
 }
 
@@ -267,6 +269,9 @@ static int generate_scene(const demo_options *opt, scene *s) {
   }
 
   free(cdf), free(object_class), free(confidence), free(weight), free(count);
+  s->class_scores = calloc((size_t)nc * (size_t)n, sizeof(float));
+  if (!s->class_scores) return -1;
+  for (int64_t j = 0; j < n; ++j) s->class_scores[s->classes[j] * n + j] = s->scores[j];
   return 0;
 }
 
@@ -566,6 +571,28 @@ static void build_batched_nms(op_case *c, const demo_inputs *in) {
   case_scalar(c, vo_float_value(IOU_THRESHOLD));
 }
 
+/* One image's boxes [1,N,4] and per-class scores [1,C,N]: the score cutoff,
+ * up to 100 detections per image, as a deployed detector's NMS step. */
+static void build_batched_nms_padded(op_case *c, const demo_inputs *in) {
+  const scene *s = in->s;
+  const int64_t boxes[3] = {1, s->n, 4}, scores[3] = {1, s->num_classes, s->n};
+  case_tensor_nd(c, s->boxes, F32, 3, boxes);
+  case_tensor_nd(c, s->class_scores, F32, 3, scores);
+  case_scalar(c, vo_float_value(IOU_THRESHOLD));
+  case_scalar(c, vo_float_value(SCORE_CUTOFF)); /* score_threshold */
+  case_scalar(c, vo_int_value(-1));             /* max_per_class: no cap */
+  case_scalar(c, vo_int_value(100));            /* max_per_image */
+}
+
+/* Per-class linear soft-NMS (mmcv's defaults; boxes whose rescored score
+ * falls under the score cutoff are dropped). */
+static void build_batched_soft_nms(op_case *c, const demo_inputs *in) {
+  build_batched_nms(c, in);
+  c->args[c->num_args - 1] = vo_float_value(0.3); /* iou_threshold */
+  case_scalar(c, vo_float_value(0.5));            /* sigma */
+  case_scalar(c, vo_float_value(SCORE_CUTOFF));   /* min_score */
+}
+
 static void build_box_iou(op_case *c, const demo_inputs *in) {
   const scene *s = in->s;
   case_tensor(c, s->boxes, F32, 2, s->n < IOU_ROWS ? s->n : IOU_ROWS, 4);
@@ -644,20 +671,24 @@ typedef struct known_op {
   void (*build)(op_case *c, const demo_inputs *in);
   result_kind kind;
   const char *empty_bins; /* RESULT_VALUES: int32 output whose -1 marks an empty bin */
+  int keep_output;        /* RESULT_KEEP: the kept box indices (-1 padded) and their count */
+  int num_output;
 } known_op;
 
 /* The demo's pipeline, in order: NMS as a detector's post-processing does
  * it (per class, then class-agnostic), how the detections overlap the
  * objects, and the RoI ops of second stages on the detections NMS kept. */
 static const known_op DEMO_OPS[] = {
-    {"batched_nms", build_batched_nms, RESULT_KEEP, NULL},
-    {"nms", build_nms, RESULT_KEEP, NULL},
-    {"box_iou", build_box_iou, RESULT_MATRIX, NULL},
-    {"roi_align", build_roi_align, RESULT_VALUES, NULL},
-    {"roi_pool", build_roi_pool, RESULT_VALUES, "argmax"},
-    {"ps_roi_align", build_ps_roi_align, RESULT_VALUES, NULL},
-    {"ps_roi_pool", build_ps_roi_pool, RESULT_VALUES, NULL},
-    {"multi_scale_roi_align", build_multi_scale_roi_align, RESULT_VALUES, NULL},
+    {"batched_nms", build_batched_nms, RESULT_KEEP, NULL, 0, 1},
+    {"nms", build_nms, RESULT_KEEP, NULL, 0, 1},
+    {"batched_nms_padded", build_batched_nms_padded, RESULT_KEEP, NULL, 0, 3},
+    {"batched_soft_nms", build_batched_soft_nms, RESULT_KEEP, NULL, 1, 2},
+    {"box_iou", build_box_iou, RESULT_MATRIX, NULL, 0, 0},
+    {"roi_align", build_roi_align, RESULT_VALUES, NULL, 0, 0},
+    {"roi_pool", build_roi_pool, RESULT_VALUES, "argmax", 0, 0},
+    {"ps_roi_align", build_ps_roi_align, RESULT_VALUES, NULL, 0, 0},
+    {"ps_roi_pool", build_ps_roi_pool, RESULT_VALUES, NULL, 0, 0},
+    {"multi_scale_roi_align", build_multi_scale_roi_align, RESULT_VALUES, NULL, 0, 0},
 };
 #define NUM_DEMO_OPS (sizeof DEMO_OPS / sizeof DEMO_OPS[0])
 
@@ -788,26 +819,31 @@ static int is_dtype(DLDataType t, DLDataType want) {
   return t.code == want.code && t.bits == want.bits && t.lanes == want.lanes;
 }
 
-/* "kept K of N"; a malformed keep list is a library bug and fails the demo. */
-static int summarise_keep(const result *r, const result *ref, char *out, size_t size) {
-  if (r->num_outputs != 2 || !is_dtype(r->desc[0].dtype, I64) || r->desc[0].ndim != 1 ||
-      !is_dtype(r->desc[1].dtype, I64) || r->desc[1].ndim != 0) {
-    snprintf(out, size, "INVALID: outputs are not keep int64[N], num_kept int64[]");
+/* "kept K of N" (N boxes in); a malformed keep list (k's outputs: box
+ * indices padded with -1, their count first in the count output) is a
+ * library bug and fails the demo. */
+static int summarise_keep(const result *r, const result *ref, const known_op *k, int64_t n,
+                          char *out, size_t size) {
+  const int ko = k->keep_output, no = k->num_output;
+  if (r->num_outputs <= (ko > no ? ko : no) || !is_dtype(r->desc[ko].dtype, I64) ||
+      !is_dtype(r->desc[no].dtype, I64)) {
+    snprintf(out, size, "INVALID: outputs %d and %d are not the kept indices and count", ko, no);
     return -1;
   }
-  const int64_t *keep = r->host[0];
-  int64_t n = r->desc[0].shape[0], kept = *(const int64_t *)r->host[1];
-  int bad = kept < 0 || kept > n;
-  for (int64_t i = 0; !bad && i < n; ++i)
+  const int64_t *keep = r->host[ko];
+  const int64_t slots = numel(r->desc[ko].ndim, r->desc[ko].shape);
+  const int64_t kept = *(const int64_t *)r->host[no];
+  int bad = kept < 0 || kept > slots;
+  for (int64_t i = 0; !bad && i < slots; ++i)
     bad = i < kept ? (keep[i] < 0 || keep[i] >= n) : keep[i] != -1;
   if (bad) {
-    snprintf(out, size, "INVALID keep list (num_kept %lld of %lld)", (long long)kept, (long long)n);
+    snprintf(out, size, "INVALID keep list (%lld kept of %lld)", (long long)kept, (long long)n);
     return -1;
   }
   int len = snprintf(out, size, "kept %lld of %lld", (long long)kept, (long long)n);
   if (ref && len > 0 && (size_t)len < size) {
-    int64_t ref_kept = *(const int64_t *)ref->host[1];
-    int same = ref_kept == kept && memcmp(ref->host[0], keep, (size_t)kept * sizeof(int64_t)) == 0;
+    int64_t ref_kept = *(const int64_t *)ref->host[no];
+    int same = ref_kept == kept && memcmp(ref->host[ko], keep, (size_t)kept * sizeof(int64_t)) == 0;
     snprintf(out + len, size - (size_t)len, same ? ", same as cpu" : ", DIFFERS from cpu");
     if (!same) return -1;
   }
@@ -1233,7 +1269,7 @@ int demo_run(const demo_options *opt) {
         continue;
       }
       const result *ref = (have_ref && targets[t].device.device_type != kDLCPU) ? &cpu_ref : NULL;
-      int bad = k->kind == RESULT_KEEP     ? summarise_keep(&r, ref, summary, sizeof summary)
+      int bad = k->kind == RESULT_KEEP ? summarise_keep(&r, ref, k, s.n, summary, sizeof summary)
                 : k->kind == RESULT_MATRIX ? summarise_matrix(&r, ref, summary, sizeof summary)
                                            : summarise_values(&r, ref, k, summary, sizeof summary);
       failures += bad != 0;
