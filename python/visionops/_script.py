@@ -100,34 +100,31 @@ def onnx_nms(boxes: Tensor, scores: Tensor, max_output_boxes_per_class: int = 0,
     return selected, num_selected
 
 
-def _soft_nms_kept(op: str, dets: Tensor, keep: Tensor, num_kept: Tensor,
-                   padded: bool) -> Tuple[Tensor, Tensor]:
-    """The first num_kept rows (the one host sync); padded=True, whose three
-    outputs a script cannot type beside two, is the op itself there."""
+def _soft_nms_padded_in_script(op: str, padded: bool):
+    """padded=True, whose three outputs a script cannot type beside two, is
+    the op itself there."""
     if padded:
         raise VisionOpsValueError("%s: padded=True returns (dets, keep, num_kept): in a script call "
                                   "torch.ops.visionops.%s instead" % (op, op))
-    k = int(num_kept.item())
-    return dets[:k], keep[:k]
 
 
 def soft_nms(boxes: Tensor, scores: Tensor, iou_threshold: float = 0.3, sigma: float = 0.5,
              min_score: float = 1e-3, method: Union[str, int] = "linear", offset: float = 0,
              padded: bool = False) -> Tuple[Tensor, Tensor]:
-    dets, keep, num_kept = torch.ops.visionops.soft_nms(
+    _soft_nms_padded_in_script("soft_nms", padded)
+    return torch.ops.visionops.soft_nms_kept(
         boxes, scores, float(iou_threshold), float(sigma), float(min_score),
         soft_nms_method("soft_nms", method), float(offset))
-    return _soft_nms_kept("soft_nms", dets, keep, num_kept, padded)
 
 
 def batched_soft_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float = 0.3,
                      sigma: float = 0.5, min_score: float = 1e-3,
                      method: Union[str, int] = "linear", offset: float = 0,
                      padded: bool = False) -> Tuple[Tensor, Tensor]:
-    dets, keep, num_kept = torch.ops.visionops.batched_soft_nms(
+    _soft_nms_padded_in_script("batched_soft_nms", padded)
+    return torch.ops.visionops.batched_soft_nms_kept(
         boxes, scores, _int64(idxs), float(iou_threshold), float(sigma), float(min_score),
         soft_nms_method("batched_soft_nms", method), float(offset))
-    return _soft_nms_kept("batched_soft_nms", dets, keep, num_kept, padded)
 
 
 def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:

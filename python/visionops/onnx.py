@@ -49,7 +49,11 @@ standard ONNX operator: they export as custom operators of the
 domain "visionops" (version 1), with the op's name, its tensors as inputs and
 its other arguments as attributes under their schema names, and a
 CustomOpExportWarning naming the op. A runtime needs an implementation of
-them registered (onnxruntime: a custom-op library) to run such a model."""
+them registered (onnxruntime: a custom-op library) to run such a model.
+soft_nms_kept and batched_soft_nms_kept (visionops.soft_nms's and
+batched_soft_nms's (dets, keep) on torch tensors) export as the padded op's
+custom node followed by standard Slices to its count, so the model keeps
+the data-dependent size."""
 import inspect
 import math
 import warnings
@@ -472,6 +476,25 @@ def _ts_custom(schema):
     return _core.define_generated(name, source, {"_symbolic": symbolic}, "ONNX symbolic")
 
 
+def _ts_cut_kept(name, fixed):
+    """The symbolic of a *_kept op with no standard ONNX operator (soft_nms_kept):
+    the fixed op's custom-domain node, then every output but the count
+    sliced to the count (standard Slice), so the model keeps the
+    data-dependent size."""
+    node = _ts_custom(_core.SCHEMAS[fixed])
+
+    def symbolic(g, *args):
+        *cut, num = node(g, *args)
+        end = _ts_unsqueeze(g, num, [0])
+        outs = [g.op("Slice", o, _ts_const(g, [0]), end, _ts_const(g, [0])) for o in cut]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    names = ", ".join(["g"] + [a.name for a in _core.SCHEMAS[fixed].args])
+    fn = "visionops_%s_onnx" % name
+    source = "def %s(%s):\n    return _symbolic(%s)\n" % (fn, names, names)
+    return _core.define_generated(fn, source, {"_symbolic": symbolic}, "ONNX symbolic")
+
+
 def _parsed(fn, types):
     from torch.onnx import symbolic_helper
 
@@ -494,6 +517,8 @@ def _ts_symbolics():
         ("multi_scale_roi_align", 11, _ts_multi_scale_roi_align),
         ("deform_conv2d", 11, _ts_deform_conv2d),
     ] + [(name, 11, _ts_iou(name)) for name in IOU_OPS]
+    table += [(name, 11, _ts_cut_kept(name, fixed)) for name, (_, fixed) in NMS_KEPT.items()
+              if fixed in custom_ops()]
     out = [(name, opset, _parsed(fn, types[name])) for name, opset, fn in table]
     # Opset 1: any default opset; and the exporter looks the custom-domain
     # nodes it finds up again at the domain's version (custom_opsets, 1 if unset).
@@ -737,6 +762,22 @@ def _dynamo_table():
         translation.__name__ = "visionops_%s_onnx" % schema.name
         return translation
 
+    def cut_kept(fixed):
+        """A *_kept op with no standard ONNX operator: the fixed op's
+        custom-domain node, every output but the count sliced to it."""
+        base = custom(_core.SCHEMAS[fixed])
+
+        def translation(*args):
+            *cut, num = base(*args)
+            end = op.Unsqueeze(num, [0])
+            outs = [op.Slice(o, [0], end, [0]) for o in cut]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        translation.__signature__ = base.__signature__
+        translation.__annotations__ = base.__annotations__
+        translation.__name__ = base.__name__.replace("_onnx", "_kept_onnx")
+        return translation
+
     translations = dict(roi_align=roi_align, roi_pool=roi_pool, nms=nms,
                         batched_nms=batched_nms, nms_kept=nms_kept,
                         batched_nms_kept=batched_nms_kept, onnx_nms=onnx_nms,
@@ -745,6 +786,11 @@ def _dynamo_table():
         translations[name] = iou(name)
     for name in custom_ops():
         translations[name] = custom(_core.SCHEMAS[name])
+    from .torch import NMS_KEPT
+
+    for name, (_, fixed) in NMS_KEPT.items():
+        if fixed in custom_ops():
+            translations[name] = cut_kept(fixed)
     return {getattr(torch.ops.visionops, name).default: fn for name, fn in translations.items()}
 
 

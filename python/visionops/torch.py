@@ -684,8 +684,10 @@ def _make_below_autograd(name):
 # count `num_kept`: no host sync, so they run inside CUDA graphs. torchvision's
 # form, only the kept indices, has a size known only after the run; these
 # ops give it (visionops.nms, batched_nms and their rotated forms call them
-# on torch tensors), with a fake kernel that allocates a data-dependent size, so
-# torch.export and torch.compile capture them as torchvision's nms is.
+# on torch tensors, and so do soft_nms and batched_soft_nms for mmcv's (dets,
+# keep)), with a fake kernel that allocates a data-dependent size, so
+# torch.export and torch.compile capture them as torchvision's nms is. Each
+# is its fixed op with every output but the last (the count) cut to it.
 
 NMS_KEPT = {
     "nms_kept": ("nms_kept(Tensor boxes, Tensor scores, float iou_threshold) -> Tensor", "nms"),
@@ -696,13 +698,21 @@ NMS_KEPT = {
     "batched_nms_rotated_kept": ("batched_nms_rotated_kept(Tensor boxes, Tensor scores, "
                                  "Tensor idxs, float iou_threshold, bool clockwise=False, "
                                  "bool radians=False) -> Tensor", "batched_nms_rotated"),
+    "soft_nms_kept": ("soft_nms_kept(Tensor boxes, Tensor scores, float iou_threshold=0.3, "
+                      "float sigma=0.5, float min_score=0.001, int method=1, float offset=0) -> "
+                      "(Tensor dets, Tensor keep)", "soft_nms"),
+    "batched_soft_nms_kept": ("batched_soft_nms_kept(Tensor boxes, Tensor scores, Tensor idxs, "
+                              "float iou_threshold=0.3, float sigma=0.5, float min_score=0.001, "
+                              "int method=1, float offset=0) -> (Tensor dets, Tensor keep)",
+                              "batched_soft_nms"),
 }
 
 
 def _make_kept_kernel(fixed_name):
     def kept(*args):
-        keep, num_kept = getattr(torch.ops.visionops, fixed_name)(*args)
-        return keep[:int(num_kept)]  # the one host sync, as torchvision's nms
+        *outs, num_kept = getattr(torch.ops.visionops, fixed_name)(*args)
+        k = int(num_kept)  # the one host sync, as torchvision's nms
+        return outs[0][:k] if len(outs) == 1 else tuple(o[:k] for o in outs)
 
     kept.__name__ = "visionops_%s_kept" % fixed_name
     return kept
@@ -715,14 +725,15 @@ def _make_kept_fake(fixed_name):
     fixed = getattr(torch.ops.visionops, fixed_name)
 
     def kept_fake(*args):
-        keep, _ = fixed(*args)
+        *outs, _ = fixed(*args)
         if _get_ctx is None:
             raise VisionOpsError("visionops.%s_kept: its output size depends on the data; on Meta "
-                                 "tensors use torch.ops.visionops.%s (keep, num_kept)"
-                                 % (fixed_name, fixed_name))
+                                 "tensors use torch.ops.visionops.%s (the padded outputs and "
+                                 "their count)" % (fixed_name, fixed_name))
         kept = _get_ctx().new_dynamic_size()
-        torch._check(kept <= keep.shape[0])
-        return keep.new_empty((kept,))
+        torch._check(kept <= outs[0].shape[0])
+        cut = [o.new_empty((kept,) + tuple(o.shape[1:])) for o in outs]
+        return cut[0] if len(cut) == 1 else tuple(cut)
 
     kept_fake.__name__ = "visionops_%s_kept_fake" % fixed_name
     return kept_fake

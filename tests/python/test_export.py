@@ -238,6 +238,29 @@ def test_export_nms_and_batched_nms_dynamic_n():
         assert torch.equal(keep, visionops.nms(b, s, 0.5))
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_export_soft_nms_dynamic_n(batched):
+    """soft_nms / batched_soft_nms (mmcv's (dets, keep)) export through
+    their *_kept ops with a dynamic N and a data-dependent K."""
+    def fn(boxes, scores, idxs):
+        if batched:
+            return visionops.batched_soft_nms(boxes, scores, idxs, 0.3, 0.5, 0.05, "gaussian")
+        return visionops.soft_nms(boxes, scores, 0.3, 0.5, 0.05, "linear")
+
+    def args(n):
+        return _boxes(n, n), _scores(n, n), torch.randint(0, 3, (n,), generator=_gen(n))
+
+    n = Dim("N")
+    ep = _export(fn, args(20), ({0: n}, {0: n}, {0: n}))
+    targets = [str(node.target) for node in ep.graph.nodes]
+    assert ("visionops.%s_kept.default" % ("batched_soft_nms" if batched else "soft_nms")
+            in targets), targets
+    for k in (2, 7, 150, 1):
+        got, want = ep.module()(*args(k)), fn(*args(k))
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+        assert got[0].shape[0] == got[1].shape[0] <= k
+
+
 def test_export_fixed_size_nms_dynamic_n():
     """The sync-free form (keep [N], num_kept) for CUDA-graph users exports
     with a dynamic N too, and its outputs stay [N] and []."""

@@ -86,3 +86,31 @@ def test_custom_nodes_keep_every_argument(exporter, case):
     schema = visionops._core.SCHEMAS[name]
     assert len(node.input) == len(schema.tensor_args)
     assert len(node.attribute) == len(schema.args) - len(schema.tensor_args)
+
+
+@needs_onnx
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("batched", [False, True])
+def test_soft_nms_exports_its_kept_size(exporter, batched, rng):
+    """visionops.soft_nms / batched_soft_nms on torch tensors export as the
+    padded op's custom node, then Slices to its count: the (dets, keep)
+    outputs keep their data-dependent size instead of the traced one."""
+    b = torch.from_numpy(rng.uniform(0, 50, (30, 2)).astype(np.float32))
+    boxes = torch.cat([b, b + 5 + torch.from_numpy(rng.uniform(0, 20, (30, 2)).astype(np.float32))],
+                      1)
+    scores = torch.from_numpy(rng.uniform(0, 1, 30).astype(np.float32))
+    idxs = torch.from_numpy(rng.integers(0, 3, 30))
+    if batched:
+        model = FnModule(lambda b, s, i: visionops.batched_soft_nms(b, s, i, 0.3, 0.5, 0.2))
+        args, names, op = (boxes, scores, idxs), ["boxes", "scores", "idxs"], "batched_soft_nms"
+    else:
+        model = FnModule(lambda b, s: visionops.soft_nms(b, s, 0.3, 0.5, 0.2))
+        args, names, op = (boxes, scores), ["boxes", "scores"], "soft_nms"
+    proto = onnx.load_from_string(_export(model, args, exporter, names))
+    node = _node(proto, op)
+    assert node.domain == visionops.onnx.CUSTOM_DOMAIN and len(node.output) == 3
+    slices = [n for n in proto.graph.node if n.op_type == "Slice"]
+    assert {n.input[0] for n in slices} >= {node.output[0], node.output[1]}
+    assert all(n.input[2] != "" for n in slices)
+    dims = [d for d in proto.graph.output[0].type.tensor_type.shape.dim]
+    assert len(dims) == 2 and not dims[0].HasField("dim_value"), dims  # a data-dependent K

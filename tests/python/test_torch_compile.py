@@ -40,3 +40,18 @@ def test_compiled_nms_has_static_outputs():
     ref_keep, ref_num = torch.ops.visionops.nms(boxes, scores, 0.5)
     assert keep.shape == (50,) and num_kept.shape == ()
     assert torch.equal(keep, ref_keep) and torch.equal(num_kept, ref_num)
+
+
+def test_compiled_soft_nms_full_graph():
+    """soft_nms's (dets, keep) of data-dependent size compile into one graph
+    (soft_nms_kept's fake kernel), equal to eager."""
+    torch.manual_seed(3)
+    b = torch.rand(60, 2) * 100
+    boxes = torch.cat([b, b + torch.rand(60, 2) * 40 + 1], 1)
+    scores = torch.rand(60)
+    idxs = torch.randint(0, 4, (60,))
+    fn = lambda b, s, i: (visionops.soft_nms(b, s, 0.3, 0.5, 0.01),  # noqa: E731
+                          visionops.batched_soft_nms(b, s, i, 0.3, 0.5, 0.01, "gaussian"))
+    compiled = torch.compile(fn, backend="aot_eager", fullgraph=True)
+    for got, want in zip(compiled(boxes, scores, idxs), fn(boxes, scores, idxs)):
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
