@@ -50,31 +50,26 @@ typedef struct vo_k_mnms_args {
   int s_dtype, b_dtype, gaussian, normalized;
 } vo_k_mnms_args;
 
-VO_KFN uint64_t vo_k_mnms_align(uint64_t n) { return (n + 127) & ~(uint64_t)127; }
-
 /* The layout fields (tsize: the compute type's size); sizes cannot
  * overflow: problems * per_class is at most the scores' element count. */
 VO_KFN void vo_k_mnms_layout(vo_k_mnms_args *a, uint64_t tsize) {
   const uint64_t np = (uint64_t)a->problems, pc = (uint64_t)a->per_class;
   a->tsize = tsize;
   a->count_at = 0;
-  a->key_at = vo_k_mnms_align(np * 8);
-  a->box_at = a->key_at + vo_k_mnms_align(np * pc * 8);
-  a->score_at = a->box_at + vo_k_mnms_align(np * pc * 8);
-  a->cand_at = a->score_at + vo_k_mnms_align(np * pc * tsize);
+  a->key_at = vo_k_sort_align(np * 8);
+  a->box_at = a->key_at + vo_k_sort_align(np * pc * 8);
+  a->score_at = a->box_at + vo_k_sort_align(np * pc * 8);
+  a->cand_at = a->score_at + vo_k_sort_align(np * pc * tsize);
   a->total = a->cand_at + np * 8;
-  a->rows_at = vo_k_mnms_align(2 * (uint64_t)a->m * sizeof(vo_k_sort_pair));
-  a->ids_at = a->rows_at + vo_k_mnms_align(8 * pc * tsize);
-  a->slot_bytes = a->ids_at + vo_k_mnms_align(pc * 8);
+  a->rows_at = vo_k_sort_align(2 * (uint64_t)a->m * sizeof(vo_k_sort_pair));
+  a->ids_at = a->rows_at + vo_k_sort_align(8 * pc * tsize);
+  a->slot_bytes = a->ids_at + vo_k_sort_align(pc * 8);
 }
 
 /* Problems a chunk runs: as many slots as `limit` bytes hold beyond the
  * state, at least one, at most all. */
 VO_KFN int64_t vo_k_mnms_chunk(const vo_k_mnms_args *a, uint64_t limit) {
-  const uint64_t budget = limit > a->total ? limit - a->total : 0;
-  int64_t chunk = a->slot_bytes ? (int64_t)(budget / a->slot_bytes) : a->problems;
-  if (chunk < 1) chunk = 1;
-  return chunk > a->problems ? a->problems : chunk;
+  return vo_k_sort_chunk(a->total, a->slot_bytes, a->problems, limit);
 }
 
 /* Item e of batch * (k + 1): the padding of slot j = e % (k + 1) of image
@@ -104,20 +99,6 @@ VO_KFN void vo_k_mnms_finish(const vo_k_mnms_args *a, const VO_GLOBAL char *ws,
     else
       ((VO_GLOBAL uint32_t *)dets)[row + t] = 0;
   }
-}
-
-/* How many of the n ascending keys of list are < key, or <= key. */
-VO_KFN int64_t vo_k_mnms_below(const VO_GLOBAL uint64_t *list, int64_t n, uint64_t key,
-                               int or_equal) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (list[mid] < key || (or_equal && list[mid] == key))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
 }
 
 #define VO_S_F32

@@ -59,30 +59,24 @@ typedef struct vo_k_np_args {
   int s_dtype, agnostic, kind, fmt, has_thr, pad;
 } vo_k_np_args;
 
-VO_KFN uint64_t vo_k_np_align(uint64_t n) { return (n + 127) & ~(uint64_t)127; }
-
 /* The args' layout fields from the sizes (problems * cap and items are at
  * most the scores' element count, so nothing overflows); box_bytes: a kept
  * box's size (vo_k_nms_box_f32 or _f64). */
 VO_KFN void vo_k_np_layout(vo_k_np_args *a, uint64_t box_bytes) {
   const uint64_t np = (uint64_t)a->problems, cap = (uint64_t)a->cap;
   a->sel_at = 0;
-  a->key_at = vo_k_np_align(np * cap * 8);
-  a->count_at = a->key_at + vo_k_np_align(np * cap * 8);
-  a->offset_at = a->count_at + vo_k_np_align(np * 8);
+  a->key_at = vo_k_sort_align(np * cap * 8);
+  a->count_at = a->key_at + vo_k_sort_align(np * cap * 8);
+  a->offset_at = a->count_at + vo_k_sort_align(np * 8);
   a->total = a->offset_at + (np + 1) * 8;
-  a->kept_at = vo_k_np_align(2 * (uint64_t)a->items * sizeof(vo_k_sort_pair));
-  a->slot_bytes = a->kept_at + vo_k_np_align(cap * box_bytes);
+  a->kept_at = vo_k_sort_align(2 * (uint64_t)a->items * sizeof(vo_k_sort_pair));
+  a->slot_bytes = a->kept_at + vo_k_sort_align(cap * box_bytes);
 }
 
 /* How many problems a chunk runs: as many slots as `limit` bytes hold
  * beyond the state kept for every problem, at least one, at most all. */
 VO_KFN int64_t vo_k_np_chunk(const vo_k_np_args *a, uint64_t limit) {
-  const uint64_t budget = limit > a->total ? limit - a->total : 0;
-  /* slot_bytes is 0 only when cap and items are (no problem to run) */
-  int64_t chunk = a->slot_bytes ? (int64_t)(budget / a->slot_bytes) : a->problems;
-  if (chunk < 1) chunk = 1;
-  return chunk > a->problems ? a->problems : chunk;
+  return vo_k_sort_chunk(a->total, a->slot_bytes, a->problems, limit);
 }
 
 /* Problem q's image and first class: image q, every class (class-agnostic),
@@ -133,20 +127,6 @@ VO_KFN void vo_k_np_copy_score(VO_GLOBAL void *dst, int64_t k, const VO_GLOBAL v
     ((VO_GLOBAL uint32_t *)dst)[k] = i < 0 ? 0 : ((const VO_GLOBAL uint32_t *)src)[i];
 }
 
-/* How many of the n ascending keys of list are < key, or <= key. */
-VO_KFN int64_t vo_k_np_below(const VO_GLOBAL uint64_t *list, int64_t n, uint64_t key,
-                             int or_equal) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (list[mid] < key || (or_equal && list[mid] == key))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 /* padded, item e of problems * cap: selection r = e % cap of problem
  * q = e / cap at its rank in image b's order (score key, then class, then
  * selection), when below k_max: keep, labels and the score copied from
@@ -166,7 +146,7 @@ VO_KFN void vo_k_np_rank(const vo_k_np_args *a, const VO_GLOBAL void *scores,
   for (int64_t o = 0; !a->agnostic && o < a->classes && rank < a->k_max; o++)
     if (o != c) {
       const int64_t qo = b * a->classes + o;
-      rank += vo_k_np_below(key + qo * a->cap, count[qo], key[e], o < c);
+      rank += vo_k_sorted_below(key + qo * a->cap, count[qo], key[e], o < c);
     }
   if (rank >= a->k_max) return;
   keep[b * a->k_max + rank] = m;

@@ -60,4 +60,34 @@ VO_KFN VO_GLOBAL vo_k_sort_pair *vo_k_sort_run(VO_GLOBAL vo_k_sort_pair *p,
   return src;
 }
 
+/* How many of the n ascending keys of list are < key, or <= key: a
+ * record's rank among another sorted list's (the padded NMS ops' merges). */
+VO_KFN int64_t vo_k_sorted_below(const VO_GLOBAL uint64_t *list, int64_t n, uint64_t key,
+                                 int or_equal) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (list[mid] < key || (or_equal && list[mid] == key))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* n rounded up to 128 bytes: where the NMS ops' workspace arrays start. */
+VO_KFN uint64_t vo_k_sort_align(uint64_t n) { return (n + 127) & ~(uint64_t)127; }
+
+/* How many of `problems` problems a chunk runs when each needs a scratch
+ * slot of slot_bytes and `total` bytes of state are kept for all of them:
+ * as many slots as `limit` holds beyond the state, at least one, at most
+ * all (slot_bytes 0: no problem needs scratch). */
+VO_KFN int64_t vo_k_sort_chunk(uint64_t total, uint64_t slot_bytes, int64_t problems,
+                               uint64_t limit) {
+  const uint64_t budget = limit > total ? limit - total : 0;
+  int64_t chunk = slot_bytes ? (int64_t)(budget / slot_bytes) : problems;
+  if (chunk < 1) chunk = 1;
+  return chunk > problems ? problems : chunk;
+}
+
 #endif /* VISIONOPS_KERNELS_SORT_H */
