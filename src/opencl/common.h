@@ -50,7 +50,7 @@ vo_status vo_cl_check(const vo_exec *ex, cl_int err, const char *what);
 typedef struct vo_cl_launch {
   const vo_cl_call *call;
   cl_kernel kernel;
-  const char *name;
+  char name[64]; /* the kernel's, for errors (a copy: callers build names in locals) */
   cl_uint num_args;
   cl_int err;
 } vo_cl_launch;
@@ -60,6 +60,12 @@ typedef struct vo_cl_launch {
  * compiler's log when the program does not build. */
 vo_status vo_cl_launch_begin(vo_cl_launch *l, const vo_cl_call *c, const char *program,
                              const char *kernel);
+/* As vo_cl_launch_begin, for the ops whose entry points all take one
+ * pointer-free args struct first (the kernels/<op>.h work items): kernel
+ * `name`, suffixed "_<sfx>" when sfx is not NULL (the compute type's
+ * entry point), with the `size` bytes at `args` as its first argument. */
+vo_status vo_cl_launch_begin_with(vo_cl_launch *l, const vo_cl_call *c, const char *program,
+                                  const char *name, const char *sfx, const void *args, size_t size);
 /* The next argument: a value of `size` bytes (scalars, pointer-free structs
  * such as vo_k_box_area_args, passed by value). */
 void vo_cl_arg(vo_cl_launch *l, const void *value, size_t size);

@@ -7,28 +7,16 @@
  * state kept for every problem (vo_k_mnms_chunk). Everything stays on the
  * device; nothing is read back.
  */
-#include <stdio.h>
-
 #include "core/matrix_nms_args.h"
 #include "opencl/common.h"
-
-/* Starts entry point `name` (suffixed with the compute type's when sfx is
- * not NULL) with the args as its first argument. */
-static vo_status vo_cl_mnms_begin(vo_cl_launch *l, const vo_cl_call *c, const char *name,
-                                  const char *sfx, const vo_k_mnms_args *a) {
-  char full[48];
-  snprintf(full, sizeof full, "%s%s%s", name, sfx ? "_" : "", sfx ? sfx : "");
-  vo_status st = vo_cl_launch_begin(l, c, "matrix_nms", full);
-  if (st == VO_OK) vo_cl_arg(l, a, sizeof *a);
-  return st;
-}
 
 /* Problems [q0, q0 + nq): ranking, the two row passes, the kept rows. */
 static vo_status vo_cl_mnms_chunk(const vo_cl_call *c, const vo_exec *ex, const vo_k_mnms_args *a,
                                   const char *sfx, cl_mem ws, cl_mem scratch, int64_t q0,
                                   int64_t nq) {
   vo_cl_launch l;
-  vo_status st = vo_cl_mnms_begin(&l, c, "vo_cl_mnms_problem", sfx, a);
+  vo_status st =
+      vo_cl_launch_begin_with(&l, c, "matrix_nms", "vo_cl_mnms_problem", sfx, a, sizeof *a);
   if (st != VO_OK) return st;
   vo_cl_arg_view(&l, &ex->inputs[0]);
   vo_cl_arg_view(&l, &ex->inputs[1]);
@@ -38,7 +26,9 @@ static vo_status vo_cl_mnms_chunk(const vo_cl_call *c, const vo_exec *ex, const 
   vo_cl_arg_i64(&l, nq);
   if ((st = vo_cl_launch_run(&l, nq)) != VO_OK) return st;
   for (int second = 0; second < 2; second++) {
-    if ((st = vo_cl_mnms_begin(&l, c, "vo_cl_mnms_rows", sfx, a)) != VO_OK) return st;
+    if ((st = vo_cl_launch_begin_with(&l, c, "matrix_nms", "vo_cl_mnms_rows", sfx, a, sizeof *a)) !=
+        VO_OK)
+      return st;
     vo_cl_arg_mem(&l, ws, 0);
     vo_cl_arg_mem(&l, scratch, 0);
     vo_cl_arg_i64(&l, q0);
@@ -46,7 +36,9 @@ static vo_status vo_cl_mnms_chunk(const vo_cl_call *c, const vo_exec *ex, const 
     vo_cl_arg(&l, &second, sizeof second);
     if ((st = vo_cl_launch_run(&l, nq * a->per_class)) != VO_OK) return st;
   }
-  if ((st = vo_cl_mnms_begin(&l, c, "vo_cl_mnms_keep", sfx, a)) != VO_OK) return st;
+  if ((st = vo_cl_launch_begin_with(&l, c, "matrix_nms", "vo_cl_mnms_keep", sfx, a, sizeof *a)) !=
+      VO_OK)
+    return st;
   vo_cl_arg_mem(&l, ws, 0);
   vo_cl_arg_mem(&l, scratch, 0);
   vo_cl_arg_i64(&l, q0);
@@ -82,7 +74,8 @@ vo_status vo_opencl_matrix_nms(const vo_exec *ex) {
                             a.problems - q0 < chunk ? a.problems - q0 : chunk);
     vo_workspace_free(ex->ctx, ex->device, scratch);
     vo_cl_launch l;
-    if (st == VO_OK && (st = vo_cl_mnms_begin(&l, &c, "vo_cl_mnms_place", sfx, &a)) == VO_OK) {
+    if (st == VO_OK && (st = vo_cl_launch_begin_with(&l, &c, "matrix_nms", "vo_cl_mnms_place", sfx,
+                                                     &a, sizeof a)) == VO_OK) {
       vo_cl_arg_view(&l, &ex->inputs[0]);
       vo_cl_arg_mem(&l, ws, 0);
       vo_cl_arg_view(&l, &ex->outputs[0]);
@@ -91,7 +84,8 @@ vo_status vo_opencl_matrix_nms(const vo_exec *ex) {
     }
   }
   vo_cl_launch l;
-  if (st == VO_OK && (st = vo_cl_mnms_begin(&l, &c, "vo_cl_mnms_finish", NULL, &a)) == VO_OK) {
+  if (st == VO_OK && (st = vo_cl_launch_begin_with(&l, &c, "matrix_nms", "vo_cl_mnms_finish", NULL,
+                                                   &a, sizeof a)) == VO_OK) {
     vo_cl_arg_mem(&l, ws, 0);
     vo_cl_arg_view(&l, &ex->outputs[0]);
     vo_cl_arg_view(&l, &ex->outputs[1]);

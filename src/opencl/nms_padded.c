@@ -8,27 +8,16 @@
  * the state kept for every problem (vo_k_np_chunk), so any size that fits
  * in memory works.
  */
-#include <stdio.h>
-
 #include "core/nms_padded_args.h"
 #include "opencl/common.h"
-
-/* Starts entry point `name` with the args as its first argument. */
-static vo_status vo_cl_np_begin(vo_cl_launch *l, const vo_cl_call *c, const char *name,
-                                const vo_k_np_args *a) {
-  vo_status st = vo_cl_launch_begin(l, c, "nms_padded", name);
-  if (st == VO_OK) vo_cl_arg(l, a, sizeof *a);
-  return st;
-}
 
 /* The chunk's problems kernel, [q0, q0 + nq). */
 static vo_status vo_cl_np_problems(const vo_cl_call *c, const vo_nms_padded_params *p,
                                    const vo_k_np_args *a, cl_mem ws, cl_mem scratch, int64_t q0,
                                    int64_t nq) {
-  char name[48];
-  snprintf(name, sizeof name, "vo_cl_np_problems_%s", vo_cl_suffix(p->boxes->dtype));
   vo_cl_launch l;
-  vo_status st = vo_cl_np_begin(&l, c, name, a);
+  vo_status st = vo_cl_launch_begin_with(&l, c, "nms_padded", "vo_cl_np_problems",
+                                         vo_cl_suffix(p->boxes->dtype), a, sizeof *a);
   if (st != VO_OK) return st;
   vo_cl_arg_view(&l, p->boxes);
   vo_cl_arg_view(&l, p->scores);
@@ -43,7 +32,7 @@ static vo_status vo_cl_np_problems(const vo_cl_call *c, const vo_nms_padded_para
 static vo_status vo_cl_np_padded(const vo_cl_call *c, const vo_nms_padded_params *p,
                                  const vo_k_np_args *a, cl_mem ws) {
   vo_cl_launch l;
-  vo_status st = vo_cl_np_begin(&l, c, "vo_cl_np_rank", a);
+  vo_status st = vo_cl_launch_begin_with(&l, c, "nms_padded", "vo_cl_np_rank", NULL, a, sizeof *a);
   if (st != VO_OK) return st;
   vo_cl_arg_view(&l, p->scores);
   vo_cl_arg_mem(&l, ws, 0);
@@ -51,7 +40,9 @@ static vo_status vo_cl_np_padded(const vo_cl_call *c, const vo_nms_padded_params
   vo_cl_arg_view(&l, p->labels);
   vo_cl_arg_view(&l, p->scores_out);
   if ((st = vo_cl_launch_run(&l, a->problems * a->cap)) != VO_OK) return st;
-  if ((st = vo_cl_np_begin(&l, c, "vo_cl_np_finish", a)) != VO_OK) return st;
+  if ((st = vo_cl_launch_begin_with(&l, c, "nms_padded", "vo_cl_np_finish", NULL, a, sizeof *a)) !=
+      VO_OK)
+    return st;
   vo_cl_arg_mem(&l, ws, 0);
   vo_cl_arg_view(&l, p->keep);
   vo_cl_arg_view(&l, p->labels);
@@ -64,12 +55,15 @@ static vo_status vo_cl_np_padded(const vo_cl_call *c, const vo_nms_padded_params
 static vo_status vo_cl_np_onnx(const vo_cl_call *c, const vo_nms_padded_params *p,
                                const vo_k_np_args *a, cl_mem ws) {
   vo_cl_launch l;
-  vo_status st = vo_cl_np_begin(&l, c, "vo_cl_np_offsets", a);
+  vo_status st =
+      vo_cl_launch_begin_with(&l, c, "nms_padded", "vo_cl_np_offsets", NULL, a, sizeof *a);
   if (st != VO_OK) return st;
   vo_cl_arg_mem(&l, ws, 0);
   vo_cl_arg_view(&l, p->num_selected);
   if ((st = vo_cl_launch_run(&l, 1)) != VO_OK) return st;
-  if ((st = vo_cl_np_begin(&l, c, "vo_cl_np_rows", a)) != VO_OK) return st;
+  if ((st = vo_cl_launch_begin_with(&l, c, "nms_padded", "vo_cl_np_rows", NULL, a, sizeof *a)) !=
+      VO_OK)
+    return st;
   vo_cl_arg_mem(&l, ws, 0);
   vo_cl_arg_view(&l, p->selected);
   return vo_cl_launch_run(&l, a->problems * a->cap);

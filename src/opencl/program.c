@@ -223,7 +223,7 @@ vo_status vo_cl_launch_begin(vo_cl_launch *l, const vo_cl_call *c, const char *p
                              const char *kernel) {
   memset(l, 0, sizeof *l);
   l->call = c;
-  l->name = kernel;
+  snprintf(l->name, sizeof l->name, "%s", kernel);
   cl_program p = vo_cl_program_get(c, program);
   if (!p) return VO_ERROR_BACKEND_FAILURE;
   cl_int err;
@@ -236,6 +236,16 @@ vo_status vo_cl_launch_begin(vo_cl_launch *l, const vo_cl_call *c, const char *p
                    c->ex->op_name, program, kernel, vo_cl_error_name(err, b, sizeof b));
   }
   return VO_OK;
+}
+
+vo_status vo_cl_launch_begin_with(vo_cl_launch *l, const vo_cl_call *c, const char *program,
+                                  const char *name, const char *sfx, const void *args,
+                                  size_t size) {
+  char full[64];
+  snprintf(full, sizeof full, "%s%s%s", name, sfx ? "_" : "", sfx ? sfx : "");
+  vo_status st = vo_cl_launch_begin(l, c, program, full);
+  if (st == VO_OK) vo_cl_arg(l, args, size);
+  return st;
 }
 
 void vo_cl_arg(vo_cl_launch *l, const void *value, size_t size) {

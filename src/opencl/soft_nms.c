@@ -6,21 +6,8 @@
  * per category run, then (batched) the kept boxes' order by score and the
  * rows. Everything stays on the device; nothing is read back.
  */
-#include <stdio.h>
-
 #include "core/soft_nms_args.h"
 #include "opencl/common.h"
-
-/* Starts entry point `name` (suffixed with the compute type's when sfx is
- * not NULL) with the args as its first argument. */
-static vo_status vo_cl_snms_begin(vo_cl_launch *l, const vo_cl_call *c, const char *name,
-                                  const char *sfx, const vo_k_snms_args *a) {
-  char full[48];
-  snprintf(full, sizeof full, "%s%s%s", name, sfx ? "_" : "", sfx ? sfx : "");
-  vo_status st = vo_cl_launch_begin(l, c, "soft_nms", full);
-  if (st == VO_OK) vo_cl_arg(l, a, sizeof *a);
-  return st;
-}
 
 /* Sorts the records at *at (the other pair array as the spare) by key,
  * stably; *at is where they end. */
@@ -29,7 +16,8 @@ static vo_status vo_cl_snms_sort(const vo_cl_call *c, const vo_k_snms_args *a, c
   uint64_t src = *at, dst = src == a->pairs_at ? a->spare_at : a->pairs_at;
   for (int64_t width = 1; width < a->n; width *= 2) {
     vo_cl_launch l;
-    vo_status st = vo_cl_snms_begin(&l, c, "vo_cl_snms_sort_pass", NULL, a);
+    vo_status st =
+        vo_cl_launch_begin_with(&l, c, "soft_nms", "vo_cl_snms_sort_pass", NULL, a, sizeof *a);
     if (st != VO_OK) return st;
     vo_cl_arg_mem(&l, ws, 0);
     vo_cl_arg_i64(&l, (int64_t)src);
@@ -49,7 +37,7 @@ static vo_status vo_cl_snms_ws_kernel(const vo_cl_call *c, const vo_k_snms_args 
                                       const char *name, const char *sfx, uint64_t sorted_at,
                                       int64_t items) {
   vo_cl_launch l;
-  vo_status st = vo_cl_snms_begin(&l, c, name, sfx, a);
+  vo_status st = vo_cl_launch_begin_with(&l, c, "soft_nms", name, sfx, a, sizeof *a);
   if (st != VO_OK) return st;
   vo_cl_arg_mem(&l, ws, 0);
   vo_cl_arg_i64(&l, (int64_t)sorted_at);
@@ -59,14 +47,16 @@ static vo_status vo_cl_snms_ws_kernel(const vo_cl_call *c, const vo_k_snms_args 
 static vo_status vo_cl_snms_steps(const vo_cl_call *c, const vo_soft_nms_params *p,
                                   const vo_k_snms_args *a, const char *sfx, cl_mem ws) {
   vo_cl_launch l;
-  vo_status st = vo_cl_snms_begin(&l, c, "vo_cl_snms_pair", NULL, a);
+  vo_status st = vo_cl_launch_begin_with(&l, c, "soft_nms", "vo_cl_snms_pair", NULL, a, sizeof *a);
   if (st != VO_OK) return st;
   vo_cl_arg_view(&l, p->idxs);
   vo_cl_arg_mem(&l, ws, 0);
   if ((st = vo_cl_launch_run(&l, a->n)) != VO_OK) return st;
   uint64_t sorted_at = a->pairs_at;
   if (a->batched && (st = vo_cl_snms_sort(c, a, ws, &sorted_at)) != VO_OK) return st;
-  if ((st = vo_cl_snms_begin(&l, c, "vo_cl_snms_gather", sfx, a)) != VO_OK) return st;
+  if ((st = vo_cl_launch_begin_with(&l, c, "soft_nms", "vo_cl_snms_gather", sfx, a, sizeof *a)) !=
+      VO_OK)
+    return st;
   vo_cl_arg_view(&l, p->boxes);
   vo_cl_arg_view(&l, p->scores);
   vo_cl_arg_mem(&l, ws, 0);
@@ -80,20 +70,26 @@ static vo_status vo_cl_snms_steps(const vo_cl_call *c, const vo_soft_nms_params 
     st = vo_cl_fill(c, ws, a->pos_at, &none, sizeof none, (size_t)a->n * sizeof(int64_t));
     if (st == VO_OK) st = vo_cl_snms_ws_kernel(c, a, ws, "vo_cl_snms_mark", sfx, sorted_at, a->n);
     if (st != VO_OK) return st;
-    if ((st = vo_cl_snms_begin(&l, c, "vo_cl_snms_rank_key", sfx, a)) != VO_OK) return st;
+    if ((st = vo_cl_launch_begin_with(&l, c, "soft_nms", "vo_cl_snms_rank_key", sfx, a,
+                                      sizeof *a)) != VO_OK)
+      return st;
     vo_cl_arg_mem(&l, ws, 0);
     if ((st = vo_cl_launch_run(&l, a->n)) != VO_OK) return st;
     sorted_at = a->pairs_at;
     if ((st = vo_cl_snms_sort(c, a, ws, &sorted_at)) != VO_OK) return st;
   }
-  if ((st = vo_cl_snms_begin(&l, c, "vo_cl_snms_row", sfx, a)) != VO_OK) return st;
+  if ((st = vo_cl_launch_begin_with(&l, c, "soft_nms", "vo_cl_snms_row", sfx, a, sizeof *a)) !=
+      VO_OK)
+    return st;
   vo_cl_arg_view(&l, p->boxes);
   vo_cl_arg_mem(&l, ws, 0);
   vo_cl_arg_i64(&l, (int64_t)sorted_at);
   vo_cl_arg_view(&l, p->dets);
   vo_cl_arg_view(&l, p->keep);
   if ((st = vo_cl_launch_run(&l, a->n)) != VO_OK) return st;
-  if ((st = vo_cl_snms_begin(&l, c, "vo_cl_snms_num", NULL, a)) != VO_OK) return st;
+  if ((st = vo_cl_launch_begin_with(&l, c, "soft_nms", "vo_cl_snms_num", NULL, a, sizeof *a)) !=
+      VO_OK)
+    return st;
   vo_cl_arg_mem(&l, ws, 0);
   vo_cl_arg_i64(&l, (int64_t)sorted_at);
   vo_cl_arg_view(&l, p->num_kept);
