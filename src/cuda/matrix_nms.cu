@@ -14,45 +14,33 @@ constexpr int kThreads = 256;
 // Problems are long sequential work: small blocks spread them over the SMs.
 constexpr int kProblemThreads = 64;
 
-// The compute type's items (T: float or double).
+// The compute type's items (T: float or double), forwarding to the
+// kernels/ header's functions of its suffix (SFX: f32 or f64).
 template <typename T>
 struct items;
-template <>
-struct items<float> {
-  __device__ static void problem(const vo_k_mnms_args *a, const void *b, const void *s, char *ws,
-                                 char *slot, int64_t q) {
-    vo_k_mnms_problem_f32(a, b, s, ws, slot, q);
-  }
-  __device__ static void rows(const vo_k_mnms_args *a, char *ws, char *scratch, int64_t q0,
-                              int second, int64_t e) {
-    vo_k_mnms_rows_f32(a, ws, scratch, q0, second, e);
-  }
-  __device__ static void keep(const vo_k_mnms_args *a, char *ws, char *slot, int64_t q) {
-    vo_k_mnms_keep_f32(a, ws, slot, q);
-  }
-  __device__ static void place(const vo_k_mnms_args *a, const void *b, const char *ws, void *dets,
-                               int64_t *index, int64_t e) {
-    vo_k_mnms_place_f32(a, b, ws, dets, index, e);
-  }
-};
-template <>
-struct items<double> {
-  __device__ static void problem(const vo_k_mnms_args *a, const void *b, const void *s, char *ws,
-                                 char *slot, int64_t q) {
-    vo_k_mnms_problem_f64(a, b, s, ws, slot, q);
-  }
-  __device__ static void rows(const vo_k_mnms_args *a, char *ws, char *scratch, int64_t q0,
-                              int second, int64_t e) {
-    vo_k_mnms_rows_f64(a, ws, scratch, q0, second, e);
-  }
-  __device__ static void keep(const vo_k_mnms_args *a, char *ws, char *slot, int64_t q) {
-    vo_k_mnms_keep_f64(a, ws, slot, q);
-  }
-  __device__ static void place(const vo_k_mnms_args *a, const void *b, const char *ws, void *dets,
-                               int64_t *index, int64_t e) {
-    vo_k_mnms_place_f64(a, b, ws, dets, index, e);
-  }
-};
+#define VO_ITEMS(T, SFX)                        \
+  template <>                                   \
+  struct items<T> {                             \
+    template <typename... A>                    \
+    __device__ static void problem(A... args) { \
+      vo_k_mnms_problem_##SFX(args...);         \
+    }                                           \
+    template <typename... A>                    \
+    __device__ static void rows(A... args) {    \
+      vo_k_mnms_rows_##SFX(args...);            \
+    }                                           \
+    template <typename... A>                    \
+    __device__ static void keep(A... args) {    \
+      vo_k_mnms_keep_##SFX(args...);            \
+    }                                           \
+    template <typename... A>                    \
+    __device__ static void place(A... args) {   \
+      vo_k_mnms_place_##SFX(args...);           \
+    }                                           \
+  };
+VO_ITEMS(float, f32)
+VO_ITEMS(double, f64)
+#undef VO_ITEMS
 
 template <typename T>
 __global__ void problem_kernel(vo_k_mnms_args a, const void *boxes, const void *scores, char *ws,

@@ -33,53 +33,37 @@ __global__ void num_kernel(vo_k_snms_args a, const char *ws, uint64_t sorted, in
     vo_k_snms_num(&a, reinterpret_cast<const vo_k_sort_pair *>(ws + sorted), ws, num_kept);
 }
 
-// The compute type's items (T: float or double).
+// The compute type's items (T: float or double), forwarding to the
+// kernels/ header's functions of its suffix (SFX: f32 or f64).
 template <typename T>
 struct items;
-template <>
-struct items<float> {
-  __device__ static void gather(const vo_k_snms_args *a, const void *b, const void *s,
-                                const vo_k_sort_pair *p, char *ws, int64_t i) {
-    vo_k_snms_gather_f32(a, b, s, p, ws, i);
-  }
-  __device__ static void run(const vo_k_snms_args *a, const vo_k_sort_pair *p, char *ws, int64_t g,
-                             int64_t lid, int64_t size) {
-    vo_k_snms_run_f32(a, p, ws, g, lid, size);
-  }
-  __device__ static void mark(const vo_k_snms_args *a, const vo_k_sort_pair *p, char *ws,
-                              int64_t s) {
-    vo_k_snms_mark_f32(a, p, ws, s);
-  }
-  __device__ static void rank_key(const vo_k_snms_args *a, char *ws, int64_t i) {
-    vo_k_snms_rank_key_f32(a, ws, i);
-  }
-  __device__ static void row(const vo_k_snms_args *a, const void *b, const vo_k_sort_pair *p,
-                             const char *ws, void *dets, int64_t *keep, int64_t r) {
-    vo_k_snms_row_f32(a, b, p, ws, dets, keep, r);
-  }
-};
-template <>
-struct items<double> {
-  __device__ static void gather(const vo_k_snms_args *a, const void *b, const void *s,
-                                const vo_k_sort_pair *p, char *ws, int64_t i) {
-    vo_k_snms_gather_f64(a, b, s, p, ws, i);
-  }
-  __device__ static void run(const vo_k_snms_args *a, const vo_k_sort_pair *p, char *ws, int64_t g,
-                             int64_t lid, int64_t size) {
-    vo_k_snms_run_f64(a, p, ws, g, lid, size);
-  }
-  __device__ static void mark(const vo_k_snms_args *a, const vo_k_sort_pair *p, char *ws,
-                              int64_t s) {
-    vo_k_snms_mark_f64(a, p, ws, s);
-  }
-  __device__ static void rank_key(const vo_k_snms_args *a, char *ws, int64_t i) {
-    vo_k_snms_rank_key_f64(a, ws, i);
-  }
-  __device__ static void row(const vo_k_snms_args *a, const void *b, const vo_k_sort_pair *p,
-                             const char *ws, void *dets, int64_t *keep, int64_t r) {
-    vo_k_snms_row_f64(a, b, p, ws, dets, keep, r);
-  }
-};
+#define VO_ITEMS(T, SFX)                         \
+  template <>                                    \
+  struct items<T> {                              \
+    template <typename... A>                     \
+    __device__ static void gather(A... args) {   \
+      vo_k_snms_gather_##SFX(args...);           \
+    }                                            \
+    template <typename... A>                     \
+    __device__ static void run(A... args) {      \
+      vo_k_snms_run_##SFX(args...);              \
+    }                                            \
+    template <typename... A>                     \
+    __device__ static void mark(A... args) {     \
+      vo_k_snms_mark_##SFX(args...);             \
+    }                                            \
+    template <typename... A>                     \
+    __device__ static void rank_key(A... args) { \
+      vo_k_snms_rank_key_##SFX(args...);         \
+    }                                            \
+    template <typename... A>                     \
+    __device__ static void row(A... args) {      \
+      vo_k_snms_row_##SFX(args...);              \
+    }                                            \
+  };
+VO_ITEMS(float, f32)
+VO_ITEMS(double, f64)
+#undef VO_ITEMS
 
 template <typename T>
 __global__ void gather_kernel(vo_k_snms_args a, const void *boxes, const void *scores, char *ws,
