@@ -5,11 +5,24 @@
  * input headers (so #include works as in a file tree, nothing is read from
  * disk), linked, and cached for the process under a lock; the context is
  * retained so its handle cannot be reused by another while cached.
+ *
+ * PoCL (3.x, Debian 12's) keeps an on-disk kernel cache that is not safe
+ * when several processes build the same program at once (pocl#1480: the
+ * build fails, with an empty log). On PoCL, visionops's builds therefore
+ * take an advisory lock (flock) on a file in PoCL's cache directory, which
+ * serialises them across processes, and a failed build is tried once more
+ * (a build by another program can still race with ours).
  */
+#define _DEFAULT_SOURCE /* flock, O_CLOEXEC, mkdir */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "opencl/common.h"
 #include "opencl/device.h"
@@ -191,6 +204,63 @@ static cl_program vo_cl_build(cl_context ctx, cl_device_id dev, const char *name
   return linked;
 }
 
+/* A lock file in PoCL's kernel cache directory, as PoCL picks it
+ * (POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl; made
+ * here as PoCL would when it is not there yet, since the first builds are
+ * the ones that race), opened and locked; -1 when that fails (the build
+ * goes on unlocked). */
+static int vo_cl_pocl_lock(void) {
+  const char *dir = getenv("POCL_CACHE_DIR"), *tail = "";
+  if (!dir || !*dir) {
+    dir = getenv("XDG_CACHE_HOME");
+    tail = "/pocl";
+    if (!dir || !*dir) {
+      dir = getenv("HOME");
+      tail = "/.cache/pocl";
+    }
+    if (!dir || !*dir) return -1;
+  }
+  char path[4096];
+  const int n = snprintf(path, sizeof path, "%s%s/visionops-build.lock", dir, tail);
+  if (n < 0 || (size_t)n >= sizeof path) return -1;
+  for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+    *slash = '\0';
+    (void)mkdir(path, 0700); /* an existing one stays as it is */
+    *slash = '/';
+  }
+  const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+static void vo_cl_pocl_unlock(int fd) {
+  if (fd < 0) return;
+  flock(fd, LOCK_UN);
+  close(fd);
+}
+
+/* vo_cl_build, serialised across processes and tried twice on PoCL. */
+static cl_program vo_cl_build_guarded(cl_context ctx, cl_device_id dev, const char *name,
+                                      char **error) {
+  const vo_cl_device *d = vo_cl_device_find(dev);
+  const int pocl = d && strstr(d->platform_name, "Portable Computing Language") != NULL;
+  const int fd = pocl ? vo_cl_pocl_lock() : -1;
+  cl_program p = vo_cl_build(ctx, dev, name, error);
+  if (!p && pocl) {
+    free(*error);
+    *error = NULL;
+    p = vo_cl_build(ctx, dev, name, error);
+  }
+  vo_cl_pocl_unlock(fd);
+  return p;
+}
+
 /* The cached program, built on first use; NULL with the error set. */
 static cl_program vo_cl_program_get(const vo_cl_call *c, const char *name) {
   pthread_mutex_lock(&vo_cl_program_lock);
@@ -201,7 +271,7 @@ static cl_program vo_cl_program_get(const vo_cl_call *c, const char *name) {
     p->context = c->context;
     p->device = c->device;
     snprintf(p->name, sizeof p->name, "%s", name);
-    p->program = vo_cl_build(c->context, c->device, name, &p->error);
+    p->program = vo_cl_build_guarded(c->context, c->device, name, &p->error);
     vo_cl.RetainContext(c->context);
     p->next = vo_cl_programs;
     vo_cl_programs = p;
