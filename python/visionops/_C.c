@@ -311,8 +311,7 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
   for (Py_ssize_t a = 0; a < n; a++) {
     PyObject *o = PySequence_Fast_GET_ITEM(seq, a);
     vo_value *v = &s->values[a];
-    char what[48];
-    snprintf(what, sizeof what, "argument %zd", a);
+    char what[48]; /* "argument <a>", formatted for the tensors and lists (scalars need none) */
     if (o == Py_None) {
       v->kind = VO_VALUE_NONE;
     } else if (PyBool_Check(o)) {
@@ -324,6 +323,7 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
     } else if (PyFloat_Check(o)) {
       *v = vo_float_value(PyFloat_AsDouble(o));
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
+      snprintf(what, sizeof what, "argument %zd", a);
       Py_ssize_t k = PySequence_Size(o);
       if (k > VO_MAX_LIST) {
         PyErr_Format(ValueErr, "%s: %s holds %zd items, at most %d are supported", op->name, what,
@@ -350,6 +350,7 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
       }
       *v = tensors ? vo_tensor_list_value(s->lists[a], k) : vo_float_list_value(s->floats[a], k);
     } else if (is_tensor_like(o)) {
+      snprintf(what, sizeof what, "argument %zd", a);
       const DLTensor *t = to_tensor(s, o, 0, spec_ok, op->name, what);
       if (!t) goto fail;
       *v = vo_tensor_value(t);

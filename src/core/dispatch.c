@@ -61,25 +61,43 @@ static const vo_op_entry *vo_entry_of(const vo_exec *ex) { return vo_registry_op
 
 const char *vo_arg_name(const vo_exec *ex, int arg) { return vo_entry_of(ex)->args[arg].name; }
 
-/* Validates a DLTensor and normalises it into a view. `what` is e.g.
+/* A tensor's name in messages: `kind` ("" or "output "), `name` (e.g.
+ * "boxes"), and `item` ("[3]" after it) unless negative. Formatted only when
+ * a message needs it: a call names every tensor it validates. */
+typedef struct vo_tensor_name {
+  const char *kind, *name;
+  int item;
+} vo_tensor_name;
+
+static const char *vo_tensor_name_str(const vo_tensor_name *n, char *buf, size_t size) {
+  if (n->item < 0)
+    snprintf(buf, size, "%s%s", n->kind, n->name);
+  else
+    snprintf(buf, size, "%s%s[%d]", n->kind, n->name, n->item);
+  return buf;
+}
+
+/* Validates a DLTensor and normalises it into a view. `tn` names it, e.g.
  * "boxes" or "output keep". With `shape_only` (shape inference) a tensor may
  * have NULL data: only its shape, strides, dtype and device are read. */
-static vo_status vo_make_view(const char *op, const char *what, const DLTensor *t, int shape_only,
-                              vo_view *v) {
-  char buf[160];
-  if (!t) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op, what);
+static vo_status vo_make_view(const char *op, const vo_tensor_name *tn, const DLTensor *t,
+                              int shape_only, vo_view *v) {
+  char buf[160], what_buf[96];
+/* NAMED: the tensor's name, formatted (in error paths only). */
+#define NAMED vo_tensor_name_str(tn, what_buf, sizeof what_buf)
+  if (!t) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op, NAMED);
   if (t->ndim < 0 || t->ndim > VO_MAX_DIMS)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has %d dimensions, at most %d are supported",
-                   op, what, t->ndim, VO_MAX_DIMS);
+                   op, NAMED, t->ndim, VO_MAX_DIMS);
   if (t->ndim > 0 && !t->shape)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but a NULL shape", op, what,
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but a NULL shape", op, NAMED,
                    t->ndim);
   if (t->dtype.lanes != 1)
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has %u lanes, only 1 is supported", op, what,
-                   (unsigned)t->dtype.lanes);
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has %u lanes, only 1 is supported", op,
+                   NAMED, (unsigned)t->dtype.lanes);
   vo_dtype dt = vo_dtype_from_dl(t->dtype);
   if (dt == VO_DTYPE_INVALID)
-    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has unsupported dtype %s", op, what,
+    return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s has unsupported dtype %s", op, NAMED,
                    vo_dl_dtype_str(t->dtype, buf, sizeof buf));
   memset(v, 0, sizeof *v);
   v->ndim = t->ndim;
@@ -89,12 +107,12 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
   const int64_t limit = INT64_MAX / 8;
   for (int i = 0; i < t->ndim; i++) {
     if (t->shape[i] < 0)
-      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has a negative size in shape %s", op, what,
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has a negative size in shape %s", op, NAMED,
                      vo_shape_str(t->shape, t->ndim, buf, sizeof buf));
     v->shape[i] = t->shape[i];
     if (t->shape[i] != 0 && numel > limit / t->shape[i])
       return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s of shape %s has too many elements", op,
-                     what, vo_shape_str(t->shape, t->ndim, buf, sizeof buf));
+                     NAMED, vo_shape_str(t->shape, t->ndim, buf, sizeof buf));
     numel *= t->shape[i];
   }
   v->numel = numel;
@@ -109,10 +127,10 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
     if (numel > 0 && (__builtin_mul_overflow(t->shape[i] - 1, magnitude, &span) ||
                       __builtin_add_overflow(reach, span, &reach) || reach > limit))
       return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has strides too large to address", op,
-                     what);
+                     NAMED);
   }
   if (numel > 0 && !t->data && !shape_only)
-    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has NULL data but %lld elements", op, what,
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s has NULL data but %lld elements", op, NAMED,
                    (long long)numel);
   /* Kernels load whole elements: a misaligned element is undefined behaviour
    * on the CPU and a fault on GPUs. On devices whose data is a handle rather
@@ -126,10 +144,11 @@ static vo_status vo_make_view(const char *op, const char *what, const DLTensor *
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "%s: %s's first element (data + byte_offset %llu) is not aligned to its %u-byte "
                    "elements",
-                   op, what, (unsigned long long)t->byte_offset, (unsigned)es);
+                   op, NAMED, (unsigned long long)t->byte_offset, (unsigned)es);
   v->data = t->data;
   v->byte_offset = t->data ? t->byte_offset : 0;
   return VO_OK;
+#undef NAMED
 }
 
 int vo_view_is_contiguous(const vo_view *v) {
@@ -224,7 +243,7 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
                    num_args > 0 && !args ? " with a NULL argument array" : "");
   }
 
-  char first_name[64] = "";
+  vo_tensor_name first_name = {"", "", -1};
   int have_device = 0;
   for (int i = 0; i < op->num_args; i++) {
     const vo_arg_spec *s = &e->args[i];
@@ -272,30 +291,29 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
                       : v.kind == VO_VALUE_TENSOR_LIST ? (int)v.u.tensors.count
                                                        : 0;
     for (int t = 0; t < num_tensors; t++) {
-      char name[64];
       vo_view *view;
       const DLTensor *tensor;
+      const vo_tensor_name name = {"", s->name, v.kind == VO_VALUE_TENSOR ? -1 : t};
       if (v.kind == VO_VALUE_TENSOR) {
-        snprintf(name, sizeof name, "%s", s->name);
         view = &ex->inputs[i];
         tensor = v.u.tensor;
       } else {
-        snprintf(name, sizeof name, "%s[%d]", s->name, t);
         view = &ex->list_inputs[t];
         tensor = v.u.tensors.items[t];
         ex->num_list_inputs = num_tensors;
       }
-      vo_status st = vo_make_view(op->name, name, tensor, shape_only, view);
+      vo_status st = vo_make_view(op->name, &name, tensor, shape_only, view);
       if (st != VO_OK) return st;
       if (!have_device) {
         ex->device = view->device;
         have_device = 1;
-        snprintf(first_name, sizeof first_name, "%s", name);
+        first_name = name;
       } else if (!vo_same_device(ex->device, view->device)) {
-        char a[48], b[48];
-        return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but %s is on %s", op->name, name,
-                       vo_device_str(view->device, a, sizeof a), first_name,
-                       vo_device_str(ex->device, b, sizeof b));
+        char a[48], b[48], na[96], nb[96];
+        return vo_fail(
+            VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but %s is on %s", op->name,
+            vo_tensor_name_str(&name, na, sizeof na), vo_device_str(view->device, a, sizeof a),
+            vo_tensor_name_str(&first_name, nb, sizeof nb), vo_device_str(ex->device, b, sizeof b));
       }
     }
   }
@@ -337,43 +355,44 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: expected %d outputs, got %d%s", ex->op_name,
                    ex->num_outputs, num_outputs, outputs ? "" : " (NULL)");
   for (int k = 0; k < ex->num_outputs; k++) {
-    char what[64], got[160], want[160], a[48], b[48];
-    if (e->info.num_outputs < 0)
-      snprintf(what, sizeof what, "output %s[%d]", e->output_names[0], k);
-    else
-      snprintf(what, sizeof what, "output %s", e->output_names[k]);
+    char what_buf[96], got[160], want[160], a[48], b[48];
+    const vo_tensor_name name = e->info.num_outputs < 0
+                                    ? (vo_tensor_name){"output ", e->output_names[0], k}
+                                    : (vo_tensor_name){"output ", e->output_names[k], -1};
+#define NAMED vo_tensor_name_str(&name, what_buf, sizeof what_buf)
     vo_view *v = &ex->outputs[k];
     const vo_tensor_desc *d = &ex->out_desc[k];
-    vo_status st = vo_make_view(ex->op_name, what, outputs[k], 0, v);
+    vo_status st = vo_make_view(ex->op_name, &name, outputs[k], 0, v);
     if (st != VO_OK) return st;
     int shape_ok = v->ndim == d->ndim;
     for (int i = 0; shape_ok && i < d->ndim; i++) shape_ok = v->shape[i] == d->shape[i];
     if (!shape_ok)
       return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must have shape %s, got %s", ex->op_name,
-                     what, vo_shape_str(d->shape, d->ndim, want, sizeof want),
+                     NAMED, vo_shape_str(d->shape, d->ndim, want, sizeof want),
                      vo_shape_str(v->shape, v->ndim, got, sizeof got));
     vo_dtype want_dt = vo_dtype_from_dl(d->dtype);
     if (v->dtype != want_dt)
-      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must be %s, got %s", ex->op_name, what,
+      return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must be %s, got %s", ex->op_name, NAMED,
                      vo_dtype_name(want_dt), vo_dtype_name(v->dtype));
     if (!vo_same_device(v->device, ex->device))
       return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but the inputs are on %s",
-                     ex->op_name, what, vo_device_str(v->device, a, sizeof a),
+                     ex->op_name, NAMED, vo_device_str(v->device, a, sizeof a),
                      vo_device_str(ex->device, b, sizeof b));
     if (!vo_view_is_contiguous(v))
-      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be contiguous", ex->op_name, what);
+      return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be contiguous", ex->op_name, NAMED);
     for (int i = 0; i < ex->num_args; i++)
       if (ex->args[i].kind == VO_VALUE_TENSOR && vo_views_overlap(v, &ex->inputs[i]))
         return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of input %s",
-                       ex->op_name, what, e->args[i].name);
+                       ex->op_name, NAMED, e->args[i].name);
     for (int i = 0; i < ex->num_list_inputs; i++)
       if (vo_views_overlap(v, &ex->list_inputs[i]))
         return vo_fail(VO_ERROR_INVALID_ARGUMENT,
-                       "%s: %s overlaps the memory of an input list item", ex->op_name, what);
+                       "%s: %s overlaps the memory of an input list item", ex->op_name, NAMED);
     for (int j = 0; j < k; j++)
       if (vo_views_overlap(v, &ex->outputs[j]))
         return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of output %d",
-                       ex->op_name, what, j);
+                       ex->op_name, NAMED, j);
+#undef NAMED
   }
   return VO_OK;
 }
