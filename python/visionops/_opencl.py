@@ -15,9 +15,18 @@ from ._C import VisionOpsTypeError, VisionOpsValueError
 KDL_OPENCL = 4  # DLPack's kDLOpenCL
 
 
+_FROM_PYOPENCL = {}  # type -> whether it comes from pyopencl
+
+
 def _from_pyopencl(x):
-    """Whether x's type comes from pyopencl (without importing it)."""
-    return any(c.__module__.split(".")[0] == "pyopencl" for c in type(x).__mro__)
+    """Whether x's type comes from pyopencl (without importing it); the
+    answer is kept per type: every call asks it of each argument."""
+    t = type(x)
+    found = _FROM_PYOPENCL.get(t)
+    if found is None:
+        found = any(c.__module__.split(".")[0] == "pyopencl" for c in t.__mro__)
+        _FROM_PYOPENCL[t] = found
+    return found
 
 
 def is_array(x):

@@ -17,6 +17,7 @@ features, say); each is read at its own precision and the result takes the
 features' dtype. The IoU ops accept two box sets of different dtypes and
 promote as torchvision (float64 if either is, else float32)."""
 import functools
+import itertools
 import math
 import sys
 
@@ -146,15 +147,13 @@ def _fx_leaf(fn):
 
 
 def _find_proxy(proxy_type, args, kwargs):
-    for a in list(args) + list(kwargs.values()):
+    """The first fx Proxy among the arguments (list, tuple and dict items
+    included), or None; asked on every call."""
+    for a in itertools.chain(args, kwargs.values()) if kwargs else args:
         if isinstance(a, proxy_type):
             return a
-        if isinstance(a, (list, tuple)):
-            for b in a:
-                if isinstance(b, proxy_type):
-                    return b
-        if isinstance(a, dict):
-            for b in a.values():
+        if isinstance(a, (list, tuple, dict)):
+            for b in a.values() if isinstance(a, dict) else a:
                 if isinstance(b, proxy_type):
                     return b
     return None

@@ -18,6 +18,7 @@ the autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
 hessian); forward mode where an op is linear in its argument (deform_attn: in
 value and attn_weight, not sampling_loc)."""
 import torch
+import torch.autograd.forward_ad as _forward_ad
 from torch.utils.dlpack import to_dlpack
 
 from . import _C, _core
@@ -65,7 +66,7 @@ def _export(op, what, t):
     if t.layout != torch.strided:
         raise VisionOpsTypeError("%s: %s has layout %s; visionops takes dense (strided) tensors"
                                  % (op, what, str(t.layout).replace("torch.", "")))
-    return to_dlpack(t.detach())
+    return to_dlpack(t.detach() if t.requires_grad else t)
 
 
 def _borrow(op, what, value):
@@ -128,11 +129,15 @@ def _deterministic():
 
 def _make_kernel(schema):
     name = schema.name
+    # The positions and names of the tensor (and tensor list) arguments:
+    # only those are exported, the rest pass as they are.
+    tensors = [(i, a.name) for i, a in enumerate(schema.args) if a.type.startswith("Tensor")]
 
     def kernel(*args):
         args = schema.complete(args)
         first = _first_tensor(args)
-        args = [_borrow(name, a.name, v) for a, v in zip(schema.args, args)]
+        for i, what in tensors:
+            args[i] = _borrow(name, what, args[i])
         if first is not None and first.is_cuda:
             with torch.cuda.device(first.device):
                 queue = _TORCH_BACKENDS["cuda"][1](first.device)
@@ -561,6 +566,20 @@ def _make_functions(schema, backward, jvp):
             type(name + "SingleLevel", (_SingleLevelFunction,), body))
 
 
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None)
+
+
+def _differentiating(flat):
+    """Whether a call on these tensors must go through the autograd.Function:
+    reverse mode (grad enabled and a tensor requires grad), a forward-mode
+    dual level open, or a torch.func transform active."""
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in flat):
+        return True
+    if _forward_ad._current_level >= 0:
+        return True
+    return _functorch_active is not None and _functorch_active()
+
+
 def _make_autograd(schema):
     """The Autograd kernel of an op the registry names a backward for, or of
     a backward op (which then has no double backward)."""
@@ -571,6 +590,11 @@ def _make_autograd(schema):
     def autograd_kernel(*args):
         args = schema.complete(args)
         flat, layout = _flatten(schema, args)
+        if not _differentiating(flat):
+            # Nothing to record: the op below the Autograd keys directly,
+            # without autograd.Function's ~15 us a call.
+            with _BelowAutograd():
+                return op(*args)
         if single_level is not None and torch._C._are_functorch_transforms_active():
             with _SingleLevelAllowed():
                 result = single_level.apply(tuple(layout), *flat)
