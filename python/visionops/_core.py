@@ -63,6 +63,7 @@ class Schema:
         self.returns = [r.split()[-1] if len(r.split()) > 1 else "out" for r in returns.split(",")]
         self.returns_list = returns.strip() == "Tensor[]"
         self.tensor_args = [a.name for a in self.args if a.type.startswith("Tensor")]
+        self.tensor_positions = [i for i, a in enumerate(self.args) if a.type.startswith("Tensor")]
 
     def complete(self, args):
         """Positional args with the trailing defaults filled in."""

@@ -129,15 +129,13 @@ def _deterministic():
 
 def _make_kernel(schema):
     name = schema.name
-    # The positions and names of the tensor (and tensor list) arguments:
-    # only those are exported, the rest pass as they are.
-    tensors = [(i, a.name) for i, a in enumerate(schema.args) if a.type.startswith("Tensor")]
-
+    # Only the tensor (and tensor list) arguments are exported; the rest
+    # pass as they are.
     def kernel(*args):
         args = schema.complete(args)
         first = _first_tensor(args)
-        for i, what in tensors:
-            args[i] = _borrow(name, what, args[i])
+        for i in schema.tensor_positions:
+            args[i] = _borrow(name, schema.args[i].name, args[i])
         if first is not None and first.is_cuda:
             with torch.cuda.device(first.device):
                 queue = _TORCH_BACKENDS["cuda"][1](first.device)
@@ -569,15 +567,24 @@ def _make_functions(schema, backward, jvp):
 _functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None)
 
 
-def _differentiating(flat):
-    """Whether a call on these tensors must go through the autograd.Function:
-    reverse mode (grad enabled and a tensor requires grad), a forward-mode
-    dual level open, or a torch.func transform active."""
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in flat):
-        return True
+def _differentiating(schema, args):
+    """Whether a call must go through the autograd.Function: reverse mode
+    (grad enabled and a tensor argument, or list item, requires grad), a
+    forward-mode dual level open, or a torch.func transform active."""
     if _forward_ad._current_level >= 0:
         return True
-    return _functorch_active is not None and _functorch_active()
+    if _functorch_active is not None and _functorch_active():
+        return True
+    if not torch.is_grad_enabled():
+        return False
+    for i in schema.tensor_positions:
+        value = args[i]
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad:
+                return True
+        elif isinstance(value, (list, tuple)) and any(t.requires_grad for t in value):
+            return True
+    return False
 
 
 def _make_autograd(schema):
@@ -589,12 +596,12 @@ def _make_autograd(schema):
 
     def autograd_kernel(*args):
         args = schema.complete(args)
-        flat, layout = _flatten(schema, args)
-        if not _differentiating(flat):
+        if not _differentiating(schema, args):
             # Nothing to record: the op below the Autograd keys directly,
             # without autograd.Function's ~15 us a call.
             with _BelowAutograd():
                 return op(*args)
+        flat, layout = _flatten(schema, args)
         if single_level is not None and torch._C._are_functorch_transforms_active():
             with _SingleLevelAllowed():
                 result = single_level.apply(tuple(layout), *flat)
