@@ -129,6 +129,7 @@ def _deterministic():
 
 def _make_kernel(schema):
     name = schema.name
+
     # Only the tensor (and tensor list) arguments are exported; the rest
     # pass as they are.
     def kernel(*args):
