@@ -16,8 +16,7 @@
  * the op and cl_khr_fp64 in the message. Linked statically for the
  * backend's memory functions and glue API. Skipped (77) without an OpenCL
  * device. */
-#define _DEFAULT_SOURCE /* flock, mkdir, usleep */
-#include <fcntl.h>
+#define _DEFAULT_SOURCE /* flock, usleep */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/internal.h"
@@ -119,70 +117,39 @@ static void compare(const char *what, int op, const vt_tensor *a, const vt_tenso
   vt_tensor_free(got);
 }
 
-/* One thread of the first-use race: box_area of float32 boxes on the
- * device into its own output, which main compares (the CHECK counters are
- * not thread-safe). */
-typedef struct race {
+/* One call on the device in a thread of its own: boxes uploaded, `run`
+ * from them into the output, the output read back into `out`, which main
+ * compares (the CHECK counters are not thread-safe); `done` once over. */
+typedef struct device_call {
   const vt_tensor *boxes;
   vt_tensor *out;
-  vo_status status;
-} race;
-
-static void *first_use(void *arg) {
-  race *r = arg;
-  void *mb, *mo;
-  DLTensor db = on_device(r->boxes, &mb), dout = on_device(r->out, &mo);
-  DLTensor *po = &dout;
-  vo_value args[1] = {vo_tensor_value(&db)};
-  r->status = vo_call(NULL, vo_op_get(VO_OP_box_area), args, 1, &po, 1);
-  if (be->copy_to_host(dev, r->out->mem, mo, 0, r->out->mem_bytes, NULL) != VO_OK)
-    r->status = VO_ERROR_BACKEND_FAILURE;
-  be->free(dev, mb, NULL);
-  be->free(dev, mo, NULL);
-  return NULL;
-}
-
-/* PoCL's cache directory's lock file, as program.c names and makes it,
- * opened. */
-static int open_pocl_lock(void) {
-  const char *dir = getenv("POCL_CACHE_DIR"), *tail = "";
-  if (!dir || !*dir) {
-    dir = getenv("XDG_CACHE_HOME");
-    tail = "/pocl";
-    if (!dir || !*dir) {
-      dir = getenv("HOME");
-      tail = "/.cache/pocl";
-    }
-  }
-  char path[4096];
-  snprintf(path, sizeof path, "%s%s/visionops-build.lock", dir ? dir : "", tail);
-  for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-    *slash = '\0';
-    (void)mkdir(path, 0700);
-    *slash = '/';
-  }
-  return open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-}
-
-/* The lock check's call: box_convert (xyxy to cxcywh) on the device. */
-typedef struct convert_call {
-  const vt_tensor *boxes;
-  vt_tensor *out;
+  vo_status (*run)(const DLTensor *boxes, DLTensor *out);
   vo_status status;
   atomic_int done;
-} convert_call;
+} device_call;
 
-static void *convert_on_device(void *arg) {
-  convert_call *r = arg;
+static void *call_on_device(void *arg) {
+  device_call *r = arg;
   void *mb, *mo;
   DLTensor db = on_device(r->boxes, &mb), dout = on_device(r->out, &mo);
-  r->status = vo_box_convert(NULL, &db, VO_BOX_XYXY, VO_BOX_CXCYWH, &dout);
+  r->status = r->run(&db, &dout);
   if (be->copy_to_host(dev, r->out->mem, mo, 0, r->out->mem_bytes, NULL) != VO_OK)
     r->status = VO_ERROR_BACKEND_FAILURE;
   be->free(dev, mb, NULL);
   be->free(dev, mo, NULL);
   atomic_store(&r->done, 1);
   return NULL;
+}
+
+/* The first-use race's call: box_area through vo_call. */
+static vo_status area_of(const DLTensor *boxes, DLTensor *out) {
+  vo_value args[1] = {vo_tensor_value(boxes)};
+  return vo_call(NULL, vo_op_get(VO_OP_box_area), args, 1, &out, 1);
+}
+
+/* The lock check's call: box_convert, xyxy to cxcywh. */
+static vo_status to_cxcywh(const DLTensor *boxes, DLTensor *out) {
+  return vo_box_convert(NULL, boxes, VO_BOX_XYXY, VO_BOX_CXCYWH, out);
 }
 
 /* With the lock held here for 2 s (a build of this small program takes
@@ -192,12 +159,12 @@ static void *convert_on_device(void *arg) {
 static void check_build_waits_for_lock(void) {
   vt_tensor *a = boxes_of(vt_f32, 11, 5);
   vt_tensor *want = vt_tensor_new(vt_f32, 2, a->dl.shape, NULL);
-  CHECK_STATUS(vo_box_convert(NULL, &a->dl, VO_BOX_XYXY, VO_BOX_CXCYWH, &want->dl), VO_OK);
-  convert_call r = {a, vt_tensor_new(vt_f32, 2, a->dl.shape, NULL), VO_OK, 0};
-  const int fd = open_pocl_lock();
+  CHECK_STATUS(to_cxcywh(&a->dl, &want->dl), VO_OK);
+  device_call r = {a, vt_tensor_new(vt_f32, 2, a->dl.shape, NULL), to_cxcywh, VO_OK, 0};
+  const int fd = vo_cl_pocl_lock_file();
   if (CHECK_MSG(fd >= 0 && flock(fd, LOCK_EX) == 0, "PoCL's build lock file cannot be locked")) {
     pthread_t t;
-    if (pthread_create(&t, NULL, convert_on_device, &r) != 0) die("pthread_create");
+    if (pthread_create(&t, NULL, call_on_device, &r) != 0) die("pthread_create");
     for (int i = 0; i < 200 && !atomic_load(&r.done); i++) usleep(10 * 1000);
     CHECK_MSG(!atomic_load(&r.done), "a program built while another process held PoCL's lock");
     flock(fd, LOCK_UN);
@@ -218,20 +185,17 @@ int main(void) {
     printf("skipped: no OpenCL device (%s)\n", detail ? detail : "not built");
     return 77;
   }
-  const vo_cl_device *d0 = vo_cl_device_at(0);
-  if (d0 && strstr(d0->platform_name, "Portable Computing Language")) check_build_waits_for_lock();
+  if (vo_cl_is_pocl(vo_cl_device_at(0))) check_build_waits_for_lock();
   {
     vt_tensor *a = boxes_of(vt_f32, 101, 7);
     const int64_t n[1] = {101};
     vt_tensor *want = vt_tensor_new(vt_f32, 1, n, NULL);
-    vo_value args[1] = {vo_tensor_value(&a->dl)};
-    DLTensor *wo = &want->dl;
-    CHECK_STATUS(vo_call(NULL, vo_op_get(VO_OP_box_area), args, 1, &wo, 1), VO_OK);
+    CHECK_STATUS(area_of(&a->dl, &want->dl), VO_OK);
     pthread_t threads[4];
-    race races[4];
+    device_call races[4];
     for (int i = 0; i < 4; i++) {
-      races[i] = (race){a, vt_tensor_new(vt_f32, 1, n, NULL), VO_OK};
-      if (pthread_create(&threads[i], NULL, first_use, &races[i]) != 0) die("pthread_create");
+      races[i] = (device_call){a, vt_tensor_new(vt_f32, 1, n, NULL), area_of, VO_OK, 0};
+      if (pthread_create(&threads[i], NULL, call_on_device, &races[i]) != 0) die("pthread_create");
     }
     for (int i = 0; i < 4; i++) {
       pthread_join(threads[i], NULL);

@@ -28,6 +28,16 @@ typedef struct vo_cl_device {
  * backend as one without. Whether it is on (after vo_cl_devices). */
 int vo_cl_fp64_forced_off(void);
 
+/* Whether device d (NULL: not one of the list) is PoCL's. */
+int vo_cl_is_pocl(const vo_cl_device *d);
+/* The lock file in PoCL's kernel cache directory that serialises
+ * visionops's program builds across processes (program.c), found as PoCL
+ * finds its cache (POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl, else
+ * $HOME/.cache/pocl) and made with its directories when missing (the
+ * first builds are the ones that race): opened read-write, not locked; -1
+ * when it cannot be. */
+int vo_cl_pocl_lock_file(void);
+
 /* Enumerates the devices once (thread-safe): their count, 0 with the reason
  * in *why (no loader, no platform, no device). */
 int vo_cl_devices(const char **why);

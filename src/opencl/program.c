@@ -204,12 +204,7 @@ static cl_program vo_cl_build(cl_context ctx, cl_device_id dev, const char *name
   return linked;
 }
 
-/* A lock file in PoCL's kernel cache directory, as PoCL picks it
- * (POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl; made
- * here as PoCL would when it is not there yet, since the first builds are
- * the ones that race), opened and locked; -1 when that fails (the build
- * goes on unlocked). */
-static int vo_cl_pocl_lock(void) {
+int vo_cl_pocl_lock_file(void) {
   const char *dir = getenv("POCL_CACHE_DIR"), *tail = "";
   if (!dir || !*dir) {
     dir = getenv("XDG_CACHE_HOME");
@@ -228,7 +223,17 @@ static int vo_cl_pocl_lock(void) {
     (void)mkdir(path, 0700); /* an existing one stays as it is */
     *slash = '/';
   }
-  const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  return open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+
+int vo_cl_is_pocl(const vo_cl_device *d) {
+  return d && strstr(d->platform_name, "Portable Computing Language") != NULL;
+}
+
+/* PoCL's lock file, locked; -1 when it cannot be (the build goes on
+ * unlocked). */
+static int vo_cl_pocl_lock(void) {
+  const int fd = vo_cl_pocl_lock_file();
   if (fd < 0) return -1;
   while (flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
@@ -248,8 +253,7 @@ static void vo_cl_pocl_unlock(int fd) {
 /* vo_cl_build, serialised across processes and tried twice on PoCL. */
 static cl_program vo_cl_build_guarded(cl_context ctx, cl_device_id dev, const char *name,
                                       char **error) {
-  const vo_cl_device *d = vo_cl_device_find(dev);
-  const int pocl = d && strstr(d->platform_name, "Portable Computing Language") != NULL;
+  const int pocl = vo_cl_is_pocl(vo_cl_device_find(dev));
   const int fd = pocl ? vo_cl_pocl_lock() : -1;
   cl_program p = vo_cl_build(ctx, dev, name, error);
   if (!p && pocl) {
