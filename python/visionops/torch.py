@@ -603,7 +603,7 @@ def _make_autograd(schema):
             with _BelowAutograd():
                 return op(*args)
         flat, layout = _flatten(schema, args)
-        if single_level is not None and torch._C._are_functorch_transforms_active():
+        if single_level is not None and _functorch_active():
             with _SingleLevelAllowed():
                 result = single_level.apply(tuple(layout), *flat)
         else:
