@@ -29,8 +29,12 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #include <visionops/visionops.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 /* Most tensors one call can involve: schema tensors, list items, outputs. */
 #define MAX_TENSORS 64
@@ -417,6 +421,34 @@ done:
   return result;
 }
 
+/* A fresh output the op will write whole, allocated just now by the
+ * framework's CPU allocator: asks the kernel to back it with transparent huge
+ * pages (the 2 MiB pages wholly inside it). Large framework allocations are
+ * fresh mappings, so every call first-touches its output one 4 KiB page
+ * fault at a time; roi_align's 50 MB output at 1,000 RoIs spent 13 ms of a
+ * 45 ms call in those faults on torch tensors (NumPy advises its own large
+ * arrays the same way). Only a hint: it changes no data, and the memory is
+ * ours until the call returns it. */
+static void advise_huge_pages(const DLTensor *t) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  enum { HUGE_PAGE = 2 << 20 };
+  if (t->device.device_type != kDLCPU || !t->data) return;
+  uint64_t elements = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->strides && t->shape[i] != 1 && t->strides[i] != (int64_t)elements) return;
+    elements *= (uint64_t)t->shape[i];
+  }
+  uint64_t bytes = elements * ((t->dtype.bits + 7u) / 8u);
+  if (bytes < 2 * HUGE_PAGE) return;
+  uintptr_t start = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+  uintptr_t first = (start + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+  uintptr_t last = (start + (uintptr_t)bytes) & ~(uintptr_t)(HUGE_PAGE - 1);
+  if (last > first) (void)madvise((void *)first, last - first, MADV_HUGEPAGE);
+#else
+  (void)t;
+#endif
+}
+
 /* Converts the arguments once, infers the outputs, has `alloc(shape, dtype,
  * device)` create each in the caller's framework, then runs the op with the
  * GIL released. Returns the list of allocated outputs. */
@@ -464,6 +496,7 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
       Py_CLEAR(result);
       goto done;
     }
+    advise_huge_pages(outs[k]);
   }
   st = vo_context_create(&ctx);
   if (st == VO_OK) st = vo_context_set_num_threads(ctx, num_threads);
