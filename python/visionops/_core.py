@@ -204,11 +204,46 @@ def _numpy_alloc(shape, dtype, device):
     return np.empty(shape, dtype=dtype)
 
 
-def run_numpy(name, args, deterministic=None):
+class Into:
+    """An alloc for _C.call that hands back the caller's buffers (out=):
+    outs[k] for the op's k-th output, checked against the inferred shape and
+    dtype (the library then checks its device, contiguity and overlap with
+    the inputs); outputs past outs, or None in it, come from `fallback`."""
+
+    def __init__(self, op, outs, fallback, dtype_name):
+        self.op, self.outs, self.fallback, self.dtype_name = op, outs, fallback, dtype_name
+        self.k = 0
+
+    def __call__(self, shape, dtype, device):
+        k, self.k = self.k, self.k + 1
+        out = self.outs[k] if k < len(self.outs) else None
+        if out is None:
+            return self.fallback(shape, dtype, device)
+        what = "out" if len(self.outs) == 1 else "out[%d]" % k
+        got = getattr(out, "shape", None)
+        if got is None or not hasattr(out, "dtype"):
+            raise VisionOpsTypeError("%s: %s must be a tensor, got a %s"
+                                     % (self.op, what, type(out).__name__))
+        got = tuple(int(d) for d in got)
+        if self.dtype_name(out) != dtype:
+            raise VisionOpsTypeError("%s: %s must have dtype %s, got %s"
+                                     % (self.op, what, dtype, self.dtype_name(out)))
+        if got != tuple(shape):
+            raise VisionOpsValueError("%s: %s must have shape %s, got %s"
+                                      % (self.op, what, list(shape), list(got)))
+        return out
+
+
+def run_numpy(name, args, deterministic=None, outs=()):
     """Runs op `name` on NumPy (or any DLPack / buffer) inputs; the outputs are
-    NumPy arrays. On pyopencl arrays it runs on their OpenCL queue and the
-    outputs are pyopencl arrays there (_opencl.py)."""
+    NumPy arrays, or the caller's `outs` where given (out=). On pyopencl
+    arrays it runs on their OpenCL queue and the outputs are pyopencl arrays
+    there (_opencl.py)."""
     deterministic = _settings["deterministic"] if deterministic is None else deterministic
     if _opencl.any_array(args):
+        if any(o is not None for o in outs):
+            raise VisionOpsTypeError("%s: out= takes NumPy arrays or torch tensors, not pyopencl "
+                                     "arrays" % name)
         return _opencl.run(name, args, _settings["num_threads"], deterministic)
-    return _C.call(name, args, _numpy_alloc, 0, _settings["num_threads"], deterministic)
+    alloc = Into(name, outs, _numpy_alloc, lambda a: str(a.dtype)) if outs else _numpy_alloc
+    return _C.call(name, args, alloc, 0, _settings["num_threads"], deterministic)

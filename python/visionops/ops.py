@@ -72,6 +72,20 @@ def _call(name, *args):
     return outs if schema.returns_list else (outs[0] if len(outs) == 1 else tuple(outs))
 
 
+def _into(name, out, *args):
+    """The op with its first output written into the caller's `out` (out=),
+    which it returns; other outputs (roi_pool's argmax, ...) are allocated.
+    On torch tensors (inputs or out) it records no gradient (torch's rule for
+    out=; see visionops.torch.run_into)."""
+    if _is_torch(out) or any(_is_torch(a) for a in args):
+        from . import torch as _vtorch
+
+        _vtorch.run_into(name, args, (out,))
+    else:
+        _core.run_numpy(name, list(args), outs=(out,))
+    return out
+
+
 def _describe(x):
     """A short description of a Python object for error messages."""
     if x is None:
@@ -516,7 +530,7 @@ def _box_pair(op, boxes1, boxes2):
 
 
 @_fx_leaf
-def box_iou(boxes1, boxes2, fmt="xyxy"):
+def box_iou(boxes1, boxes2, fmt="xyxy", *, out=None):
     """Pairwise IoU of [..., N, K] and [..., M, K] boxes: [..., N, M].
     `fmt` is the format of both box sets, as in torchvision 0.29:
     axis-aligned "xyxy", "xywh" or "cxcywh" (K = 4), or rotated "cxcywhr",
@@ -527,6 +541,8 @@ def box_iou(boxes1, boxes2, fmt="xyxy"):
     formats) float32, as torchvision's upcasting."""
     fmt = _checks.box_format("box_iou", str(fmt))
     boxes1, boxes2 = _box_pair("box_iou", boxes1, boxes2)
+    if out is not None:
+        return _box_iou_into(boxes1, boxes2, fmt, out)
     if _is_torch(boxes1) or _is_torch(boxes2):
         return _script.box_iou(boxes1, boxes2, fmt)
     width = _checks.box_width(fmt)
@@ -542,6 +558,25 @@ def box_iou(boxes1, boxes2, fmt="xyxy"):
         _checks.check_box_batch("box_iou", "boxes2", [int(d) for d in boxes2.shape])
         boxes1, boxes2 = box_convert(boxes1, fmt, "xyxy"), box_convert(boxes2, fmt, "xyxy")
     return _pairwise("box_iou", boxes1, boxes2)
+
+
+def _box_iou_into(boxes1, boxes2, fmt, out):
+    """box_iou(..., out=): one call of the 2-D C op (box_iou, or
+    box_iou_rotated for the rotated formats) writing into out; the batched
+    form is one call per slice, which out= does not take."""
+    width = _checks.box_width(fmt)
+    for name, b in (("boxes1", boxes1), ("boxes2", boxes2)):
+        if len(b.shape) != 2:
+            raise VisionOpsValueError("box_iou: out= takes 2-D boxes ([N, %d] and [M, %d]), got "
+                                      "%s of shape %s" % (width, width, name, list(b.shape)))
+    if width != 4:
+        if fmt != "cxcywhr":
+            boxes1 = box_convert(boxes1, fmt, "cxcywhr")
+            boxes2 = box_convert(boxes2, fmt, "cxcywhr")
+        return _into("box_iou_rotated", out, boxes1, boxes2, False, False, False)
+    if fmt != "xyxy":
+        boxes1, boxes2 = box_convert(boxes1, fmt, "xyxy"), box_convert(boxes2, fmt, "xyxy")
+    return _into("box_iou", out, boxes1, boxes2)
 
 
 @_fx_leaf
@@ -675,6 +710,12 @@ def _rois(op, boxes, box_len=4):
     return boxes
 
 
+def _any_rois(op, boxes, on_torch, box_len=4):
+    """Boxes (after _boxes) as a [K, box_len + 1] rois tensor of their own
+    framework."""
+    return _script._rois(op, boxes, box_len) if on_torch else _rois(op, boxes, box_len)
+
+
 def _roi_args(op, input, boxes, box_len=4):
     """(input, boxes, on_torch) of a RoI op, type-checked."""
     input = _tensor(input, op, "input")
@@ -683,8 +724,17 @@ def _roi_args(op, input, boxes, box_len=4):
 
 
 @_fx_leaf
-def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
+def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False, *,
+              out=None):
+    """torchvision.ops.roi_align. out= (a contiguous tensor of the result's
+    shape and dtype, on its device) takes the result instead of a new
+    tensor, as in NumPy and torch; it records no gradient. Likewise for
+    roi_pool, ps_roi_align, ps_roi_pool, box_iou and deform_conv2d."""
     input, boxes, on_torch = _roi_args("roi_align", input, boxes)
+    if out is not None:
+        ph, pw = _pair(output_size, "roi_align: output_size")
+        return _into("roi_align", out, input, _any_rois("roi_align", boxes, on_torch),
+                     float(spatial_scale), ph, pw, int(sampling_ratio), bool(aligned))
     if on_torch:
         return _script.roi_align(input, boxes, output_size, spatial_scale, sampling_ratio, aligned)
     ph, pw = _pair(output_size, "roi_align: output_size")
@@ -716,8 +766,12 @@ def roi_align_rotated(input, rois, output_size, spatial_scale=1.0, sampling_rati
 
 
 @_fx_leaf
-def roi_pool(input, boxes, output_size, spatial_scale=1.0):
+def roi_pool(input, boxes, output_size, spatial_scale=1.0, *, out=None):
     input, boxes, on_torch = _roi_args("roi_pool", input, boxes)
+    if out is not None:
+        ph, pw = _pair(output_size, "roi_pool: output_size")
+        return _into("roi_pool", out, input, _any_rois("roi_pool", boxes, on_torch),
+                     float(spatial_scale), ph, pw)
     if on_torch:
         return _script.roi_pool(input, boxes, output_size, spatial_scale)
     ph, pw = _pair(output_size, "roi_pool: output_size")
@@ -726,8 +780,12 @@ def roi_pool(input, boxes, output_size, spatial_scale=1.0):
 
 
 @_fx_leaf
-def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
+def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, *, out=None):
     input, boxes, on_torch = _roi_args("ps_roi_align", input, boxes)
+    if out is not None:
+        ph, pw = _pair(output_size, "ps_roi_align: output_size")
+        return _into("ps_roi_align", out, input, _any_rois("ps_roi_align", boxes, on_torch),
+                     float(spatial_scale), ph, pw, int(sampling_ratio))
     if on_torch:
         return _script.ps_roi_align(input, boxes, output_size, spatial_scale, sampling_ratio)
     ph, pw = _pair(output_size, "ps_roi_align: output_size")
@@ -737,8 +795,12 @@ def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1
 
 
 @_fx_leaf
-def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0):
+def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0, *, out=None):
     input, boxes, on_torch = _roi_args("ps_roi_pool", input, boxes)
+    if out is not None:
+        ph, pw = _pair(output_size, "ps_roi_pool: output_size")
+        return _into("ps_roi_pool", out, input, _any_rois("ps_roi_pool", boxes, on_torch),
+                     float(spatial_scale), ph, pw)
     if on_torch:
         return _script.ps_roi_pool(input, boxes, output_size, spatial_scale)
     ph, pw = _pair(output_size, "ps_roi_pool: output_size")
@@ -774,7 +836,7 @@ def multi_scale_roi_align(features, boxes, scales, output_size, sampling_ratio, 
 
 @_fx_leaf
 def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0),
-                  dilation=(1, 1), mask=None):
+                  dilation=(1, 1), mask=None, *, out=None):
     op = "deform_conv2d"
     input = _tensor(input, op, "input")
     offset = _tensor(offset, op, "offset")
@@ -783,7 +845,7 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
         _tensor(bias, op, "bias")
     if mask is not None:
         _tensor(mask, op, "mask")
-    if _is_torch(input) or _is_torch(offset) or _is_torch(weight):
+    if out is None and (_is_torch(input) or _is_torch(offset) or _is_torch(weight)):
         return _script.deform_conv2d(input, offset, weight, bias, stride, padding, dilation, mask)
     stride_h, stride_w = _pair(stride, "%s: stride" % op)
     pad_h, pad_w = _pair(padding, "%s: padding" % op)
@@ -791,8 +853,9 @@ def deform_conv2d(input, offset, weight, bias=None, stride=(1, 1), padding=(0, 0
     groups, offset_groups = _checks.deform_groups(
         [int(d) for d in input.shape], [int(d) for d in offset.shape],
         [int(d) for d in weight.shape])
-    return _call(op, input, weight, offset, mask, bias, stride_h, stride_w, pad_h,
-                 pad_w, dil_h, dil_w, groups, offset_groups, mask is not None)
+    args = (input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+            groups, offset_groups, mask is not None)
+    return _call(op, *args) if out is None else _into(op, out, *args)
 
 
 # --------------------------------------------------------------- matrix_nms

@@ -127,26 +127,76 @@ def _deterministic():
     return _core.is_deterministic() or torch.are_deterministic_algorithms_enabled()
 
 
-def _make_kernel(schema):
+def _run(schema, args, alloc):
+    """The C op on torch tensors (on a CUDA tensor's current stream); only
+    the tensor (and tensor list) arguments are exported, the rest pass as
+    they are. Returns the outputs alloc made, as a list."""
     name = schema.name
+    args = schema.complete(args)
+    first = _first_tensor(args)
+    for i in schema.tensor_positions:
+        args[i] = _borrow(name, schema.args[i].name, args[i])
+    if first is not None and first.is_cuda:
+        with torch.cuda.device(first.device):
+            queue = _TORCH_BACKENDS["cuda"][1](first.device)
+            return _C.call(name, args, alloc, queue, 0, _deterministic())
+    return _C.call(name, args, alloc, 0, _core.get_num_threads(), _deterministic())
 
-    # Only the tensor (and tensor list) arguments are exported; the rest
-    # pass as they are.
+
+def _make_kernel(schema):
     def kernel(*args):
-        args = schema.complete(args)
-        first = _first_tensor(args)
-        for i in schema.tensor_positions:
-            args[i] = _borrow(name, schema.args[i].name, args[i])
-        if first is not None and first.is_cuda:
-            with torch.cuda.device(first.device):
-                queue = _TORCH_BACKENDS["cuda"][1](first.device)
-                outs = _C.call(name, args, _alloc, queue, 0, _deterministic())
-        else:
-            outs = _C.call(name, args, _alloc, 0, _core.get_num_threads(), _deterministic())
-        return _pack(schema, outs)
+        return _pack(schema, _run(schema, args, _alloc))
 
-    kernel.__name__ = "visionops_%s" % name
+    kernel.__name__ = "visionops_%s" % schema.name
     return kernel
+
+
+def _dtype_name(t):
+    return _DTYPE_NAMES.get(t.dtype, str(t.dtype).replace("torch.", ""))
+
+
+def _bump_version(t):
+    """Tells autograd that t was written in place (a tensor saved for a
+    backward and overwritten through out= is then an error, not a wrong
+    gradient): torch 2.x's _increment_version, or on torch 1.13 an in-place
+    op on an empty view (views share the counter). Inference tensors have
+    no counter."""
+    if t.is_inference():
+        return
+    if hasattr(torch._C, "_increment_version"):
+        torch._C._increment_version(t)
+    else:
+        with torch.no_grad():
+            t.view(-1)[:0].zero_()
+
+
+def run_into(name, args, outs):
+    """Op `name` on torch tensors, writing its outputs into the caller's
+    `outs` (out=; None items and outputs past them are allocated), which it
+    returns with the rest as a list. As torch's own out= functions, this
+    records no gradient: an argument (or out) that requires grad while grad
+    mode is on is an error. It runs the kernel directly, not through the
+    torch.ops dispatcher, so it is for eager code."""
+    schema = _core.SCHEMAS[name]
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    tensors += [t for a in args if isinstance(a, (list, tuple)) for t in a
+                if isinstance(t, torch.Tensor)]
+    for o in outs:
+        if o is not None and not isinstance(o, torch.Tensor):
+            raise VisionOpsTypeError("%s: out must be a torch.Tensor beside torch inputs, got a %s"
+                                     % (name, type(o).__name__))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors + [
+            o for o in outs if o is not None]):
+        raise VisionOpsValueError("%s: out= does not record gradients, and an argument or out "
+                                  "requires grad: call it without out= to differentiate, or "
+                                  "under torch.no_grad()" % name)
+    # detach(): the same memory and version counter, exportable through DLPack.
+    outs = [o.detach() if o is not None and o.requires_grad else o for o in outs]
+    result = _run(schema, list(args), _core.Into(name, outs, _alloc, _dtype_name))
+    for o in outs:
+        if o is not None:
+            _bump_version(o)
+    return result
 
 
 # ---------------------------------------------------------------- Meta
