@@ -1,14 +1,27 @@
 """Benchmark cases for bench/compare_torchvision.py: detector-like inputs and,
-per op and size, a Case whose make(device) returns the (torchvision,
-visionops) pair of callables on that device, plus the op's work model
-(compulsory bytes moved, samples / IoU evaluations / FLOPs) for the
-how-close-to-the-limit table."""
+per op and size, a Case whose make(device) returns the callables (torchvision,
+visionops kernel, visionops public API) on that device, plus the op's work
+model (compulsory bytes moved, samples / IoU evaluations / FLOPs) for the
+how-close-to-the-limit table.
+
+torchvision and the visionops public API (visionops.roi_align(tensor, ...),
+or for a backward row the registered torch.ops.visionops.*_backward that
+autograd calls) are timed as users call them: each allocates its outputs
+in torch. The kernel callable is the C function through ctypes
+(bench/vo_ctypes.py) with outputs allocated once, before timing: what the
+kernel alone costs. Case.numpy(), where set, gives the public API on NumPy
+arrays (CPU)."""
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import torch
 import torchvision
+
+try:  # the public API: bench/compare_torchvision.py puts <build>/python on sys.path
+    import visionops
+except ImportError:  # kernel-only callers (bench/contention.py, before_after.py)
+    visionops = None
 
 F32 = 4  # bytes per float32 / int32 element
 
@@ -32,11 +45,12 @@ QUICK = Sizes(nms=(1000, 5000), iou=1000, rotated_iou=500, rois=100, dcn=(2, 64,
 class Case:
     op: str
     label: str
-    make: Callable  # device -> (torchvision fn, visionops fn)
+    make: Callable  # device -> (torchvision fn, visionops kernel fn, visionops API fn)
     bytes: float = 0.0  # compulsory traffic: bytes the op must read + write at least
     work: float = 0.0  # samples, IoU evaluations or FLOPs
     unit: str = ""  # what `work` counts
     key: str = ""  # which measured peak `work` is compared with ("iou", "flop" or "")
+    numpy: Callable = None  # () -> the visionops public API on NumPy arrays, or None
 
 
 # ------------------------------------------------------------------ inputs
@@ -120,9 +134,11 @@ def nms_case(vo, rng, n):
         tb, ts = on(dev, b, s)
         keep, nk = empty(dev, n, torch.int64), torch.zeros((), dtype=torch.int64, device=dev)
         return (lambda: torchvision.ops.nms(tb, ts, 0.5),
-                lambda: vo.call("vo_nms", tb, ts, 0.5, keep, nk))
+                lambda: vo.call("vo_nms", tb, ts, 0.5, keep, nk),
+                lambda: visionops.nms(tb, ts, 0.5))
     return Case("nms", f"{n:,} boxes", make, bytes=n * (16 + 4 + 8),
-                work=greedy_evaluations(b, s, 0.5), unit="IoU evals", key="iou")
+                work=greedy_evaluations(b, s, 0.5), unit="IoU evals", key="iou",
+                numpy=lambda: lambda: visionops.nms(b, s, 0.5))
 
 
 def batched_nms_case(vo, rng, n, classes=80):
@@ -132,9 +148,11 @@ def batched_nms_case(vo, rng, n, classes=80):
         tb, ts, tc = on(dev, b, s, c)
         keep, nk = empty(dev, n, torch.int64), torch.zeros((), dtype=torch.int64, device=dev)
         return (lambda: torchvision.ops.batched_nms(tb, ts, tc, 0.5),
-                lambda: vo.call("vo_batched_nms", tb, ts, tc, 0.5, keep, nk))
+                lambda: vo.call("vo_batched_nms", tb, ts, tc, 0.5, keep, nk),
+                lambda: visionops.batched_nms(tb, ts, tc, 0.5))
     return Case("batched_nms", f"{n:,} boxes, {classes} classes", make, bytes=n * (16 + 4 + 8 + 8),
-                work=batched_evaluations(b, s, c, 0.5), unit="IoU evals", key="iou")
+                work=batched_evaluations(b, s, c, 0.5), unit="IoU evals", key="iou",
+                numpy=lambda: lambda: visionops.batched_nms(b, s, c, 0.5))
 
 
 def box_iou_case(vo, rng, n):
@@ -143,9 +161,11 @@ def box_iou_case(vo, rng, n):
     def make(dev):
         t1, t2 = on(dev, a1, a2)
         out = empty(dev, (n, n))
-        return (lambda: torchvision.ops.box_iou(t1, t2), lambda: vo.call("vo_box_iou", t1, t2, out))
+        return (lambda: torchvision.ops.box_iou(t1, t2), lambda: vo.call("vo_box_iou", t1, t2, out),
+                lambda: visionops.box_iou(t1, t2))
     return Case("box_iou", f"{n:,} x {n:,}", make, bytes=n * n * F32 + 2 * n * 16,
-                work=n * n, unit="IoUs", key="iou")
+                work=n * n, unit="IoUs", key="iou",
+                numpy=lambda: lambda: visionops.box_iou(a1, a2))
 
 
 def box_iou_rotated_case(vo, rng, n, spread=(1333, 800), label=""):
@@ -157,9 +177,11 @@ def box_iou_rotated_case(vo, rng, n, spread=(1333, 800), label=""):
         t1, t2 = on(dev, a1, a2)
         out = empty(dev, (n, n))
         return (lambda: torchvision.ops.box_iou(t1, t2, fmt="cxcywhr"),
-                lambda: vo.call("vo_box_iou_rotated", t1, t2, False, False, False, out))
+                lambda: vo.call("vo_box_iou_rotated", t1, t2, False, False, False, out),
+                lambda: visionops.box_iou(t1, t2, fmt="cxcywhr"))
     return Case("box_iou_rotated", f"{n:,} x {n:,}{label}", make, bytes=n * n * F32 + 2 * n * 20,
-                work=n * n, unit="IoUs")
+                work=n * n, unit="IoUs",
+                numpy=lambda: lambda: visionops.box_iou(a1, a2, fmt="cxcywhr"))
 
 
 def has_rotated_iou():
@@ -293,7 +315,8 @@ def roi_align_cases(vo, x, rois, bins):
         tx, tr = on(dev, x, rois)
         out = empty(dev, (k, c, bins, bins))
         return (lambda: torchvision.ops.roi_align(tx, tr, bins, SCALE, SR, True),
-                lambda: vo.call("vo_roi_align", tx, tr, SCALE, bins, bins, SR, True, out))
+                lambda: vo.call("vo_roi_align", tx, tr, SCALE, bins, bins, SR, True, out),
+                lambda: visionops.roi_align(tx, tr, bins, SCALE, SR, True))
 
     def backward(dev):
         tr, g = on(dev, rois, randn((k, c, bins, bins), 3))
@@ -301,10 +324,31 @@ def roi_align_cases(vo, x, rois, bins):
         return (lambda: torch.ops.torchvision._roi_align_backward(
                     g, tr, SCALE, bins, bins, n, c, h, w, SR, True),
                 lambda: vo.call("vo_roi_align_backward", g, tr, SCALE, bins, bins, n, c, h, w,
-                                SR, True, gi))
-    return [Case("roi_align", label, forward, fwd_bytes, samples, "samples"),
-            Case("roi_align_backward", label, backward,
-                 backward_bytes("roi_align", rois, x.shape, bins), samples, "samples")]
+                                SR, True, gi),
+                lambda: torch.ops.visionops.roi_align_backward(
+                    g, tr, SCALE, bins, bins, n, c, h, w, SR, True))
+
+    def training(dev):
+        """One training step's share: forward, then backward through
+        autograd (x.grad cleared each time, so nothing accumulates)."""
+        tx, tr, g = on(dev, x, rois, randn((k, c, bins, bins), 3))
+        tx.requires_grad_()
+        out, gi = empty(dev, (k, c, bins, bins)), empty(dev, x.shape)
+
+        def step(fn):
+            tx.grad = None
+            fn(tx, tr, bins, SCALE, SR, True).backward(g)
+        return (lambda: step(torchvision.ops.roi_align),
+                lambda: (vo.call("vo_roi_align", tx, tr, SCALE, bins, bins, SR, True, out),
+                         vo.call("vo_roi_align_backward", g, tr, SCALE, bins, bins, n, c, h, w,
+                                 SR, True, gi)),
+                lambda: step(visionops.roi_align))
+    bwd_bytes = backward_bytes("roi_align", rois, x.shape, bins)
+    return [Case("roi_align", label, forward, fwd_bytes, samples, "samples",
+                 numpy=lambda: lambda: visionops.roi_align(x, rois, bins, SCALE, SR, True)),
+            Case("roi_align_backward", label, backward, bwd_bytes, samples, "samples"),
+            Case("roi_align_fwd_bwd", label, training, fwd_bytes + bwd_bytes, 2 * samples,
+                 "samples")]
 
 
 def saved_output(vo, fn, shape, x, rois, *params):
@@ -331,21 +375,27 @@ def pool_like_cases(vo, op, x, rois, bins):
     fwd_bytes, samples = roi_work(op, rois, x.shape, bins, SR, SCALE)
     label = roi_label(x.shape, k, bins)
 
+    vo_forward = getattr(visionops, op, None)
+
     def forward(dev):
         tx, tr = on(dev, x, rois)
         out, saved = empty(dev, (k, oc, bins, bins)), empty(dev, (k, oc, bins, bins), torch.int32)
         return (lambda: tv_forward(tx, tr),
-                lambda: vo.call(f"vo_{op}", tx, tr, SCALE, bins, bins, *extra, out, saved))
+                lambda: vo.call(f"vo_{op}", tx, tr, SCALE, bins, bins, *extra, out, saved),
+                lambda: vo_forward(tx, tr, bins, SCALE, *extra))
 
     def backward(dev):
         saved = saved_output(vo, f"vo_{op}", (k, oc, bins, bins), x, rois, SCALE, bins, bins,
                              *extra).to(dev)
         tr, g = on(dev, rois, randn((k, oc, bins, bins), 4))
         gi = empty(dev, x.shape)
+        vo_backward = getattr(torch.ops.visionops, f"{op}_backward", None) if visionops else None
         return (lambda: tv_backward(g, tr, saved, SCALE, bins, bins, *extra, n, c, h, w),
                 lambda: vo.call(f"vo_{op}_backward", g, tr, saved, SCALE, bins, bins, *extra,
-                                n, c, h, w, gi))
-    return [Case(op, label, forward, fwd_bytes, samples, "samples"),
+                                n, c, h, w, gi),
+                lambda: vo_backward(g, tr, saved, SCALE, bins, bins, *extra, n, c, h, w))
+    return [Case(op, label, forward, fwd_bytes, samples, "samples",
+                 numpy=lambda: lambda: vo_forward(x, rois, bins, SCALE, *extra)),
             Case(f"{op}_backward", label, backward, backward_bytes(op, rois, x.shape, bins),
                  samples, "samples")]
 
@@ -368,7 +418,8 @@ def deform_cases(vo, dims):
         x, wt, off, mask, bias, _ = on(dev, *arrays)
         y = empty(dev, (n, cout, h, w))
         return (lambda: torch.ops.torchvision.deform_conv2d(x, wt, off, mask, bias, *ints, True),
-                lambda: vo.call("vo_deform_conv2d", x, wt, off, mask, bias, *ints, y))
+                lambda: vo.call("vo_deform_conv2d", x, wt, off, mask, bias, *ints, y),
+                lambda: visionops.deform_conv2d(x, off, wt, bias, padding=1, mask=mask))
 
     def backward(dev):
         x, wt, off, mask, bias, g = on(dev, *arrays)
@@ -376,8 +427,13 @@ def deform_cases(vo, dims):
         return (lambda: torch.ops.torchvision._deform_conv2d_backward(
                     g, x, wt, off, mask, bias, *ints, True),
                 lambda: vo.call("vo_deform_conv2d_backward", g, x, wt, off, mask, bias, *ints,
-                                *grads))
-    return [Case("deform_conv2d", label, forward, 0, flops, "FLOP", "flop"),
+                                *grads),
+                lambda: torch.ops.visionops.deform_conv2d_backward(
+                    g, x, wt, off, mask, bias, *ints, True))
+    x0, wt0, off0, mask0, bias0 = arrays[:5]
+    return [Case("deform_conv2d", label, forward, 0, flops, "FLOP", "flop",
+                 numpy=lambda: lambda: visionops.deform_conv2d(x0, off0, wt0, bias0, padding=1,
+                                                               mask=mask0)),
             Case("deform_conv2d_backward", label, backward, 0, 2 * flops, "FLOP", "flop")]
 
 

@@ -1,8 +1,11 @@
-"""`make bench`: times visionops (through ctypes on the built shared library)
-and torchvision on the same inputs in one process, op by op (forward and
-backward), at 1 thread and at all threads (and on CUDA where both have it),
-prints the tables, writes them into bench/RESULTS.md between the
-bench:begin/end markers and draws bench/ratios.svg.
+"""`make bench`: times visionops and torchvision on the same inputs in one
+process, op by op (forward and backward), at 1 thread and at all threads (and
+on CUDA where both have it), prints the tables, writes them into
+bench/RESULTS.md between the bench:begin/end markers and draws
+bench/ratios.svg. visionops is timed through its public API as users call it
+(torch tensors in, its outputs allocated in torch each call: the headline
+ratios), on NumPy arrays, and as the bare C kernel through ctypes on the built
+shared library with outputs allocated once (bench/cases.py).
 Usage: /usr/bin/python3 bench/compare_torchvision.py build/libvisionops.so
        [--quick] [--reps N] [--budget S] [--filter S] [--out FILE.md] [--svg FILE.svg]
        [--no-write] [--load]
@@ -20,7 +23,18 @@ import numpy as np
 import torch
 import torchvision
 
+
+def _put_package_on_path():
+    """The visionops package staged beside the library (<build>/python),
+    found before any installed copy."""
+    lib = next((a for a in sys.argv[1:] if a.endswith(".so")), None)
+    if lib:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(lib)), "python"))
+
+
+_put_package_on_path()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import visionops  # noqa: E402
 import cases  # noqa: E402
 import report  # noqa: E402
 from vo_ctypes import Lib  # noqa: E402
@@ -112,25 +126,36 @@ def measure_peaks(vo, cores, quick):
 # ------------------------------------------------------------------- runs
 
 def time_cpu(case, cores, vo, opts):
-    """{tv_1, vo_1, tv_n, vo_n} of one case."""
-    tv, mine = case.make("cpu")
+    """{tv_1, vo_1, k_1, tv_n, vo_n, k_n, np_n} of one case: torchvision,
+    visionops' public API on torch tensors, its bare kernel, and (all threads)
+    its public API on NumPy arrays."""
+    tv, kernel, api = case.make("cpu")
+    numpy_api = case.numpy() if case.numpy else None
     row = {}
+    timed = lambda f: median_ms(f, opts.reps, opts.budget, opts.min_reps)
     for threads, tag in ((1, "1"), (cores, "n")):
         torch.set_num_threads(threads)
         vo.threads(threads)
-        row["tv_" + tag] = median_ms(tv, opts.reps, opts.budget, opts.min_reps)
-        row["vo_" + tag] = median_ms(mine, opts.reps, opts.budget, opts.min_reps)
+        visionops.set_num_threads(threads)
+        row["tv_" + tag] = timed(tv)
+        row["vo_" + tag] = timed(api)
+        row["k_" + tag] = timed(kernel)
+    if numpy_api is not None:
+        row["np_n"] = timed(numpy_api)
     return row
 
 
 def time_cuda_pair(case, reps):
-    """{tv_cuda, vo_cuda} on the current stream; None where a side fails."""
+    """{tv_cuda, vo_cuda, k_cuda} (torchvision, visionops' public API, its
+    kernel) on the current stream; None where a side fails."""
     made = guarded(f"{case.op} CUDA inputs", lambda: case.make("cuda"))
     if made is None:
         return {}
-    tv, mine = made
+    tv, kernel, api = made
     return {"tv_cuda": guarded(f"torchvision CUDA {case.op}", lambda: cuda_median_ms(tv, reps)),
-            "vo_cuda": guarded(f"visionops CUDA {case.op}", lambda: cuda_median_ms(mine, reps))}
+            "vo_cuda": guarded(f"visionops CUDA {case.op}", lambda: cuda_median_ms(api, reps)),
+            "k_cuda": guarded(f"visionops CUDA kernel {case.op}",
+                              lambda: cuda_median_ms(kernel, reps))}
 
 
 def time_cuda(case, opts, stream):
@@ -163,7 +188,8 @@ def print_row(r, cores):
     line = (f"{r['op']:<24} {r['label']:<34} tv1 {report.fmt_ms(r['tv_1']):>8} "
             f"vo1 {report.fmt_ms(r['vo_1']):>8} {rat('tv_1', 'vo_1'):>7}   "
             f"tv{cores} {report.fmt_ms(r['tv_n']):>8} vo{cores} {report.fmt_ms(r['vo_n']):>8} "
-            f"{rat('tv_n', 'vo_n'):>7}")
+            f"{rat('tv_n', 'vo_n'):>7}   numpy {report.fmt_ms(r.get('np_n')):>8} "
+            f"kernel {report.fmt_ms(r.get('k_n')):>8} {rat('tv_n', 'k_n'):>7}")
     if "tv_cuda" in r or "vo_cuda" in r:
         line += (f"   cuda tv {report.fmt_ms(r.get('tv_cuda')):>8} "
                  f"vo {report.fmt_ms(r.get('vo_cuda')):>8} {rat('tv_cuda', 'vo_cuda'):>7}")
