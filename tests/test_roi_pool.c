@@ -389,14 +389,45 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2) {
 /* ------------------------------------------------------------ kernel paths */
 
 /* The forward has a channels-last path (the input directly when its channel
- * stride is 1, else a workspace tile of a block of channels; AVX2 or plain C
- * bins) and the NCHW scan as its fallback when the tile does not fit the
- * workspace limit. Every path must give the same bytes: 70 channels (blocks
- * of 64 and 6, so full vectors, a partial vector and a scalar tail), NaN,
- * infinities, signed zeros and ties among the values. Contexts: 1 and 2
- * threads, scalar ISA, a limit that shrinks the block to 8 channels (float)
- * or forces the scan (float64), and a 1-byte limit (always the scan for
- * NCHW input). The backward runs on each context too. */
+ * stride is 1, else a workspace tile of the box of each image its RoIs read,
+ * for a block of channels; AVX2 or plain C bins) and the NCHW scan, taken
+ * when a cost model finds it cheaper or the tile does not fit the workspace
+ * limit. Every path must give the same bytes: 70 channels (blocks of 64 and
+ * 6, so full vectors, a partial vector and a scalar tail), NaN, infinities,
+ * signed zeros and ties among the values. Contexts: 1 and 2 threads, scalar
+ * ISA, a limit that shrinks the block to 8 channels (float) or forces the
+ * scan (float64), and a 1-byte limit (always the scan for NCHW input). The
+ * backward runs on each context too. Three sets of RoIs: every kind on a
+ * small map (channels-last), two tiny RoIs in opposite corners of image 1 of
+ * a larger map (the scan), and 40 overlapping RoIs clustered inside image 1
+ * (channels-last over a box that starts inside the map; image 0 reads
+ * nothing). */
+enum { PATHS_MIXED, PATHS_SPARSE, PATHS_CLUSTERED, PATHS_SETS };
+
+static void paths_rois(vt_rng *rng, int set, const problem *pb, DLDataType dt) {
+  for (int64_t k = 0; k < pb->k; k++) {
+    double *r = pb->rois + 5 * k;
+    if (set == PATHS_MIXED) {
+      gen_roi(rng, pb, dt, r);
+      continue;
+    }
+    double y = 1, x = 1, side = 3; /* map units */
+    if (set == PATHS_SPARSE && k == 1) {
+      y = (double)pb->h - 5;
+      x = (double)pb->w - 5;
+    } else if (set == PATHS_CLUSTERED) {
+      y = 10 + vt_rng_uniform(rng, 0, 10);
+      x = 20 + vt_rng_uniform(rng, 0, 12);
+      side = 6 + vt_rng_uniform(rng, 0, 12);
+    }
+    r[0] = 1;
+    r[1] = vt_round_to(dt, x / pb->scale);
+    r[2] = vt_round_to(dt, y / pb->scale);
+    r[3] = vt_round_to(dt, (x + side) / pb->scale);
+    r[4] = vt_round_to(dt, (y + side * 0.8) / pb->scale);
+  }
+}
+
 static void paths(void) {
   enum { NCTX = 6 };
   vo_context *ctx[NCTX];
@@ -409,11 +440,16 @@ static void paths(void) {
   CHECK_STATUS(vo_context_set_workspace_limit(ctx[4], 8192), VO_OK);
   CHECK_STATUS(vo_context_set_workspace_limit(ctx[5], 1), VO_OK);
   static const double specials[7] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0};
-  for (int d = 0; d < RT_NUM_DTYPES; d++) {
+  static const problem shapes[PATHS_SETS] = {
+      {2, 70, 9, 11, 13, 3, 4, 0.5, NULL, NULL, NULL, NULL},
+      {2, 70, 40, 48, 2, 3, 4, 0.5, NULL, NULL, NULL, NULL},
+      {2, 70, 40, 48, 40, 3, 4, 0.5, NULL, NULL, NULL, NULL}};
+  for (int sd = 0; sd < PATHS_SETS * RT_NUM_DTYPES; sd++) {
+    const int set = sd / RT_NUM_DTYPES, d = sd % RT_NUM_DTYPES;
     const DLDataType dt = *rt_dtypes[d];
     vt_rng rng;
-    vt_rng_seed(&rng, 777 + (uint64_t)d);
-    problem pb = {2, 70, 9, 11, 13, 3, 4, 0.5, NULL, NULL, NULL, NULL};
+    vt_rng_seed(&rng, 777 + (uint64_t)sd);
+    problem pb = shapes[set];
     const int64_t nin = pb.n * pb.c * pb.h * pb.w, nout = pb.k * pb.c * pb.ph * pb.pw;
     pb.input = malloc(sizeof(double) * (size_t)nin);
     pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
@@ -429,7 +465,7 @@ static void paths(void) {
     for (int64_t c = 3; c < pb.c; c += 17)
       for (int64_t i = 0; i < pb.h * pb.w; i++) pb.input[c * pb.h * pb.w + i] = NAN;
     rt_fill_uniform(&rng, dt, pb.grad, nout);
-    for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, dt, pb.rois + 5 * k);
+    paths_rois(&rng, set, &pb, dt);
     double *want = malloc(sizeof(double) * (size_t)nout);
     double *got = malloc(sizeof(double) * (size_t)nout);
     int32_t *wam = malloc(sizeof(int32_t) * (size_t)nout);
@@ -443,7 +479,7 @@ static void paths(void) {
     for (int layout = 0; layout < NUM_LAYOUTS; layout++) {
       for (int i = 0; i < NCTX; i++) {
         char desc[64];
-        snprintf(desc, sizeof desc, "paths layout %d context %d", layout, i);
+        snprintf(desc, sizeof desc, "paths set %d layout %d context %d", set, layout, i);
         if (!CHECK_STATUS(run_forward(ctx[i], dt, layout, &pb, got, gam, i ? raw : raw0), VO_OK))
           continue;
         if (i == 0)

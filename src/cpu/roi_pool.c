@@ -3,10 +3,10 @@
  * the scheduling of kernels/roi_pool.h's arithmetic (torchvision's: rounded
  * RoI corners, "+1" sizes, bin edges by floor/ceil in the compute type), so
  * results match it exactly. The forward runs channels-last (vectorised over
- * channels; see below) and falls back to the plain per-(RoI, channel) NCHW
- * scan when its workspace tile does not fit the context's limit; both give
- * the same bits. Per-dtype code is cpu/roi_pool.inc, instantiated with
- * kernels/dtype_begin.h.
+ * channels; see below) or, when a cost model finds that cheaper (a few RoIs
+ * over a large map) or the workspace tile does not fit the context's limit,
+ * as the plain per-(RoI, channel block) NCHW scan; both give the same bits. Per-dtype code is
+ * cpu/roi_pool.inc, instantiated with kernels/dtype_begin.h.
  */
 #include <math.h>
 #include <string.h>
@@ -37,6 +37,18 @@
  * bit-identical to the scan. */
 #define VO_RP_CB 64                          /* most channels per block */
 #define VO_RP_TILE_TARGET ((size_t)16 << 20) /* preferred tile size (bytes) */
+#define VO_RP_SCAN_CB 16                     /* channels per work item of the scan */
+/* Cost model of the choice between the paths, per channel, in ns on one
+ * core (fitted to 1..1,000 proposals on 2x256x200x272 at 7x7 and 14x14;
+ * see bench/RESULTS.md): the scan per sample and per bin; the channels-last
+ * loop per sample and per bin; the tile transpose per element. The scan
+ * wins for a few RoIs spread over a large map, where the transpose of the
+ * box they span outweighs the faster loop. */
+#define VO_RP_SCAN_NS 1.7
+#define VO_RP_SCAN_BIN_NS 9.6
+#define VO_RP_CL_NS 0.11
+#define VO_RP_CL_BIN_NS 4.9
+#define VO_RP_TRANSPOSE_NS 0.86
 
 #define VO_S_F32
 #include "kernels/dtype_begin.h"
@@ -164,19 +176,21 @@ vo_status vo_cpu_roi_pool(const vo_exec *ex) {
   if (p->out->numel == 0) return VO_OK;
   const vo_k_roi_pool_args a = vo_rp_args(p, p->input);
   if (vo_rp_forward_cl(ex, &a)) return VO_OK;
-  const int64_t items = p->rois->shape[0] * p->channels;
-  /* the plain scan: ~20 ns per (RoI, channel, bin) */
-  const int t = vo_cpu_threads_for(
-      ex->ctx, items, 20.0 * (double)items * (double)(p->pooled_height * p->pooled_width));
+  const int64_t C = p->channels, blocks = (C + VO_RP_SCAN_CB - 1) / VO_RP_SCAN_CB;
+  const int64_t items = p->rois->shape[0] * blocks;
+  /* ~20 ns per (RoI, channel, bin) */
+  const double bins = (double)(p->pooled_height * p->pooled_width);
+  const int t = vo_cpu_threads_for(ex->ctx, items, 20.0 * (double)(p->rois->shape[0] * C) * bins);
   const vo_dtype dt = ex->dtype;
   VO_RP_OMP_FOR(t)
   for (int64_t it = 0; it < items; it++) {
-    const int64_t k = it / p->channels, c = it % p->channels;
+    const int64_t k = it / blocks, c0 = it % blocks * VO_RP_SCAN_CB;
+    const int64_t n = C - c0 < VO_RP_SCAN_CB ? C - c0 : VO_RP_SCAN_CB;
     switch (dt) {
-      case VO_F64: vo_rp_forward_rc_f64(p, &a, k, c); break;
-      case VO_F16: vo_rp_forward_rc_f16(p, &a, k, c); break;
-      case VO_BF16: vo_rp_forward_rc_bf16(p, &a, k, c); break;
-      default: vo_rp_forward_rc_f32(p, &a, k, c); break;
+      case VO_F64: vo_rp_forward_rc_f64(p, &a, k, c0, n); break;
+      case VO_F16: vo_rp_forward_rc_f16(p, &a, k, c0, n); break;
+      case VO_BF16: vo_rp_forward_rc_bf16(p, &a, k, c0, n); break;
+      default: vo_rp_forward_rc_f32(p, &a, k, c0, n); break;
     }
   }
   return VO_OK;
