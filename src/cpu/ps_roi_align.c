@@ -65,32 +65,31 @@ VO_DEFINE_PSA_BINS(float, f32, uint16_t, bf16)
  * ratio 2 gives 4). */
 #define VO_PSA_CHUNK 64
 
-/* The forward prefetches (towards L2) whole rows of an item's planes,
- * paced by the RoIs' bin tops: down to this many rows below the top of the
- * current bin. One row at a time across the planes, a little per RoI,
- * measured best (about 17% faster than none); prefetching to each bin's
- * bottom in bursts, or reading the rows ahead, gained nothing. */
-#define VO_PSA_AHEAD 16
-
-/* Rows [top, bottom] that bin row ph of RoI g can read (clamped to the
- * map; a RoI with a reversed or NaN extent gets the whole map). The bin's
- * top and bottom are computed in the compute type; they only pace the
- * prefetches and order the RoIs, never change a result. */
-static void vo_psa_rows(const vo_ra_roi *g, int f64, int64_t ph, int64_t height, int64_t r[2]) {
+/* Rows [top, bottom] that bin row ph of RoI g can read, or (cols) the
+ * columns of bin column i: clamped to the map (limit rows or columns); a
+ * RoI with a reversed or NaN extent gets the whole map. The bounds are
+ * computed in the compute type; they only order the RoIs and aim the
+ * prefetches, never change a result. */
+static void vo_psa_span(const vo_ra_roi *g, int f64, int cols, int64_t i, int64_t limit,
+                        int64_t r[2]) {
   double a, b;
   if (f64) {
-    a = g->t.f64.start_h + (double)ph * g->t.f64.bin_h;
-    b = a + g->t.f64.bin_h;
+    const double start = cols ? g->t.f64.start_w : g->t.f64.start_h;
+    const double bin = cols ? g->t.f64.bin_w : g->t.f64.bin_h;
+    a = start + (double)i * bin;
+    b = a + bin;
   } else {
-    const float top = g->t.f32.start_h + (float)ph * g->t.f32.bin_h;
-    a = top;
-    b = top + g->t.f32.bin_h;
+    const float start = cols ? g->t.f32.start_w : g->t.f32.start_h;
+    const float bin = cols ? g->t.f32.bin_w : g->t.f32.bin_h;
+    const float lo = start + (float)i * bin;
+    a = lo;
+    b = lo + bin;
   }
   r[0] = 0;
-  r[1] = height - 1;
+  r[1] = limit - 1;
   if (!(a <= b)) return;
-  if (a > 0) r[0] = a >= (double)(height - 1) ? height - 1 : (int64_t)a;
-  if (b < (double)(height - 1)) r[1] = b < 0 ? 0 : (int64_t)b + 1;
+  if (a > 0) r[0] = a >= (double)(limit - 1) ? limit - 1 : (int64_t)a;
+  if (b < (double)(limit - 1)) r[1] = b < 0 ? 0 : (int64_t)b + 1;
 }
 
 /* What the forward's items share. */
@@ -138,9 +137,9 @@ static void vo_psa_store(vo_dtype dt, void *out, int64_t o, const vo_psa_sums *a
  * samples are computed once and shared by the channels, each output is
  * the mean of its samples as torchvision's (0 when the grid is empty), and
  * channel_mapping is filled elsewhere. The item reads only the planes
- * c*PH*PW + b of image img, walking down them with the rows below
- * prefetched: RoI by RoI and channel by channel, the scattered bins were
- * fetched from memory a line at a time. */
+ * c*PH*PW + b of image img, prefetching ahead of its bins as roi_common.h
+ * says (RoI by RoI and channel by channel, the scattered bins were fetched
+ * from memory a line at a time). */
 static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64_t j1, int64_t img,
                         int64_t b) {
   const vo_psa_items *it = arg;
@@ -155,19 +154,41 @@ static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64
   const int64_t nblocks = (cout + VO_PSA_CB - 1) / VO_PSA_CB, channels = cout * bins;
   const char *x = (const char *)vo_view_addr(in) + (img * in->stride[0] + b * in->stride[1]) * es;
   void *out = vo_view_addr(p->out);
-  int64_t front = 0; /* rows above this one have been prefetched */
+  const int64_t row_bytes = p->width * es;
+  /* dense bins stream rows, sparse ones prefetch the next bin (roi_common.h) */
+  int64_t top = p->height, bottom = 0;
+  double bin_lines = 0;
+  for (int64_t j = j0; j < j1 && sw == 1 && p->height > 0 && p->width > 0; j++) {
+    const vo_ra_roi *g = &it->geo[order[j]];
+    if (g->grid_h * g->grid_w == 0) continue;
+    int64_t r[2], c[2];
+    vo_psa_span(g, f64, 0, ph, p->height, r);
+    vo_psa_span(g, f64, 1, pw, p->width, c);
+    bin_lines += vo_ps_bin_lines(r[1] + 1 - r[0], c[0] * es, (c[1] + 1) * es);
+    top = r[0] < top ? r[0] : top;
+    bottom = r[1] + 1 > bottom ? r[1] + 1 : bottom;
+  }
+  const int stream = vo_ps_streams_rows(top, bottom, row_bytes, bin_lines);
+  int64_t front = top; /* rows above this one have been streamed */
   vo_psa_samples s;
   for (int64_t j = j0; j < j1; j++) {
     const int64_t k = order[j];
     const vo_ra_roi *g = &it->geo[k];
     const int64_t ns = g->grid_h * g->grid_w;
-    if (sw == 1 && ns > 0 && p->height > 0) {
-      /* prefetch the rows down to VO_PSA_AHEAD below this bin row's top */
+    if (stream && ns > 0) {
       int64_t r[2];
-      vo_psa_rows(g, f64, ph, p->height, r);
-      const int64_t to = r[0] + VO_PSA_AHEAD < p->height ? r[0] + VO_PSA_AHEAD : p->height;
-      for (; front < to; front++)
-        vo_ps_prefetch_row(x + front * sh * es, cout, cs * es, p->width * es);
+      vo_psa_span(g, f64, 0, ph, p->height, r);
+      const int64_t to = r[0] + VO_PS_AHEAD < p->height ? r[0] + VO_PS_AHEAD : p->height;
+      for (; front < to; front++) vo_ps_prefetch_row(x + front * sh * es, cout, cs * es, row_bytes);
+    } else if (!stream && bin_lines > 0 && j + 1 < j1) {
+      /* the next RoI's bin, while this one is computed */
+      const vo_ra_roi *gn = &it->geo[order[j + 1]];
+      if (gn->grid_h * gn->grid_w > 0) {
+        int64_t r[2], c[2];
+        vo_psa_span(gn, f64, 0, ph, p->height, r);
+        vo_psa_span(gn, f64, 1, pw, p->width, c);
+        vo_ps_prefetch_bin(x, cout, cs * es, sh * es, r[0], r[1] + 1, c[0] * es, (c[1] + 1) * es);
+      }
     }
     const int64_t o = k * channels + b;
     for (int64_t blk = 0, c0 = 0; blk < nblocks; blk++) {
@@ -241,7 +262,7 @@ static vo_status vo_psa_forward(const vo_exec *ex) {
       for (int64_t j = 0; j < m; j++) {
         const int64_t k = orders[m0 + j]; /* orders[0] is rewritten last */
         int64_t r[2] = {0, 0};
-        if (p->height > 0) vo_psa_rows(&geo[k], f64, ph, p->height, r);
+        if (p->height > 0) vo_psa_span(&geo[k], f64, 0, ph, p->height, r);
         keys[j] = (vo_psa_key){r[0], k};
       }
       qsort(keys, (size_t)m, sizeof *keys, vo_psa_key_cmp);

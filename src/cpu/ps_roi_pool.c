@@ -20,13 +20,6 @@
  * blocks of near-equal size. */
 #define VO_PSP_CB 8
 
-/* The forward prefetches (towards L2) whole rows of an item's planes,
- * paced by the bins' tops: down to this many rows below the top of the
- * current bin, one row at a time across the planes. Measured about 20%
- * faster than none; prefetching into L1, to each bin's bottom in bursts,
- * or reading the rows ahead were no better. */
-#define VO_PSP_AHEAD 16
-
 /* RoIs grouped by image, stable: image b's RoIs are order[first[b] ..
  * first[b+1]) in increasing k. */
 static void vo_psp_group(int64_t n, int64_t num_rois, const int64_t *batch_of, int64_t *first,

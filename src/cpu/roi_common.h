@@ -298,12 +298,51 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
   return st;
 }
 
-/* The position-sensitive forwards' prefetch (towards L2) of one row of an
- * item's cout planes, cs_bytes apart. */
+/* The position-sensitive forwards' prefetches (towards L2). An item (the
+ * planes of one bin of one image, RoIs by their bin's top) whose bins are
+ * dense streams whole rows of its planes: down to VO_PS_AHEAD rows below the
+ * current bin's top, one row at a time across the planes, so each line is
+ * fetched once, in order, from far ahead (about 20% faster than no
+ * prefetch; prefetching into L1, to each bin's bottom in bursts, or reading
+ * the rows ahead were no better). An item of sparse bins prefetches only the
+ * next RoI's bin while it computes the current one: streaming rows there
+ * would fetch whole planes for a few RoIs. Dense: the lines of the rows the
+ * bins span are at most VO_PS_DENSE times the lines the bins read. */
+#define VO_PS_AHEAD 16
+#define VO_PS_DENSE 2.0
+
+/* Lines of a bin of `rows` rows and bytes [b0, b1) of each. */
+static inline double vo_ps_bin_lines(int64_t rows, int64_t b0, int64_t b1) {
+  return rows <= 0 || b1 <= b0 ? 0.0 : (double)rows * (double)((b1 - b0 + 63) / 64 + 1);
+}
+
+/* Whether an item whose bins span rows [top, bottom) of row_bytes each and
+ * read bin_lines lines streams rows. */
+static inline int vo_ps_streams_rows(int64_t top, int64_t bottom, int64_t row_bytes,
+                                     double bin_lines) {
+  return bottom > top &&
+         (double)(bottom - top) * (double)((row_bytes + 63) / 64) <= VO_PS_DENSE * bin_lines;
+}
+
+/* One row of an item's cout planes (cs_bytes apart). */
 static inline void vo_ps_prefetch_row(const char *row, int64_t cout, int64_t cs_bytes,
                                       int64_t row_bytes) {
   for (int64_t c = 0; c < cout; c++, row += cs_bytes)
     for (int64_t i = 0; i < row_bytes; i += 64) __builtin_prefetch(row + i, 0, 2);
+}
+
+/* What one bin reads: rows [r0, r1) (row_bytes apart) and bytes [b0, b1)
+ * of each row of an item's cout planes (cs_bytes apart), from x. */
+static inline void vo_ps_prefetch_bin(const char *x, int64_t cout, int64_t cs_bytes,
+                                      int64_t row_bytes, int64_t r0, int64_t r1, int64_t b0,
+                                      int64_t b1) {
+  if (r1 <= r0 || b1 <= b0) return;
+  const int64_t lead = (int64_t)((uintptr_t)(x + b0) & 63); /* to the start of b0's line */
+  for (int64_t c = 0; c < cout; c++)
+    for (int64_t r = r0; r < r1; r++) {
+      const char *row = x + c * cs_bytes + r * row_bytes + b0 - lead;
+      for (int64_t i = 0; i < b1 - b0 + lead; i += 64) __builtin_prefetch(row + i, 0, 2);
+    }
 }
 
 #endif /* VISIONOPS_CPU_ROI_COMMON_H */
