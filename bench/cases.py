@@ -134,7 +134,7 @@ def nms_case(vo, rng, n):
         tb, ts = on(dev, b, s)
         keep, nk = empty(dev, n, torch.int64), torch.zeros((), dtype=torch.int64, device=dev)
         return (lambda: torchvision.ops.nms(tb, ts, 0.5),
-                lambda: vo.call("vo_nms", tb, ts, 0.5, keep, nk),
+                vo.bind("vo_nms", tb, ts, 0.5, keep, nk),
                 lambda: visionops.nms(tb, ts, 0.5))
     return Case("nms", f"{n:,} boxes", make, bytes=n * (16 + 4 + 8),
                 work=greedy_evaluations(b, s, 0.5), unit="IoU evals", key="iou",
@@ -148,7 +148,7 @@ def batched_nms_case(vo, rng, n, classes=80):
         tb, ts, tc = on(dev, b, s, c)
         keep, nk = empty(dev, n, torch.int64), torch.zeros((), dtype=torch.int64, device=dev)
         return (lambda: torchvision.ops.batched_nms(tb, ts, tc, 0.5),
-                lambda: vo.call("vo_batched_nms", tb, ts, tc, 0.5, keep, nk),
+                vo.bind("vo_batched_nms", tb, ts, tc, 0.5, keep, nk),
                 lambda: visionops.batched_nms(tb, ts, tc, 0.5))
     return Case("batched_nms", f"{n:,} boxes, {classes} classes", make, bytes=n * (16 + 4 + 8 + 8),
                 work=batched_evaluations(b, s, c, 0.5), unit="IoU evals", key="iou",
@@ -161,7 +161,7 @@ def box_iou_case(vo, rng, n):
     def make(dev):
         t1, t2 = on(dev, a1, a2)
         out = empty(dev, (n, n))
-        return (lambda: torchvision.ops.box_iou(t1, t2), lambda: vo.call("vo_box_iou", t1, t2, out),
+        return (lambda: torchvision.ops.box_iou(t1, t2), vo.bind("vo_box_iou", t1, t2, out),
                 lambda: visionops.box_iou(t1, t2))
     return Case("box_iou", f"{n:,} x {n:,}", make, bytes=n * n * F32 + 2 * n * 16,
                 work=n * n, unit="IoUs", key="iou",
@@ -177,7 +177,7 @@ def box_iou_rotated_case(vo, rng, n, spread=(1333, 800), label=""):
         t1, t2 = on(dev, a1, a2)
         out = empty(dev, (n, n))
         return (lambda: torchvision.ops.box_iou(t1, t2, fmt="cxcywhr"),
-                lambda: vo.call("vo_box_iou_rotated", t1, t2, False, False, False, out),
+                vo.bind("vo_box_iou_rotated", t1, t2, False, False, False, out),
                 lambda: visionops.box_iou(t1, t2, fmt="cxcywhr"))
     return Case("box_iou_rotated", f"{n:,} x {n:,}{label}", make, bytes=n * n * F32 + 2 * n * 20,
                 work=n * n, unit="IoUs",
@@ -315,7 +315,7 @@ def roi_align_cases(vo, x, rois, bins):
         tx, tr = on(dev, x, rois)
         out = empty(dev, (k, c, bins, bins))
         return (lambda: torchvision.ops.roi_align(tx, tr, bins, SCALE, SR, True),
-                lambda: vo.call("vo_roi_align", tx, tr, SCALE, bins, bins, SR, True, out),
+                vo.bind("vo_roi_align", tx, tr, SCALE, bins, bins, SR, True, out),
                 lambda: visionops.roi_align(tx, tr, bins, SCALE, SR, True))
 
     def backward(dev):
@@ -323,7 +323,7 @@ def roi_align_cases(vo, x, rois, bins):
         gi = empty(dev, x.shape)
         return (lambda: torch.ops.torchvision._roi_align_backward(
                     g, tr, SCALE, bins, bins, n, c, h, w, SR, True),
-                lambda: vo.call("vo_roi_align_backward", g, tr, SCALE, bins, bins, n, c, h, w,
+                vo.bind("vo_roi_align_backward", g, tr, SCALE, bins, bins, n, c, h, w,
                                 SR, True, gi),
                 lambda: torch.ops.visionops.roi_align_backward(
                     g, tr, SCALE, bins, bins, n, c, h, w, SR, True))
@@ -338,10 +338,11 @@ def roi_align_cases(vo, x, rois, bins):
         def step(fn):
             tx.grad = None
             fn(tx, tr, bins, SCALE, SR, True).backward(g)
+        kernel_fwd = vo.bind("vo_roi_align", tx, tr, SCALE, bins, bins, SR, True, out)
+        kernel_bwd = vo.bind("vo_roi_align_backward", g, tr, SCALE, bins, bins, n, c, h, w, SR,
+                             True, gi)
         return (lambda: step(torchvision.ops.roi_align),
-                lambda: (vo.call("vo_roi_align", tx, tr, SCALE, bins, bins, SR, True, out),
-                         vo.call("vo_roi_align_backward", g, tr, SCALE, bins, bins, n, c, h, w,
-                                 SR, True, gi)),
+                lambda: (kernel_fwd(), kernel_bwd()),
                 lambda: step(visionops.roi_align))
     bwd_bytes = backward_bytes("roi_align", rois, x.shape, bins)
     return [Case("roi_align", label, forward, fwd_bytes, samples, "samples",
@@ -381,7 +382,7 @@ def pool_like_cases(vo, op, x, rois, bins):
         tx, tr = on(dev, x, rois)
         out, saved = empty(dev, (k, oc, bins, bins)), empty(dev, (k, oc, bins, bins), torch.int32)
         return (lambda: tv_forward(tx, tr),
-                lambda: vo.call(f"vo_{op}", tx, tr, SCALE, bins, bins, *extra, out, saved),
+                vo.bind(f"vo_{op}", tx, tr, SCALE, bins, bins, *extra, out, saved),
                 lambda: vo_forward(tx, tr, bins, SCALE, *extra))
 
     def backward(dev):
@@ -391,7 +392,7 @@ def pool_like_cases(vo, op, x, rois, bins):
         gi = empty(dev, x.shape)
         vo_backward = getattr(torch.ops.visionops, f"{op}_backward", None) if visionops else None
         return (lambda: tv_backward(g, tr, saved, SCALE, bins, bins, *extra, n, c, h, w),
-                lambda: vo.call(f"vo_{op}_backward", g, tr, saved, SCALE, bins, bins, *extra,
+                vo.bind(f"vo_{op}_backward", g, tr, saved, SCALE, bins, bins, *extra,
                                 n, c, h, w, gi),
                 lambda: vo_backward(g, tr, saved, SCALE, bins, bins, *extra, n, c, h, w))
     return [Case(op, label, forward, fwd_bytes, samples, "samples",
@@ -418,7 +419,7 @@ def deform_cases(vo, dims):
         x, wt, off, mask, bias, _ = on(dev, *arrays)
         y = empty(dev, (n, cout, h, w))
         return (lambda: torch.ops.torchvision.deform_conv2d(x, wt, off, mask, bias, *ints, True),
-                lambda: vo.call("vo_deform_conv2d", x, wt, off, mask, bias, *ints, y),
+                vo.bind("vo_deform_conv2d", x, wt, off, mask, bias, *ints, y),
                 lambda: visionops.deform_conv2d(x, off, wt, bias, padding=1, mask=mask))
 
     def backward(dev):
@@ -426,7 +427,7 @@ def deform_cases(vo, dims):
         grads = [torch.empty_like(t) for t in (x, wt, off, mask, bias)]
         return (lambda: torch.ops.torchvision._deform_conv2d_backward(
                     g, x, wt, off, mask, bias, *ints, True),
-                lambda: vo.call("vo_deform_conv2d_backward", g, x, wt, off, mask, bias, *ints,
+                vo.bind("vo_deform_conv2d_backward", g, x, wt, off, mask, bias, *ints,
                                 *grads),
                 lambda: torch.ops.visionops.deform_conv2d_backward(
                     g, x, wt, off, mask, bias, *ints, True))
