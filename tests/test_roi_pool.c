@@ -597,6 +597,38 @@ static void errors(void) {
                 VO_ERROR_INVALID_ARGUMENT, bad_am[i].needle);
     vt_tensor_free(a);
   }
+  /* a large argmax is checked on several threads, in pieces: the item
+   * reported is still the first bad one (two bad values in different
+   * pieces, the later one found first by whichever thread gets there) */
+  {
+    enum { K = 4000, C = 64 };
+    const int64_t ga_shape[4] = {K, C, 2, 2}, r_shape[2] = {K, 5}, gi_shape[4] = {1, C, 4, 4};
+    vt_tensor *gl = vt_tensor_new(vt_f32, 4, ga_shape, NULL);
+    vt_tensor *al = vt_tensor_new(vt_i32, 4, ga_shape, NULL);
+    vt_tensor *rl = vt_tensor_new(vt_f32, 2, r_shape, NULL);
+    vt_tensor *gil = vt_tensor_new(vt_f32, 4, gi_shape, NULL);
+    vo_context *two = NULL;
+    CHECK_STATUS(vo_context_create(&two), VO_OK);
+    CHECK_STATUS(vo_context_set_num_threads(two, 2), VO_OK);
+    static const int64_t early = 400001, late = 900003;
+    const int64_t at[2] = {late, early};
+    for (int i = 0; i < 2; i++) {
+      vt_set(&al->dl, at[i], -3);
+      const int64_t e = i ? early : late;
+      char needle[96];
+      snprintf(needle, sizeof needle, "argmax[%lld, %lld, %lld, %lld] = -3",
+               (long long)(e / (C * 4)), (long long)(e / 4 % C), (long long)(e / 2 % 2),
+               (long long)(e % 2));
+      EXPECT_FAIL(
+          vo_roi_pool_backward(two, &gl->dl, &rl->dl, &al->dl, 1.0, 2, 2, 1, C, 4, 4, &gil->dl),
+          VO_ERROR_INVALID_ARGUMENT, needle);
+    }
+    vo_context_destroy(two);
+    vt_tensor_free(gl);
+    vt_tensor_free(al);
+    vt_tensor_free(rl);
+    vt_tensor_free(gil);
+  }
   /* the same argmax value is fine for a larger map */
   {
     vt_tensor *a = vt_tensor_new(vt_i32, 4, out_shape, NULL);

@@ -1,9 +1,10 @@
 /*
  * Runs the value checks an op's check function declared (ex->data_checks),
  * in order, before vo_call's kernel: the host loops over the portable
- * predicate of kernels/data_checks.h for tensors it can read, a device
+ * predicate of kernels/data_checks.h for tensors it can read (the CPU
+ * backend's check_data hook runs that loop on its threads), a device
  * backend's check_data hook runs the same predicate on the device, and the
- * message about the first bad value is formed here, once for both.
+ * message about the first bad value is formed here, once for all.
  */
 #include <math.h>
 
@@ -13,15 +14,17 @@ _Static_assert(VO_MAX_LIST <= VO_K_CHECK_MAX_MAPS, "a roi_grid check holds every
 
 static int vo_host_readable(DLDeviceType t) { return t == kDLCPU || t == kDLCUDAHost; }
 
-/* The first bad item of a tensor the host reads, as a device backend finds it. */
-static void vo_find_on_host(const vo_view *t, const vo_view *t2, const vo_k_check *c,
-                            vo_k_check_found *found) {
+/* The first bad item of rows [r0, r1) of a tensor the host reads, as a
+ * device backend finds it (found->first is left alone when none is bad). */
+void vo_find_on_host_rows(const vo_view *t, const vo_view *t2, const vo_k_check *c, int64_t r0,
+                          int64_t r1, vo_k_check_found *found) {
   const void *data = vo_view_addr(t), *data2 = vo_view_addr(t2);
-  const int64_t rows = vo_k_check_rows(c), len = vo_k_check_row_length(c);
+  const int64_t len = vo_k_check_row_length(c);
   /* rows in order, their offsets stepped rather than divided out (argmax
    * and channel_mapping have K*C*PH rows: millions in a detector's step) */
-  int64_t idx[3] = {0, 0, 0}, o = 0;
-  for (int64_t r = 0; r < rows; r++) {
+  int64_t idx[3];
+  int64_t o = vo_k_check_row_offset(c, r0, idx);
+  for (int64_t r = r0; r < r1; r++) {
     if (vo_k_check_is_roi(c)) {
       idx[0] = r;
       o = r * c->stride[0];
@@ -129,12 +132,14 @@ vo_status vo_run_data_checks(const vo_exec *ex) {
   if (ex->num_data_checks == 0) return VO_OK;
   vo_k_check_found found[VO_MAX_DATA_CHECKS];
   for (int i = 0; i < ex->num_data_checks; i++) found[i].first = VO_K_CHECK_NONE;
-  if (vo_host_readable(ex->device.device_type)) {
+  /* the CPU backend's hook runs the same host loop on the context's threads */
+  const int cpu_hook = ex->backend && ex->backend->check_data && ex->device.device_type == kDLCPU;
+  if (vo_host_readable(ex->device.device_type) && !cpu_hook) {
     for (int i = 0; i < ex->num_data_checks; i++) {
       const vo_data_check *d = &ex->data_checks[i];
       if (ex->inputs[d->arg].numel == 0) continue;
-      vo_find_on_host(&ex->inputs[d->arg], &ex->inputs[vo_data_check_second(d)], &d->check,
-                      &found[i]);
+      vo_find_on_host_rows(&ex->inputs[d->arg], &ex->inputs[vo_data_check_second(d)], &d->check, 0,
+                           vo_k_check_rows(&d->check), &found[i]);
       if (found[i].first != VO_K_CHECK_NONE) return vo_data_check_failure(ex, d, &found[i]);
     }
     return VO_OK;

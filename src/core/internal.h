@@ -446,8 +446,8 @@ typedef struct vo_backend {
    * elements is left so). All at once, so one synchronisation serves the
    * call; the dispatcher reports the first check that found one, with the
    * message it forms. Run by vo_call before the kernel, so no output is
-   * written for bad values. NULL where the host reads the tensors itself
-   * (the CPU). */
+   * written for bad values. The CPU's runs vo_find_on_host_rows on its
+   * threads; NULL lets the host read the tensors itself, serially. */
   vo_status (*check_data)(const struct vo_exec *ex, vo_k_check_found *found);
 } vo_backend;
 
@@ -475,6 +475,11 @@ void *vo_context_queue(const vo_context *ctx, DLDevice device);
  * backend, which vo_call reports). Fails with the first bad value's
  * message. */
 vo_status vo_run_data_checks(const vo_exec *ex);
+/* The first bad item of rows [r0, r1) of check c's tensor t (t2: the
+ * check's second tensor), read on the host: found->first and its values
+ * set, or found left alone when none is bad (core/data_checks.c). */
+void vo_find_on_host_rows(const vo_view *t, const vo_view *t2, const vo_k_check *c, int64_t r0,
+                          int64_t r1, vo_k_check_found *found);
 
 /* ------------------------------------------------------------- errors */
 
