@@ -16,10 +16,38 @@ static int vo_host_readable(DLDeviceType t) { return t == kDLCPU || t == kDLCUDA
 
 /* The first bad item of rows [r0, r1) of a tensor the host reads, as a
  * device backend finds it (found->first is left alone when none is bad). */
+/* The argmax check over a contiguous tensor's elements [e0, e1), flat: a
+ * branch-free pass over blocks (vectorised), and the predicate itself only
+ * in a block with a bad value. With hw clamped to 2^31 (an int32 is below
+ * it anyway), v is -1 or in [0, hw) exactly when (uint32_t)v + 1 <= hw.
+ * Returns the first bad element or -1. */
+static int64_t vo_first_bad_argmax(const int32_t *d, int64_t e0, int64_t e1, int64_t hw) {
+  enum { BLOCK = 1024 };
+  const uint32_t limit = hw > ((int64_t)1 << 31) ? (uint32_t)1 << 31 : (uint32_t)hw;
+  for (int64_t b0 = e0; b0 < e1; b0 += BLOCK) {
+    const int64_t b1 = e1 - b0 < BLOCK ? e1 : b0 + BLOCK;
+    uint32_t bad = 0;
+    for (int64_t e = b0; e < b1; e++) bad |= (uint32_t)((uint32_t)d[e] + 1u > limit);
+    if (!bad) continue;
+    for (int64_t e = b0; e < b1; e++)
+      if (!(d[e] == -1 || (d[e] >= 0 && (int64_t)d[e] < hw))) return e;
+  }
+  return -1;
+}
+
 void vo_find_on_host_rows(const vo_view *t, const vo_view *t2, const vo_k_check *c, int64_t r0,
                           int64_t r1, vo_k_check_found *found) {
   const void *data = vo_view_addr(t), *data2 = vo_view_addr(t2);
   const int64_t len = vo_k_check_row_length(c);
+  if (c->kind == VO_K_CHECK_ARGMAX && c->stride[3] == 1 && c->stride[2] == len &&
+      c->stride[1] == c->shape[2] * len && c->stride[0] == c->shape[1] * c->stride[1]) {
+    const int64_t e = vo_first_bad_argmax(data, r0 * len, r1 * len, c->hw);
+    if (e >= 0) {
+      found->first = (uint64_t)e;
+      vo_k_check_values(data, data2, c, e, found->value);
+    }
+    return;
+  }
   /* rows in order, their offsets stepped rather than divided out (argmax
    * and channel_mapping have K*C*PH rows: millions in a detector's step) */
   int64_t idx[3];
