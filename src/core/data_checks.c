@@ -14,8 +14,6 @@ _Static_assert(VO_MAX_LIST <= VO_K_CHECK_MAX_MAPS, "a roi_grid check holds every
 
 static int vo_host_readable(DLDeviceType t) { return t == kDLCPU || t == kDLCUDAHost; }
 
-/* The first bad item of rows [r0, r1) of a tensor the host reads, as a
- * device backend finds it (found->first is left alone when none is bad). */
 /* The argmax check over a contiguous tensor's elements [e0, e1), flat: a
  * branch-free pass over blocks (vectorised), and the predicate itself only
  * in a block with a bad value. With hw clamped to 2^31 (an int32 is below
@@ -35,6 +33,8 @@ static int64_t vo_first_bad_argmax(const int32_t *d, int64_t e0, int64_t e1, int
   return -1;
 }
 
+/* The first bad item of rows [r0, r1) of a tensor the host reads, as a
+ * device backend finds it (found->first is left alone when none is bad). */
 void vo_find_on_host_rows(const vo_view *t, const vo_view *t2, const vo_k_check *c, int64_t r0,
                           int64_t r1, vo_k_check_found *found) {
   const void *data = vo_view_addr(t), *data2 = vo_view_addr(t2);
