@@ -109,7 +109,7 @@ def iou_peak(vo, n, reps):
     rng = np.random.default_rng(5)
     a, b = (torch.from_numpy(cases.detections(rng, n)) for _ in range(2))
     out = torch.empty((n, n))
-    return n * n / (median_ms(lambda: vo.call("vo_box_iou", a, b, out), reps, 5, 3) / 1e3)
+    return n * n / (median_ms(vo.bind("vo_box_iou", a, b, out), reps, 5, 3) / 1e3)
 
 
 def gemm_peak(n, reps):

@@ -122,9 +122,5 @@ class Lib:
         return run
 
     def call(self, fn, *args):
-        keep = []
-        conv = [c_arg(a, keep) for a in args]
-        on_cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
-        ctx = self.cuda_ctx if on_cuda else self.ctx
-        if getattr(self.lib, fn)(ctx, *conv) != 0:
-            raise RuntimeError(f"{fn}: {self.lib.vo_last_error().decode()}")
+        """fn on args once, converting them on this call."""
+        self.bind(fn, *args)()

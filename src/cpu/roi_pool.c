@@ -5,8 +5,9 @@
  * results match it exactly. The forward runs channels-last (vectorised over
  * channels; see below) or, when a cost model finds that cheaper (a few RoIs
  * over a large map) or the workspace tile does not fit the context's limit,
- * as the plain per-(RoI, channel block) NCHW scan; both give the same bits. Per-dtype code is
- * cpu/roi_pool.inc, instantiated with kernels/dtype_begin.h.
+ * as the plain per-(RoI, channel block) NCHW scan; both give the same bits.
+ * Per-dtype code is cpu/roi_pool.inc, instantiated with
+ * kernels/dtype_begin.h.
  */
 #include <math.h>
 #include <string.h>
