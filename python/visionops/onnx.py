@@ -28,6 +28,12 @@ Standard ONNX operators:
   onnx_nms -> NonMaxSuppression itself (its selected rows padded with -1 to
     B * C * min(max_output_boxes_per_class, M), and their count; boxes and
     scores as float32),
+  batched_nms_padded -> one NonMaxSuppression over every (image, class)
+    problem (the pre-NMS top-k as a TopK mask, the box format converted in
+    float32, class_agnostic as one problem an image), then per image a
+    TopK over the selected scores scattered into a [B, C * M] matrix, its
+    ties by (class, box) as the op's; padded with -1 / 0 to max_per_image
+    (opset 14: Reshape's allowzero),
   multi_scale_roi_align -> the FPN level of each RoI from elementwise ops,
     one RoiAlign per level on that level's RoIs, scattered back in order,
   deform_conv2d -> DeformConv (opset 19; onnxruntime 1.32 runs it),
@@ -39,10 +45,13 @@ Standard ONNX operators:
 Differences from eager visionops: NonMaxSuppression needs 0 <= iou_threshold
 (a negative one is an export error; one above 1 is exported as 1, which
 suppresses the same boxes), scores of -inf or NaN are never kept by
-batched_nms, float64 boxes and scores are compared in float32 (ties in score
-may order differently), tied scores in nms are ordered as onnxruntime's
-NonMaxSuppression does (unspecified), and float64 roi_pool runs in float32
-(onnxruntime's MaxRoiPool has no float64 kernel).
+batched_nms or batched_nms_padded, float64 boxes and scores are compared in
+float32 (ties in score may order differently), IoUs follow
+NonMaxSuppression's arithmetic, which orders each box's corners (eager
+visionops computes torchvision's, with negative areas for flipped boxes),
+tied scores in nms are ordered as onnxruntime's NonMaxSuppression does
+(unspecified), and float64 roi_pool runs in float32 (onnxruntime's
+MaxRoiPool has no float64 kernel).
 
 The other ops (ps_roi_align, ps_roi_pool and the backward ops) have no
 standard ONNX operator: they export as custom operators of the
@@ -78,7 +87,8 @@ _TORCH_FLOAT_TYPES = {_ONNX_DOUBLE: torch.float64, _ONNX_FLOAT16: torch.float16,
 # the custom domain.
 IOU_OPS = ("box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou")
 STANDARD_OPS = ("roi_align", "roi_pool", "nms", "batched_nms", "nms_kept", "batched_nms_kept",
-                "onnx_nms", "multi_scale_roi_align", "deform_conv2d") + IOU_OPS
+                "onnx_nms", "batched_nms_padded", "multi_scale_roi_align",
+                "deform_conv2d") + IOU_OPS
 
 
 class CustomOpExportWarning(UserWarning):
@@ -104,12 +114,13 @@ def _nms_threshold(op, iou_threshold):
     IoU > thr with IoU in [0, 1] and never suppresses disjoint boxes, so a
     threshold above 1 is 1 (nothing suppressed either way) and a negative
     one (eager visionops then suppresses even disjoint boxes) cannot be
-    expressed."""
+    expressed. As the float32 NonMaxSuppression takes: rounded down
+    (_f32_at_most), so that its IoU > thr decides as the op's."""
     thr = float(iou_threshold)
     if not thr >= 0.0:
         raise VisionOpsValueError("%s: ONNX export needs iou_threshold >= 0 (NonMaxSuppression "
                                   "never suppresses disjoint boxes), got %r" % (op, thr))
-    return min(thr, 1.0)
+    return _f32_at_most(min(thr, 1.0))
 
 
 def _sampling_ratio(sampling_ratio):
@@ -179,6 +190,117 @@ def _pairwise_iou(kind, emit, const, atan, boxes1, boxes2, eps):
     alpha = emit("Div", v, emit("Add", emit("Add", emit("Sub", const(1.0), iou), v), const(eps)))
     return emit("Sub", diou, emit("Mul", alpha, v))
 
+
+
+def _f32_at_most(t):
+    """The largest float32 <= t: x > it in float32 decides as x > t in
+    double for every float32 x (the op compares float scores and IoUs with
+    a double threshold; NonMaxSuppression takes a float32 one)."""
+    import numpy as np
+
+    f = np.float32(t)
+    if float(f) > t:
+        f = np.nextafter(f, np.float32(-np.inf))
+    return float(f)
+
+
+def _padded_nms_graph(node, const, boxes, scores, box_rank, score_type, iou_threshold,
+                      score_threshold, max_per_class, max_per_image, box_format, class_agnostic,
+                      pre_nms_top_k):
+    """batched_nms_padded from standard operators, for either exporter:
+    node(op_type, *inputs, outputs=1, **attrs) adds a node (attribute values
+    as Python ints, floats, strings, lists or NumPy arrays), const(array) a
+    constant. One NonMaxSuppression over every (image, class) problem, then
+    per image a TopK over a dense [B, C * M] matrix of the selected scores
+    (-inf elsewhere): TopK puts equal scores in index order, class * M +
+    box, which is the op's order (class, then selection). boxes [B, M, 4]
+    or (box_rank 4) [B, M, C, 4]; score_type: the ONNX type of scores."""
+    import numpy as np
+
+    op = "batched_nms_padded"
+    thr = _nms_threshold(op, iou_threshold)
+    score_thr = float("-inf") if score_threshold is None else _f32_at_most(score_threshold)
+    cap = max_per_image if max_per_class < 0 else min(max_per_class, max_per_image)
+
+    def i64(v):
+        return const(np.array(v, dtype=np.int64))
+
+    def f32(v):
+        return const(np.array(v, dtype=np.float32))
+
+    def dim(x, i):
+        return node("Gather", node("Shape", x), i64([i]))
+
+    def unsqueeze(x, axis):
+        return node("Unsqueeze", x, i64([axis]))
+
+    def reshape(x, *dims):  # allowzero: a 0 is a size (C * M = 0), not "copy"
+        return node("Reshape", x, node("Concat", *dims, axis=0), allowzero=1)
+
+    bx = node("Cast", boxes, to=_ONNX_FLOAT)
+    sc = node("Cast", scores, to=_ONNX_FLOAT)
+    # NaN never a candidate (as with a threshold; and TopK may rank NaN first).
+    sc = node("Where", node("IsNaN", sc), f32(float("-inf")), sc)
+    if box_format != 0:  # to xyxy as box_convert writes it (in float32)
+        col = [node("Gather", bx, i64([i]), axis=-1) for i in range(4)]
+        if box_format == 1:  # x, y, x + w, y + h
+            col = [col[0], col[1], node("Add", col[0], col[2]), node("Add", col[1], col[3])]
+        else:  # cx -+ 0.5 * w, cy -+ 0.5 * h
+            hw, hh = node("Mul", f32(0.5), col[2]), node("Mul", f32(0.5), col[3])
+            col = [node("Sub", col[0], hw), node("Sub", col[1], hh), node("Add", col[0], hw),
+                   node("Add", col[1], hh)]
+        bx = node("Concat", *col, axis=-1)
+    b, c, m = dim(scores, 0), dim(scores, 1), dim(scores, 2)
+    cm = node("Mul", c, m)
+    if box_rank == 4:  # [B, M, C, 4] -> [B, C, M, 4]
+        bx = node("Transpose", bx, perm=[0, 2, 1, 3])
+    # The NMS problems: boxes [P, N, 4], scores [P, Q, N]; a selected row
+    # (p, q, n) is image `image`, position class * M + box `position`.
+    if class_agnostic:
+        if box_rank != 4:
+            bx = node("Expand", unsqueeze(bx, 1), node("Concat", b, c, m, i64([4]), axis=0))
+        bx = reshape(bx, b, cm, i64([4]))
+        sc = reshape(sc, b, i64([1]), cm)
+    elif box_rank == 4:
+        bx = reshape(bx, node("Mul", b, c), m, i64([4]))
+        sc = reshape(sc, node("Mul", b, c), i64([1]), m)
+    if pre_nms_top_k >= 0:  # every score but each problem's best pre_nms_top_k to -inf
+        items = dim(sc, 2)
+        _, best = node("TopK", sc, node("Min", items, i64([pre_nms_top_k])), outputs=2, axis=2,
+                       largest=1, sorted=1)
+        zeros = node("ConstantOfShape", node("Shape", sc), value=np.array([0], np.int64))
+        ones = node("ConstantOfShape", node("Shape", best), value=np.array([1], np.int64))
+        chosen = node("Cast", node("ScatterElements", zeros, best, ones, axis=2), to=9)
+        sc = node("Where", chosen, sc, f32(float("-inf")))
+    selected = node("NonMaxSuppression", bx, sc, i64([cap]), f32([thr]), f32([score_thr]))
+    p, q, n = [node("Gather", selected, i64(i), axis=1) for i in range(3)]
+    if class_agnostic:
+        image, position = p, n
+    elif box_rank == 4:
+        image, position = node("Div", p, c), node("Add", node("Mul", node("Mod", p, c), m), n)
+    else:
+        image, position = p, node("Add", node("Mul", q, m), n)
+    dense = node("ConstantOfShape", node("Concat", b, cm, axis=0),
+                 value=np.array([float("-inf")], np.float32))
+    at = node("Concat", unsqueeze(image, 1), unsqueeze(position, 1), axis=1)
+    dense = node("ScatterND", dense, at, node("GatherND", sc, selected))
+    k = node("Min", cm, i64([max_per_image]))
+    best_scores, best = node("TopK", dense, k, outputs=2, axis=1, largest=1, sorted=1)
+    # Past the selections: index C * M (a zero score appended to each row),
+    # and the rows padded with it to max_per_image.
+    best = node("Where", node("Greater", best_scores, f32(float("-inf"))), best, cm)
+    pads = node("Concat", i64([0, 0, 0]), node("Sub", i64([max_per_image]), k), axis=0)
+    best = node("Pad", best, pads, node("Squeeze", cm, i64([0])), mode="constant")
+    kept = node("Less", best, cm)
+    per_row = node("Max", m, i64([1]))  # M = 0: nothing kept, and no division by 0
+    keep = node("Where", kept, node("Mod", best, per_row), i64(-1))
+    labels = node("Where", kept, node("Div", best, per_row), i64(-1))
+    zero = node("Cast", node("ConstantOfShape", node("Concat", b, i64([1]), axis=0),
+                             value=np.array([0], np.float32)), to=score_type)
+    flat = reshape(scores, b, cm)
+    scores_out = node("GatherElements", node("Concat", flat, zero, axis=1), best, axis=1)
+    num = node("ReduceSum", node("Cast", kept, to=_ONNX_INT64), i64([1]), keepdims=0)
+    return keep, labels, scores_out, num
 
 # =============================================== TorchScript-based exporter
 
@@ -349,6 +471,37 @@ def _ts_onnx_nms(g, boxes, scores, max_out, iou_threshold, score_threshold, cent
     return padded, _ts_squeeze(g, k, [0])
 
 
+
+def _ts_batched_nms_padded(g, boxes, scores, iou_threshold, score_threshold, max_per_class,
+                           max_per_image, box_format, class_agnostic, pre_nms_top_k):
+    import numpy as np
+    from torch.onnx import symbolic_helper
+
+    if _ts_opset(g) < 14:
+        raise VisionOpsValueError("batched_nms_padded: ONNX export needs opset 14 or later "
+                                  "(Reshape's allowzero), got opset %d" % _ts_opset(g))
+    suffix = {int: "i", bool: "i", float: "f", str: "s"}
+
+    def node(op_type, *inputs, outputs=1, **attrs):
+        named = {}
+        for k, v in attrs.items():
+            if isinstance(v, np.ndarray):
+                named[k + "_t"] = torch.from_numpy(v)
+            elif isinstance(v, (list, tuple)):
+                named[k + "_" + suffix[type(v[0])]] = list(v)
+            else:
+                named[k + "_" + suffix[type(v)]] = v
+        return g.op(op_type, *inputs, outputs=outputs, **named)
+
+    def const(array):
+        return g.op("Constant", value_t=torch.from_numpy(array))
+
+    return _padded_nms_graph(node, const, boxes, scores, symbolic_helper._get_tensor_rank(boxes),
+                             _ts_onnx_type(scores), iou_threshold,
+                             _ts_optional_float(score_threshold, "score_threshold"),
+                             max_per_class, max_per_image, box_format, class_agnostic,
+                             pre_nms_top_k)
+
 def _ts_multi_scale_roi_align(g, features, rois, scales, ph, pw, sampling_ratio,
                               canonical_scale, canonical_level, aligned):
     from torch.onnx import symbolic_helper
@@ -514,6 +667,7 @@ def _ts_symbolics():
         ("nms_kept", 11, _ts_nms_kept), ("batched_nms_kept", 11, _ts_batched_nms_kept),
         ("nms", 11, _ts_nms), ("batched_nms", 11, _ts_batched_nms),
         ("onnx_nms", 11, _ts_onnx_nms),
+        ("batched_nms_padded", 11, _ts_batched_nms_padded),
         ("multi_scale_roi_align", 11, _ts_multi_scale_roi_align),
         ("deform_conv2d", 11, _ts_deform_conv2d),
     ] + [(name, 11, _ts_iou(name)) for name in IOU_OPS]
@@ -667,6 +821,21 @@ def _dynamo_table():
         return (op.Pad(selected, pads, op.Constant(value_int=-1), mode="constant"),
                 op.Squeeze(k, [0]))
 
+    def node(op_type, *inputs, outputs=1, **attrs):
+        del outputs  # onnxscript returns as many as the schema has
+        attrs = {k: onnx_ir.tensor(v) if isinstance(v, np.ndarray) else v
+                 for k, v in attrs.items()}
+        return getattr(op, op_type)(*inputs, **attrs)
+
+    def batched_nms_padded(boxes, scores, iou_threshold: float,
+                           score_threshold: Optional[float] = None, max_per_class: int = -1,
+                           max_per_image: int = 100, box_format: int = 0,
+                           class_agnostic: bool = False, pre_nms_top_k: int = -1):
+        return _padded_nms_graph(node, lambda a: op.Constant(value=onnx_ir.tensor(a)), boxes,
+                                 scores, len(boxes.shape), int(scores.dtype), iou_threshold,
+                                 score_threshold, max_per_class, max_per_image, box_format,
+                                 class_agnostic, pre_nms_top_k)
+
     def levels_of(rois, canonical_scale, canonical_level, k_min, num_levels):
         def c(v):
             return scalar(v, rois.dtype)
@@ -781,6 +950,7 @@ def _dynamo_table():
     translations = dict(roi_align=roi_align, roi_pool=roi_pool, nms=nms,
                         batched_nms=batched_nms, nms_kept=nms_kept,
                         batched_nms_kept=batched_nms_kept, onnx_nms=onnx_nms,
+                        batched_nms_padded=batched_nms_padded,
                         multi_scale_roi_align=multi_scale_roi_align, deform_conv2d=deform_conv2d)
     for name in IOU_OPS:
         translations[name] = iou(name)

@@ -1,10 +1,10 @@
 """ONNX export of the NMS family's fixed-shape ops (issue 17) with both of
 torch.onnx.export's exporters: onnx_nms as NonMaxSuppression itself (padded
 as the op, run in onnxruntime against eager visionops), batched_nms_padded
-as a custom-domain node whose optional score_threshold is an optional
-attribute; and every custom-domain node keeping all its inputs and
-attributes (the TorchScript exporter's parse_args used to drop all but the
-first argument of the generic symbolic). Kept apart from test_onnx.py:
+as standard operators (run in onnxruntime against the eager op); and every
+custom-domain node keeping all its inputs and attributes (the TorchScript
+exporter's parse_args used to drop all but the first argument of the generic
+symbolic). Kept apart from test_onnx.py:
 growing that module made torch 1.13's TorchScript exporter fail its other
 exports under pytest's assertion rewriting ("Unable to cast from non-held
 to held instance"), which --assert=plain avoids."""
@@ -60,21 +60,105 @@ def _node(proto, name):
     return next(n for n in proto.graph.node if n.op_type == name)
 
 
+def _padded_inputs(rng, b=2, m=40, c=3, per_class=False, ties=False, dtype=torch.float32):
+    """Boxes (x1 < x2, y1 < y2) that overlap often, and scores free of ties
+    within a class; ties=True gives every class the same scores (ties
+    across classes, which the per-image merge orders by class)."""
+    shape = (b, m, c, 2) if per_class else (b, m, 2)
+    xy = rng.uniform(0, 60, shape)
+    boxes = np.concatenate([xy, xy + rng.uniform(5, 30, shape)], -1)
+    scores = np.stack([rng.permutation(m) for _ in range(b * c)]).reshape(b, c, m) / m + 0.01
+    if ties:
+        scores[:] = scores[:, :1]
+    return (torch.from_numpy(boxes).to(dtype), torch.from_numpy(scores).to(dtype))
+
+
+def _as_format(boxes, fmt):
+    x1, y1, x2, y2 = boxes.unbind(-1)
+    if fmt == 1:
+        return torch.stack([x1, y1, x2 - x1, y2 - y1], -1)
+    if fmt == 2:
+        return torch.stack([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], -1)
+    return boxes
+
+
+# (keyword arguments of batched_nms_padded, of _padded_inputs)
+PADDED_CASES = [
+    (dict(), dict()),
+    (dict(score_threshold=0.3), dict()),
+    (dict(max_per_class=2, max_per_image=5), dict()),
+    (dict(max_per_class=0), dict()),
+    (dict(class_agnostic=True), dict()),
+    (dict(pre_nms_top_k=7, score_threshold=0.2), dict()),
+    (dict(max_per_image=500), dict()),  # more slots than candidates: padding
+    (dict(max_per_image=0), dict()),
+    (dict(box_format=1), dict()),
+    (dict(box_format=2, class_agnostic=True, pre_nms_top_k=10), dict()),
+    (dict(), dict(per_class=True)),
+    (dict(class_agnostic=True, max_per_class=4), dict(per_class=True)),
+    (dict(max_per_image=20), dict(ties=True)),
+    (dict(class_agnostic=True), dict(ties=True)),
+    (dict(score_threshold=0.5), dict(dtype=torch.float64)),
+    (dict(), dict(b=1, c=1, m=1)),
+]
+
+
+@needs_ort
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("case", range(len(PADDED_CASES)))
+def test_batched_nms_padded_exports_standard_ops(exporter, case, rng):
+    """batched_nms_padded exports as standard operators (NonMaxSuppression,
+    TopK, scatters and gathers) and runs in onnxruntime with the eager op's
+    results, bit for bit; other input values: nothing is baked in."""
+    kw, shape = PADDED_CASES[case]
+    kw = dict(dict(score_threshold=None, max_per_class=-1, max_per_image=10, box_format=0,
+                   class_agnostic=False, pre_nms_top_k=-1), **kw)
+    args = [kw[k] for k in ("score_threshold", "max_per_class", "max_per_image", "box_format",
+                            "class_agnostic", "pre_nms_top_k")]
+    model = FnModule(lambda b, s: torch.ops.visionops.batched_nms_padded(b, s, 0.5, *args))
+    boxes, scores = _padded_inputs(rng, **shape)
+    boxes = _as_format(boxes, kw["box_format"])
+    proto_bytes = _export(model, (boxes, scores), exporter, ["boxes", "scores"])
+    if onnx is not None:
+        domains = {n.domain for n in onnx.load_from_string(proto_bytes).graph.node}
+        assert domains <= {""}, domains
+    session = _session(proto_bytes)
+    other_boxes, other_scores = _padded_inputs(rng, **shape)
+    for b, s in ((boxes, scores), (_as_format(other_boxes, kw["box_format"]), other_scores)):
+        got, want = _run(session, b, s), model(b, s)
+        assert [g.dtype for g in got] == [w.dtype for w in want]
+        for g, w in zip(got, want):
+            assert g.tolist() == w.tolist()
+        if kw["max_per_image"] and not kw["max_per_class"] == 0:
+            assert int(want[3].min()) > 0  # the case selects something
+
+
+@needs_ort
+def test_batched_nms_padded_export_dynamic_sizes(rng):
+    """Exported with dynamic B, M (TorchScript's dynamic_axes), the model
+    runs on other sizes, fewer candidates than slots included."""
+    model = FnModule(lambda b, s: torch.ops.visionops.batched_nms_padded(
+        b, s, 0.45, 0.1, 8, 30, 0, False, -1))
+    boxes, scores = _padded_inputs(rng)
+    session = _session(_export(model, (boxes, scores), "torchscript", ["boxes", "scores"],
+                               dynamic={"boxes": {0: "B", 1: "M"}, "scores": {0: "B", 2: "M"}}))
+    for b, m in ((3, 100), (1, 4), (2, 0)):
+        bx, sc = _padded_inputs(rng, b=b, m=m)
+        for g, w in zip(_run(session, bx, sc), model(bx, sc)):
+            assert g.tolist() == w.tolist()
+
+
 @needs_onnx
 @pytest.mark.parametrize("exporter", EXPORTERS)
-@pytest.mark.parametrize("score_threshold", [None, 0.3])
-def test_batched_nms_padded_custom_domain(exporter, score_threshold, rng):
-    """batched_nms_padded has no standard operator: a custom node whose
-    score_threshold attribute is absent when the argument is None."""
+def test_batched_nms_padded_export_thresholds(exporter, rng):
+    """A negative iou_threshold (eagerly: disjoint boxes suppress each other)
+    has no NonMaxSuppression equivalent: an export error naming the op."""
     _needs_exporter(exporter)
-    boxes, scores = _inputs(rng)
+    boxes, scores = _padded_inputs(rng)
     model = FnModule(lambda b, s: torch.ops.visionops.batched_nms_padded(
-        b, s, 0.5, score_threshold, -1, 10, 0, False, -1))
-    node = _node(onnx.load_from_string(_export(model, (boxes, scores), exporter,
-                                               ["boxes", "scores"])), "batched_nms_padded")
-    names = {a.name for a in node.attribute}
-    assert ("score_threshold" in names) == (score_threshold is not None), names
-    assert len(node.input) == 2 and {"iou_threshold", "max_per_image"} <= names, names
+        b, s, -0.5, None, -1, 10, 0, False, -1))
+    with pytest.raises(Exception, match="batched_nms_padded: ONNX export needs iou_threshold"):
+        _export(model, (boxes, scores), exporter, ["boxes", "scores"])
 
 
 @needs_onnx
