@@ -77,7 +77,8 @@ CUSTOM_DOMAIN = "visionops"
 CUSTOM_DOMAIN_VERSION = 1
 
 _INT64_MAX = 2 ** 63 - 1
-_ONNX_FLOAT, _ONNX_INT64, _ONNX_FLOAT16, _ONNX_DOUBLE, _ONNX_BFLOAT16 = 1, 7, 10, 11, 16
+_ONNX_FLOAT, _ONNX_INT64, _ONNX_BOOL, _ONNX_FLOAT16, _ONNX_DOUBLE, _ONNX_BFLOAT16 = (
+    1, 7, 9, 10, 11, 16)
 _ONNX_TYPES = {"Float": _ONNX_FLOAT, "Double": _ONNX_DOUBLE, "Half": _ONNX_FLOAT16,
                "BFloat16": _ONNX_BFLOAT16, "Long": _ONNX_INT64}
 _TORCH_FLOAT_TYPES = {_ONNX_DOUBLE: torch.float64, _ONNX_FLOAT16: torch.float16,
@@ -270,7 +271,8 @@ def _padded_nms_graph(node, const, boxes, scores, box_rank, score_type, iou_thre
                        largest=1, sorted=1)
         zeros = node("ConstantOfShape", node("Shape", sc), value=np.array([0], np.int64))
         ones = node("ConstantOfShape", node("Shape", best), value=np.array([1], np.int64))
-        chosen = node("Cast", node("ScatterElements", zeros, best, ones, axis=2), to=9)
+        chosen = node("Cast", node("ScatterElements", zeros, best, ones, axis=2),
+                      to=_ONNX_BOOL)
         sc = node("Where", chosen, sc, f32(float("-inf")))
     selected = node("NonMaxSuppression", bx, sc, i64([cap]), f32([thr]), f32([score_thr]))
     p, q, n = [node("Gather", selected, i64(i), axis=1) for i in range(3)]
