@@ -157,10 +157,13 @@ static DLTensor *rd_tensor(reader *r, arena *a) {
       huge |= __builtin_add_overflow(hi, span, &hi);
   }
   const int64_t reach = hi - lo + 1; /* elements from the lowest to the highest */
-  if (flags & FUZZ_T_NODATA || f->t.device.device_type != kDLCPU || huge ||
-      numel > FUZZ_MAX_ELEMENTS || (numel > 0 && reach > 4 * FUZZ_MAX_ELEMENTS)) {
+  /* CUDA host (pinned) memory is host memory: the library may read it on
+   * the host (its value checks do), so it is allocated as a CPU tensor is. */
+  const int host = f->t.device.device_type == kDLCPU || f->t.device.device_type == kDLCUDAHost;
+  if (flags & FUZZ_T_NODATA || !host || huge || numel > FUZZ_MAX_ELEMENTS ||
+      (numel > 0 && reach > 4 * FUZZ_MAX_ELEMENTS)) {
     /* Not allocated: the library must refuse it (or never dereference it). */
-    f->t.data = flags & FUZZ_T_NODATA || f->t.device.device_type == kDLCPU ? NULL : dummy_byte;
+    f->t.data = flags & FUZZ_T_NODATA || host ? NULL : dummy_byte;
     size_t skip = numel > 0 && numel <= FUZZ_MAX_ELEMENTS ? (size_t)numel * elem : 0;
     r->p += skip < r->left ? skip : r->left;
     r->left -= skip < r->left ? skip : r->left;
