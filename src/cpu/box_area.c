@@ -6,13 +6,6 @@
 #include "cpu/common.h"
 #include "kernels/box_area.h"
 
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_BA_PRAGMA(x) _Pragma(#x)
-#define VO_BA_OMP_FOR(t) VO_BA_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
-#else
-#define VO_BA_OMP_FOR(t) (void)(t);
-#endif
-
 /* One-thread cost of an item in nanoseconds (a strided gather of four
  * coordinates and a store: a coarse estimate). */
 #define VO_BA_ITEM_NS 1.0
@@ -52,8 +45,7 @@ vo_status vo_cpu_box_area(const vo_exec *ex) {
   const void *src = vo_view_addr(boxes);
   void *dst = vo_view_addr(&ex->outputs[0]);
   const int t = vo_cpu_threads_for(ex->ctx, n, VO_BA_ITEM_NS * (double)n);
-  VO_BA_OMP_FOR(t)
-  for (int64_t i = 0; i < n; i++) store_area(src, &a, i, dst);
+  VO_CPU_FOR(t, i, 0, n, { store_area(src, &a, i, dst); });
   return VO_OK;
 }
 
@@ -65,7 +57,6 @@ vo_status vo_cpu_box_area_backward(const vo_exec *ex) {
   const void *src = vo_view_addr(boxes), *g = vo_view_addr(grad);
   void *dst = vo_view_addr(&ex->outputs[0]);
   const int t = vo_cpu_threads_for(ex->ctx, n, VO_BA_ITEM_NS * (double)n);
-  VO_BA_OMP_FOR(t)
-  for (int64_t e = 0; e < n; e++) store_grad(src, g, &a, e, dst);
+  VO_CPU_FOR(t, e, 0, n, { store_grad(src, g, &a, e, dst); });
   return VO_OK;
 }

@@ -6,13 +6,6 @@
 #include "cpu/common.h"
 #include "kernels/box_convert.h"
 
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_BC_PRAGMA(x) _Pragma(#x)
-#define VO_BC_OMP_FOR(t) VO_BC_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
-#else
-#define VO_BC_OMP_FOR(t) (void)(t);
-#endif
-
 /* One-thread cost of an item in nanoseconds (a strided gather of up to
  * eight coordinates, a few operations, sin and cos for the rotated
  * formats: a coarse estimate). */
@@ -48,8 +41,7 @@ vo_status vo_cpu_box_convert(const vo_exec *ex) {
   const void *src = vo_view_addr(boxes);
   void *dst = vo_view_addr(&ex->outputs[0]);
   const int t = vo_cpu_threads_for(ex->ctx, n, VO_BC_ITEM_NS * (double)n);
-  VO_BC_OMP_FOR(t)
-  for (int64_t i = 0; i < n; i++) convert_box(src, &a, i, dst);
+  VO_CPU_FOR(t, i, 0, n, { convert_box(src, &a, i, dst); });
   return VO_OK;
 }
 
@@ -62,7 +54,6 @@ vo_status vo_cpu_box_convert_backward(const vo_exec *ex) {
   const void *src = vo_view_addr(boxes), *g = vo_view_addr(grad);
   void *dst = vo_view_addr(&ex->outputs[0]);
   const int t = vo_cpu_threads_for(ex->ctx, n, VO_BC_ITEM_NS * (double)n);
-  VO_BC_OMP_FOR(t)
-  for (int64_t i = 0; i < n; i++) convert_grad(src, g, &a, i, dst);
+  VO_CPU_FOR(t, i, 0, n, { convert_grad(src, g, &a, i, dst); });
   return VO_OK;
 }

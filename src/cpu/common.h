@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "core/internal.h"
 #include "core/load.h"
+#include "cpu/omp_for.h"
 #include "cpu/parallel.h"
 
 /* Element loads and output stores per storage dtype, for kernels whose

@@ -23,18 +23,6 @@
 #include "cpu/common.h"
 #include "kernels/deform_attn.h"
 
-#ifdef VISIONOPS_HAVE_OPENMP
-#include <omp.h>
-#define VO_DA_PRAGMA(x) _Pragma(#x)
-#define VO_DA_OMP_FOR(t) \
-  VO_DA_PRAGMA(omp parallel for num_threads(t) schedule(dynamic, 1) if ((t) > 1))
-#define VO_DA_THREAD() omp_get_thread_num()
-#else
-#define VO_DA_PRAGMA(x)
-#define VO_DA_OMP_FOR(t) (void)(t);
-#define VO_DA_THREAD() 0
-#endif
-
 /* One-thread cost estimates in nanoseconds (per sample and channel: a
  * bilinear read of four corners; the backward about three times that). */
 #define VO_DA_FORWARD_NS 1.5
@@ -57,11 +45,11 @@ static vo_k_deform_attn_args vo_da_args(const vo_exec *ex, int backward) {
     const int64_t *shapes = vo_view_addr(&ex->inputs[1]), *starts = vo_view_addr(&ex->inputs[2]); \
     S *out = vo_view_addr(&ex->outputs[0]);                                                       \
     const int64_t heads = a->batch * a->queries * a->heads;                                       \
-    VO_DA_OMP_FOR(t)                                                                              \
-    for (int64_t h = 0; h < heads; h++)                                                           \
+    VO_CPU_FOR_DYNAMIC(t, h, 0, heads, {                                                          \
       vo_k_da_forward_head_##SFX(a, value, shapes, starts, loc, attn, out,                        \
                                  h / a->heads / a->queries, h / a->heads % a->queries,            \
                                  h % a->heads);                                                   \
+    });                                                                                           \
   }                                                                                               \
   static void vo_da_backward_task_##SFX(const vo_k_deform_attn_args *a, const vo_exec *ex,        \
                                         int64_t task, T *scratch) {                               \
@@ -296,15 +284,50 @@ VO_DA_FAST(double, f64, f64_avx2, VO_DA_AVX2_ATTR)
  * two threads at once: measured 2.5x slower at 2 threads than at 1 on the
  * decoder case, where zeroing is most of the work. */
 static void vo_da_zero(const vo_view *v, int t) {
-  (void)t; /* without OpenMP */
   char *base = vo_view_addr(v);
   const size_t bytes = (size_t)v->numel * vo_dtype_size(v->dtype), step = (size_t)1 << 20;
   const int64_t chunks = (int64_t)((bytes + step - 1) / step);
-  VO_DA_PRAGMA(omp parallel for num_threads(t) schedule(static) if (t > 1 && chunks > 1))
-  for (int64_t c = 0; c < chunks; c++) {
+  VO_CPU_FOR(chunks > 1 ? t : 1, c, 0, chunks, {
     const size_t at = (size_t)c * step;
     memset(base + at, 0, bytes - at < step ? bytes - at : step);
-  }
+  });
+}
+
+/* The fast forward of heads [h0, h1) and the fast backward task `task`, in
+ * the call's dtype (f64 or f32) and ISA. */
+static void vo_da_fast_forward_heads(int avx2, int f64, const vo_k_deform_attn_args *a,
+                                     const void *value, const int64_t *shapes,
+                                     const int64_t *starts, const void *loc, const void *attn,
+                                     void *out, int64_t h0, int64_t h1, const void *zeros) {
+  (void)avx2;
+#ifdef VO_DA_HAVE_AVX2
+  if (avx2 && f64)
+    vo_da_fast_forward_f64_avx2(a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
+  else if (avx2)
+    vo_da_fast_forward_f32_avx2(a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
+  else
+#endif
+      if (f64)
+    vo_da_fast_forward_f64(a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
+  else
+    vo_da_fast_forward_f32(a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
+}
+
+static void vo_da_fast_backward_at(int avx2, int f64, const vo_k_deform_attn_args *a,
+                                   const vo_exec *ex, int64_t task, int64_t groups,
+                                   const void *zeros) {
+  (void)avx2;
+#ifdef VO_DA_HAVE_AVX2
+  if (avx2 && f64)
+    vo_da_fast_backward_f64_avx2(a, ex, task, groups, zeros);
+  else if (avx2)
+    vo_da_fast_backward_f32_avx2(a, ex, task, groups, zeros);
+  else
+#endif
+      if (f64)
+    vo_da_fast_backward_f64(a, ex, task, groups, zeros);
+  else
+    vo_da_fast_backward_f32(a, ex, task, groups, zeros);
 }
 
 /* Whether the call takes the fast path, and its ISA. */
@@ -338,21 +361,10 @@ vo_status vo_cpu_deform_attn(const vo_exec *ex) {
     const int64_t *shapes = vo_view_addr(&ex->inputs[1]), *starts = vo_view_addr(&ex->inputs[2]);
     void *out = vo_view_addr(&ex->outputs[0]);
     const int64_t block = 16, blocks = (heads + block - 1) / block;
-    VO_DA_OMP_FOR(t)
-    for (int64_t b = 0; b < blocks; b++) {
+    VO_CPU_FOR_DYNAMIC(t, b, 0, blocks, {
       const int64_t h0 = b * block, h1 = h0 + block < heads ? h0 + block : heads;
-#ifdef VO_DA_HAVE_AVX2
-      if (avx2 && f64)
-        vo_da_fast_forward_f64_avx2(&a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
-      else if (avx2)
-        vo_da_fast_forward_f32_avx2(&a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
-      else
-#endif
-          if (f64)
-        vo_da_fast_forward_f64(&a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
-      else
-        vo_da_fast_forward_f32(&a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
-    }
+      vo_da_fast_forward_heads(avx2, f64, &a, value, shapes, starts, loc, attn, out, h0, h1, zeros);
+    });
     vo_workspace_free(ex->ctx, ex->device, zeros);
     return VO_OK;
   }
@@ -407,20 +419,8 @@ vo_status vo_cpu_deform_attn_backward(const vo_exec *ex) {
     if (!zeros) return VO_ERROR_OUT_OF_MEMORY;
     memset(zeros, 0, (size_t)(a.channels + 1) * 8);
     vo_da_zero(&ex->outputs[0], t);
-    VO_DA_OMP_FOR(t)
-    for (int64_t task = 0; task < fast_tasks; task++) {
-#ifdef VO_DA_HAVE_AVX2
-      if (avx2 && f64)
-        vo_da_fast_backward_f64_avx2(&a, ex, task, groups, zeros);
-      else if (avx2)
-        vo_da_fast_backward_f32_avx2(&a, ex, task, groups, zeros);
-      else
-#endif
-          if (f64)
-        vo_da_fast_backward_f64(&a, ex, task, groups, zeros);
-      else
-        vo_da_fast_backward_f32(&a, ex, task, groups, zeros);
-    }
+    VO_CPU_FOR_DYNAMIC(t, task, 0, fast_tasks,
+                       { vo_da_fast_backward_at(avx2, f64, &a, ex, task, groups, zeros); });
     vo_workspace_free(ex->ctx, ex->device, zeros);
     return VO_OK;
   }
@@ -441,16 +441,15 @@ vo_status vo_cpu_deform_attn_backward(const vo_exec *ex) {
     }
   }
   const size_t stride = per_thread / sizeof(float);
-  VO_DA_OMP_FOR(t)
-  for (int64_t task = 0; task < tasks; task++) {
-    float *mine = scratch ? scratch + stride * (size_t)VO_DA_THREAD() : NULL;
+  VO_CPU_FOR_DYNAMIC(t, task, 0, tasks, {
+    float *mine = scratch ? scratch + stride * (size_t)VO_CPU_THREAD() : NULL;
     switch (dt) {
       case VO_F64: vo_da_backward_task_f64(&a, ex, task, NULL); break;
       case VO_F16: vo_da_backward_task_f16(&a, ex, task, mine); break;
       case VO_BF16: vo_da_backward_task_bf16(&a, ex, task, mine); break;
       default: vo_da_backward_task_f32(&a, ex, task, NULL); break;
     }
-  }
+  });
   if (scratch) vo_workspace_free(ex->ctx, ex->device, scratch);
   return VO_OK;
 }

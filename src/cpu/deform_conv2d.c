@@ -12,26 +12,6 @@
 #include "cpu/common.h"
 #include "cpu/gemm.h"
 
-#ifdef VISIONOPS_HAVE_OPENMP
-#include <omp.h>
-#endif
-
-#define VO_DCN_PRAGMA(x) _Pragma(#x)
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_DCN_OMP_FOR(t) \
-  VO_DCN_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
-#define VO_DCN_OMP_PARALLEL(t) VO_DCN_PRAGMA(omp parallel num_threads(t) if ((t) > 1))
-#define VO_DCN_THREAD_ID(id, count)  \
-  do {                               \
-    (id) = omp_get_thread_num();     \
-    (count) = omp_get_num_threads(); \
-  } while (0)
-#else /* serial build: the thread counts are read and ignored */
-#define VO_DCN_OMP_FOR(t) (void)(t);
-#define VO_DCN_OMP_PARALLEL(t) (void)(t);
-#define VO_DCN_THREAD_ID(id, count) ((void)0)
-#endif
-
 /* OpenBLAS's thread pool and our OpenMP threads would fight over the cores
  * (each spin-waits while the other works), so the products run on our
  * threads, each on a slice of the output columns, with OpenBLAS single-

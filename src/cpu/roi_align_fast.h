@@ -181,17 +181,6 @@ static inline int vo_raf_pow2(double count) {
   return frexp(count, &e) == 0.5;
 }
 
-/* Fast-path items are few and coarse: hand them out one at a time, so a
- * thread whose core is busy elsewhere does not hold the others up. */
-#ifdef VISIONOPS_HAVE_OPENMP
-#include <omp.h>
-#define VO_RAF_THREAD() omp_get_thread_num()
-#define VO_RAF_OMP_FOR(t) VO_PRAGMA(omp parallel for num_threads(t) schedule(dynamic, 1) if ((t) > 1))
-#else
-#define VO_RAF_THREAD() 0
-#define VO_RAF_OMP_FOR(t) (void)(t);
-#endif
-
 /* Everything the fast path decides up front. */
 typedef struct vo_raf_plan {
   char *meta;             /* geometry, batch indices, order, start */

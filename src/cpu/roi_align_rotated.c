@@ -9,13 +9,6 @@
  */
 #include "cpu/roi_common.h"
 
-#ifdef VISIONOPS_HAVE_OPENMP
-#include <omp.h>
-#define VO_RAR_THREAD() omp_get_thread_num()
-#else
-#define VO_RAR_THREAD() 0
-#endif
-
 static vo_k_roi_align_rotated_args vo_rar_args(const vo_exec *ex, const vo_k_roi_align_args *a) {
   vo_k_roi_align_rotated_args ra;
   memset(&ra, 0, sizeof ra);
@@ -213,10 +206,10 @@ static int vo_rar_plan_make(const vo_exec *ex, vo_rar_plan *plan) {
   plan->tab = (void *)plan->mem;
   plan->tiles = (void *)(plan->mem + (size_t)tab_bytes);
   const int tt = vo_cpu_threads_for(ex->ctx, K, 2.0 * (double)total);
-  VO_OMP_FOR(tt)
-  for (int64_t k = 0; k < K; k++)
+  VO_CPU_FOR(tt, k, 0, K, {
     vo_k_rar_roi_samples_f32(&plan->geo[k].t.rf32, p->pooled_height, p->pooled_width, H, W, W, 1,
                              plan->tab + plan->tab_off[k]);
+  });
   return 1;
 }
 
@@ -273,12 +266,11 @@ static void vo_rar_forward_fast(const vo_exec *ex, const vo_rar_plan *plan) {
   const int64_t C = p->channels, H = p->height, W = p->width;
   const int64_t bins = p->pooled_height * p->pooled_width, items = p->batch_size * plan->blocks;
   void *out = vo_view_addr(p->out);
-  VO_OMP_FOR(plan->threads)
-  for (int64_t it = 0; it < items; it++) {
+  VO_CPU_FOR(plan->threads, it, 0, items, {
     const int64_t b = it / plan->blocks, c0 = it % plan->blocks * VO_RAR_CB;
     const int64_t nc = C - c0 < VO_RAR_CB ? C - c0 : VO_RAR_CB;
     if (plan->start[b + 1] == plan->start[b]) continue;
-    float *tile = plan->tiles + (size_t)VO_RAR_THREAD() * plan->tile_elems;
+    float *tile = plan->tiles + (size_t)VO_CPU_THREAD() * plan->tile_elems;
     vo_rar_to_tile(p->input, b, c0, nc, H, W, tile);
     for (int64_t r = plan->start[b]; r < plan->start[b + 1]; r++) {
       const int64_t k = plan->order[r];
@@ -303,7 +295,7 @@ static void vo_rar_forward_fast(const vo_exec *ex, const vo_rar_plan *plan) {
         }
       }
     }
-  }
+  });
 }
 
 /* Into acc, the float32 grad_input [N,C,H,W] (every element written). */
@@ -312,8 +304,7 @@ static void vo_rar_backward_fast(const vo_exec *ex, const vo_rar_plan *plan, flo
   const vo_view *gr = p->grad;
   const int64_t C = p->channels, H = p->height, W = p->width, PW = p->pooled_width;
   const int64_t bins = p->pooled_height * PW, items = p->batch_size * plan->blocks;
-  VO_OMP_FOR(plan->threads)
-  for (int64_t it = 0; it < items; it++) {
+  VO_CPU_FOR(plan->threads, it, 0, items, {
     const int64_t b = it / plan->blocks, c0 = it % plan->blocks * VO_RAR_CB;
     const int64_t nc = C - c0 < VO_RAR_CB ? C - c0 : VO_RAR_CB;
     float *dst = acc + (b * C + c0) * H * W;
@@ -321,7 +312,7 @@ static void vo_rar_backward_fast(const vo_exec *ex, const vo_rar_plan *plan, flo
       memset(dst, 0, (size_t)(nc * H * W) * sizeof(float));
       continue;
     }
-    float *tile = plan->tiles + (size_t)VO_RAR_THREAD() * plan->tile_elems;
+    float *tile = plan->tiles + (size_t)VO_CPU_THREAD() * plan->tile_elems;
     memset(tile, 0, (size_t)(H * W * nc) * sizeof(float));
     for (int64_t r = plan->start[b]; r < plan->start[b + 1]; r++) {
       const int64_t k = plan->order[r];
@@ -344,7 +335,7 @@ static void vo_rar_backward_fast(const vo_exec *ex, const vo_rar_plan *plan, flo
     }
     for (int64_t c = 0; c < nc; c++)
       for (int64_t i = 0; i < H * W; i++) dst[c * H * W + i] = tile[i * nc + c];
-  }
+  });
 }
 
 vo_status vo_cpu_roi_align_rotated(const vo_exec *ex) {

@@ -4,9 +4,9 @@
  * (and kernels/roi_align_rotated.h): each RoI's
  * geometry in the call's compute type, per-RoI sample tables chunked by
  * the workspace limit, and the plain driver that runs the work items over
- * the threads. Also the OpenMP loop macros, the position-sensitive
- * forwards' work split and the grad_input driver (float32 accumulation for
- * half types) shared by every RoI backward, ps_roi_pool's included.
+ * the threads. Also the position-sensitive forwards' work split and the
+ * grad_input driver (float32 accumulation for half types) shared by every
+ * RoI backward, ps_roi_pool's included.
  */
 #ifndef VISIONOPS_CPU_ROI_COMMON_H
 #define VISIONOPS_CPU_ROI_COMMON_H
@@ -17,19 +17,6 @@
 #include "cpu/common.h"
 #include "core/roi_align_args.h"
 #include "kernels/roi_align_rotated.h"
-
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_PRAGMA(x) _Pragma(#x)
-#define VO_OMP_FOR(t) VO_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
-#define VO_OMP_PARALLEL(t) VO_PRAGMA(omp parallel num_threads(t) if ((t) > 1))
-#define VO_OMP_FOR_NOWAIT VO_PRAGMA(omp for schedule(static) nowait)
-#define VO_OMP_FOR_DYNAMIC VO_PRAGMA(omp for schedule(dynamic, 1))
-#else
-#define VO_OMP_FOR(t) (void)(t);
-#define VO_OMP_PARALLEL(t) (void)(t);
-#define VO_OMP_FOR_NOWAIT
-#define VO_OMP_FOR_DYNAMIC
-#endif
 
 /* A RoI's geometry in the call's compute type (float64 for float64, else
  * float32), with the fields the drivers schedule by; rotated RoIs keep
@@ -66,11 +53,10 @@ static inline void vo_zero_parallel(const vo_exec *ex, void *p, size_t elem, int
   const int64_t bytes = count * (int64_t)elem, piece = (int64_t)1 << 20;
   const int64_t pieces = (bytes + piece - 1) / piece;
   const int t = vo_cpu_threads_for(ex->ctx, pieces, 0.1 * (double)bytes); /* ~10 GB/s */
-  VO_OMP_FOR(t)
-  for (int64_t i = 0; i < pieces; i++) {
+  VO_CPU_FOR(t, i, 0, pieces, {
     const int64_t at = i * piece, len = bytes - at < piece ? bytes - at : piece;
     memset((char *)p + at, 0, (size_t)len);
-  }
+  });
 }
 
 /* The position-sensitive forwards' work (ps_roi_align, ps_roi_pool): items
@@ -83,6 +69,27 @@ static inline void vo_zero_parallel(const vo_exec *ex, void *p, size_t elem, int
  * item(arg, ord, j0, j1, img, b) computes bin b over ord[j0..j1). */
 typedef void (*vo_ps_item_fn)(const void *arg, const int64_t *ord, int64_t j0, int64_t j1,
                               int64_t img, int64_t b);
+
+/* vo_ps_forward_items' loops, shared by the threads of its region (or run
+ * by the calling thread alone outside one). */
+static inline void vo_ps_run_items(int64_t pooled_width, int64_t num_rois, const int64_t *first,
+                                   const int64_t *orders, int32_t *mapping, int64_t channels,
+                                   int64_t bins, int64_t parts, int64_t items, vo_ps_item_fn item,
+                                   const void *arg) {
+  VO_CPU_OMP_FOR_NOWAIT
+  for (int64_t k = 0; k < num_rois; k++)
+    for (int64_t c = 0; c < channels; c++) mapping[k * channels + c] = (int32_t)c;
+  VO_CPU_OMP_FOR_DYNAMIC
+  for (int64_t it = 0; it < items; it++) {
+    const int64_t pair = it / parts, part = it % parts;
+    const int64_t img = pair / bins, b = pair % bins;
+    const int64_t m = first[img + 1] - first[img];
+    const int64_t j0 = first[img] + m * part / parts;
+    const int64_t j1 = first[img] + m * (part + 1) / parts;
+    item(arg, orders + (b / pooled_width) * num_rois, j0, j1, img, b);
+  }
+}
+
 static inline void vo_ps_forward_items(const vo_exec *ex, int64_t n, int64_t pooled_height,
                                        int64_t pooled_width, int64_t num_rois, const int64_t *first,
                                        const int64_t *orders, int32_t *mapping, int64_t channels,
@@ -95,19 +102,13 @@ static inline void vo_ps_forward_items(const vo_exec *ex, int64_t n, int64_t poo
   if (parts > num_rois) parts = num_rois > 0 ? num_rois : 1;
   const int64_t items = pairs * parts;
   if (t > items) t = (int)items;
-  VO_OMP_PARALLEL(t) {
-    VO_OMP_FOR_NOWAIT
-    for (int64_t k = 0; k < num_rois; k++)
-      for (int64_t c = 0; c < channels; c++) mapping[k * channels + c] = (int32_t)c;
-    VO_OMP_FOR_DYNAMIC
-    for (int64_t it = 0; it < items; it++) {
-      const int64_t pair = it / parts, part = it % parts;
-      const int64_t img = pair / bins, b = pair % bins;
-      const int64_t m = first[img + 1] - first[img];
-      const int64_t j0 = first[img] + m * part / parts;
-      const int64_t j1 = first[img] + m * (part + 1) / parts;
-      item(arg, orders + (b / pooled_width) * num_rois, j0, j1, img, b);
-    }
+  if (t > 1) {
+    VO_CPU_PARALLEL(t)
+    vo_ps_run_items(pooled_width, num_rois, first, orders, mapping, channels, bins, parts, items,
+                    item, arg);
+  } else {
+    vo_ps_run_items(pooled_width, num_rois, first, orders, mapping, channels, bins, parts, items,
+                    item, arg);
   }
 }
 
@@ -216,8 +217,7 @@ static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params
     double chunk_entries = 0;
     for (int64_t k = k0; k < k1; k++) chunk_entries += (double)entries[k];
     const int tt = vo_cpu_threads_for(ex->ctx, k1 - k0, 2.0 * chunk_entries);
-    VO_OMP_FOR(tt)
-    for (int64_t k = k0; k < k1; k++) {
+    VO_CPU_FOR(tt, k, k0, k1, {
       if (!tab || tab_off[k] < 0 || entries[k] == 0) continue;
       void *t = tab + (size_t)tab_off[k] * sample;
       if (ops)
@@ -228,23 +228,21 @@ static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params
       else
         vo_k_ra_roi_samples_f32(&geo[k].t.f32, p->pooled_height, p->pooled_width, p->height,
                                 p->width, sh, sw, t);
-    }
+    });
     if (!backward) {
       const int64_t items = (k1 - k0) * fwd_channels;
       const int t = vo_cpu_threads_for(ex->ctx, items, chunk_entries * (double)fwd_channels);
-      VO_OMP_FOR(t)
-      for (int64_t it = 0; it < items; it++) {
+      VO_CPU_FOR(t, it, 0, items, {
         const int64_t k = k0 + it / fwd_channels, c = it % fwd_channels;
         fwd(ex, &a, &geo[k], tab && tab_off[k] >= 0 ? tab + (size_t)tab_off[k] * sample : NULL, k,
             c);
-      }
+      });
     } else {
       const int64_t hw = p->height * p->width;
       const int t = vo_cpu_threads_for(ex->ctx, planes,
                                        (double)hw * (double)planes * (k0 == 0 ? 0.1 : 0) +
                                            1.5 * chunk_entries * (double)p->channels);
-      VO_OMP_FOR(t)
-      for (int64_t pl = 0; pl < planes; pl++) {
+      VO_CPU_FOR(t, pl, 0, planes, {
         const int64_t b = pl / p->channels, c = pl % p->channels;
         char *plane = (char *)acc + (size_t)(pl * hw) * elem;
         /* the owner zeroes its plane (in parallel, and it stays in cache) */
@@ -254,7 +252,7 @@ static inline vo_status vo_ra_drive(const vo_exec *ex, const vo_roi_align_params
           bwd(ex, &a, &geo[k], tab && tab_off[k] >= 0 ? tab + (size_t)tab_off[k] * sample : NULL, k,
               c, plane);
         }
-      }
+      });
     }
   }
   if (tab) vo_workspace_free(ex->ctx, ex->device, tab);
@@ -287,11 +285,9 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
     uint16_t *o = vo_view_addr(out);
     const int t = vo_cpu_threads_for(ex->ctx, numel / 4096, 0.5 * (double)numel);
     if (ex->dtype == VO_F16) {
-      VO_OMP_FOR(t)
-      for (int64_t i = 0; i < numel; i++) o[i] = vo_f32_to_f16(acc[i]);
+      VO_CPU_FOR(t, i, 0, numel, { o[i] = vo_f32_to_f16(acc[i]); });
     } else {
-      VO_OMP_FOR(t)
-      for (int64_t i = 0; i < numel; i++) o[i] = vo_f32_to_bf16(acc[i]);
+      VO_CPU_FOR(t, i, 0, numel, { o[i] = vo_f32_to_bf16(acc[i]); });
     }
   }
   vo_workspace_free(ex->ctx, ex->device, acc);

@@ -15,13 +15,6 @@
 #include "cpu/common.h"
 #include "kernels/roi_pool.h"
 
-#ifdef VISIONOPS_HAVE_OPENMP
-#define VO_RP_PRAGMA(x) _Pragma(#x)
-#define VO_RP_OMP_FOR(t) VO_RP_PRAGMA(omp parallel for num_threads(t) schedule(static) if ((t) > 1))
-#else
-#define VO_RP_OMP_FOR(t) (void)(t);
-#endif
-
 /* ---------------------------------------------------------- channels-last
  * Why: in NCHW a bin's row is a handful of scattered floats per channel, so
  * the plain scan is a short, branchy, latency-bound loop (and each (RoI,
@@ -185,8 +178,7 @@ vo_status vo_cpu_roi_pool(const vo_exec *ex) {
   const double bins = (double)(p->pooled_height * p->pooled_width);
   const int t = vo_cpu_threads_for(ex->ctx, items, 20.0 * (double)(p->rois->shape[0] * C) * bins);
   const vo_dtype dt = ex->dtype;
-  VO_RP_OMP_FOR(t)
-  for (int64_t it = 0; it < items; it++) {
+  VO_CPU_FOR(t, it, 0, items, {
     const int64_t k = it / blocks, c0 = it % blocks * VO_RP_SCAN_CB;
     const int64_t n = C - c0 < VO_RP_SCAN_CB ? C - c0 : VO_RP_SCAN_CB;
     switch (dt) {
@@ -195,7 +187,7 @@ vo_status vo_cpu_roi_pool(const vo_exec *ex) {
       case VO_BF16: vo_rp_forward_rc_bf16(p, &a, k, c0, n); break;
       default: vo_rp_forward_rc_f32(p, &a, k, c0, n); break;
     }
-  }
+  });
   return VO_OK;
 }
 
@@ -249,15 +241,14 @@ vo_status vo_cpu_roi_pool_backward(const vo_exec *ex) {
       ex->ctx, planes, 0.1 * (double)planes * (double)hw + 2.0 * (double)p->grad->numel);
   const vo_dtype dt = ex->dtype;
   const vo_k_roi_pool_args a = vo_rp_args(p, p->grad);
-  VO_RP_OMP_FOR(t)
-  for (int64_t pl = 0; pl < planes; pl++) {
+  VO_CPU_FOR(t, pl, 0, planes, {
     switch (dt) {
       case VO_F64: vo_rp_backward_plane_f64(p, &a, first, order, pl, vo_view_addr(p->out)); break;
       case VO_F16: vo_rp_backward_plane_f16(p, &a, first, order, pl, acc); break;
       case VO_BF16: vo_rp_backward_plane_bf16(p, &a, first, order, pl, acc); break;
       default: vo_rp_backward_plane_f32(p, &a, first, order, pl, vo_view_addr(p->out)); break;
     }
-  }
+  });
   if (acc) vo_workspace_free(ex->ctx, ex->device, acc);
   vo_workspace_free(ex->ctx, ex->device, first);
   return VO_OK;
