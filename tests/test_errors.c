@@ -501,6 +501,11 @@ static void generic_errors(void) {
   CHECK(vo_op_find("") == NULL);
   CHECK(vo_op_find(NULL) == NULL);
   CHECK(vo_op_find("nms ") == NULL);
+  CHECK(vo_op_find("zzz") == NULL); /* past the last name, and before the first: */
+  CHECK(vo_op_find("a") == NULL);
+  for (int i = 0; i < vo_op_count(); i++) /* the binary search finds every op */
+    CHECK_MSG(vo_op_find(vo_op_get(i)->name) == vo_op_get(i), "vo_op_find(\"%s\")",
+              vo_op_get(i)->name);
   CHECK(vo_op_get(-1) == NULL);
   CHECK(vo_op_get(vo_op_count()) == NULL);
   CHECK(vo_op_get(1 << 30) == NULL);

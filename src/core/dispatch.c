@@ -417,17 +417,18 @@ vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *a
   st = vo_check_outputs(&ex, outputs, num_outputs);
   if (st != VO_OK) return st;
 
-  char dev[48];
-  vo_device_str(ex.device, dev, sizeof dev);
+  char dev[48]; /* formed for a message only */
+#define DEVICE vo_device_str(ex.device, dev, sizeof dev)
   if (!b)
-    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, dev,
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, DEVICE,
                    "visionops has no backend for this device type");
   if (b->not_built_reason)
-    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, dev,
+    return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: cannot run on %s: %s", ex.op_name, DEVICE,
                    b->not_built_reason);
   if (!vo_backend_available(b, &detail))
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: the %s backend is unavailable for %s: %s",
-                   ex.op_name, b->name, dev, detail);
+                   ex.op_name, b->name, DEVICE, detail);
+#undef DEVICE
   vo_kernel_fn kernel = b->kernels[ex.op];
   if (!kernel)
     return vo_fail(VO_ERROR_BACKEND_UNAVAILABLE, "%s: not implemented on the %s backend",

@@ -28,6 +28,7 @@ static const vo_op_source vo_op_sources[VO_NUM_OPS] = {
 /* Filled once by vo_registry_init from the const sources above; read-only
  * afterwards. */
 static vo_op_entry vo_ops[VO_NUM_OPS];
+static int vo_ops_by_name[VO_NUM_OPS]; /* indices into vo_ops, names ascending (vo_op_find) */
 static int vo_registry_ok;
 static pthread_once_t vo_registry_once = PTHREAD_ONCE_INIT;
 
@@ -161,6 +162,12 @@ static void vo_registry_init(void) {
     e->info.shape_rule = src->shape_rule;
     e->check = src->check;
     if (!vo_parse_schema(e, src)) ok = 0;
+    int j = i; /* insertion into the name order */
+    while (j > 0 && strcmp(vo_ops[vo_ops_by_name[j - 1]].info.name, src->name) > 0) {
+      vo_ops_by_name[j] = vo_ops_by_name[j - 1];
+      j--;
+    }
+    vo_ops_by_name[j] = i;
   }
   vo_registry_ok = ok;
 }
@@ -181,10 +188,20 @@ const vo_op_info *vo_op_get(int index) {
   return e ? &e->info : NULL;
 }
 
+/* A binary search: every vo_call from a binding starts with a name. */
 const vo_op_info *vo_op_find(const char *name) {
-  if (!name) return NULL;
-  for (int i = 0; i < vo_op_count(); i++)
-    if (strcmp(vo_ops[i].info.name, name) == 0) return &vo_ops[i].info;
+  if (!name || vo_op_count() == 0) return NULL;
+  int lo = 0, hi = VO_NUM_OPS;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    const vo_op_info *info = &vo_ops[vo_ops_by_name[mid]].info;
+    const int c = strcmp(info->name, name);
+    if (c == 0) return info;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
   return NULL;
 }
 
