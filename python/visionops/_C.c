@@ -20,7 +20,9 @@
  *   device_types()              -> {backend name: DLPack device type}
  *   infer(op, args)             -> [(shape, dtype, (device_type, device_id)), ...]
  *   call(op, args, alloc, queue=0, num_threads=0, deterministic=False)
- *                               -> [output, ...], each made by alloc(shape, dtype, device)
+ *                               -> [output, ...], each made by alloc(shape, dtype, device),
+ *                                  which returns it, or (it, the address of its first
+ *                                  element) for a new contiguous tensor as described
  *
  * Errors: VisionOpsValueError (bad argument values or devices),
  * VisionOpsTypeError (dtypes, Python types), VisionOpsError (everything
@@ -62,6 +64,22 @@ static void store_release(store *s) {
   }
   s->num_tensors = 0;
 }
+
+/* What a tensor is in messages: "argument 2", "argument 0[1]", "output 0".
+ * Formed only when a message needs it (LABEL), not on every call. */
+typedef struct label {
+  const char *kind;
+  Py_ssize_t index, item; /* item: -1 outside a list */
+} label;
+
+static const char *label_str(const label *l, char *buf, size_t size) {
+  if (l->item < 0)
+    snprintf(buf, size, "%s %zd", l->kind, l->index);
+  else
+    snprintf(buf, size, "%s %zd[%zd]", l->kind, l->index, l->item);
+  return buf;
+}
+#define LABEL(l) label_str((l), (char[64]){0}, 64)
 
 /* The package's exceptions (visionops.VisionOpsError and its two kinds),
  * created at import. Each is also a RuntimeError, which torchvision raises
@@ -134,9 +152,9 @@ static int dtype_from_format(const char *fmt, Py_ssize_t itemsize, DLDataType *o
   return 0;
 }
 
-static DLTensor *new_slot(store *s, const char *op, const char *what) {
+static DLTensor *new_slot(store *s, const char *op, const label *what) {
   if (s->num_tensors >= MAX_TENSORS) {
-    PyErr_Format(ValueErr, "%s: too many tensors in one call (%s)", op, what);
+    PyErr_Format(ValueErr, "%s: too many tensors in one call (%s)", op, LABEL(what));
     return NULL;
   }
   int i = s->num_tensors++;
@@ -146,13 +164,13 @@ static DLTensor *new_slot(store *s, const char *op, const char *what) {
   return &s->tensors[i];
 }
 
-static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, const char *what) {
+static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, const label *what) {
   int i = (int)(t - s->tensors);
   PyObject *shape = PyDict_GetItemString(obj, "shape");
   PyObject *dtype = PyDict_GetItemString(obj, "dtype");
   PyObject *device = PyDict_GetItemString(obj, "device");
   if (!shape || !dtype || !PyUnicode_Check(dtype)) {
-    PyErr_Format(TypeErr, "%s: %s: a tensor spec needs 'shape' and 'dtype'", op, what);
+    PyErr_Format(TypeErr, "%s: %s: a tensor spec needs 'shape' and 'dtype'", op, LABEL(what));
     return -1;
   }
   PyObject *seq = PySequence_Fast(shape, "shape must be a sequence");
@@ -160,8 +178,8 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n > VO_MAX_DIMS) {
     Py_DECREF(seq);
-    PyErr_Format(ValueErr, "%s: %s has %zd dimensions, at most %d are supported", op, what, n,
-                 VO_MAX_DIMS);
+    PyErr_Format(ValueErr, "%s: %s has %zd dimensions, at most %d are supported", op, LABEL(what),
+                 n, VO_MAX_DIMS);
     return -1;
   }
   for (Py_ssize_t d = 0; d < n; d++) {
@@ -173,7 +191,7 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   }
   Py_DECREF(seq);
   if (!dtype_from_name(PyUnicode_AsUTF8(dtype), &t->dtype)) {
-    PyErr_Format(TypeErr, "%s: %s has unsupported dtype %U", op, what, dtype);
+    PyErr_Format(TypeErr, "%s: %s has unsupported dtype %U", op, LABEL(what), dtype);
     return -1;
   }
   t->device.device_type = kDLCPU;
@@ -199,7 +217,7 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
   if (!seq) return -1;
   if (PySequence_Fast_GET_SIZE(seq) != n) {
     Py_DECREF(seq);
-    PyErr_Format(ValueErr, "%s: %s has %zd strides for %zd dimensions", op, what,
+    PyErr_Format(ValueErr, "%s: %s has %zd strides for %zd dimensions", op, LABEL(what),
                  PySequence_Fast_GET_SIZE(seq), n);
     return -1;
   }
@@ -216,26 +234,27 @@ static int spec_tensor(store *s, PyObject *obj, DLTensor *t, const char *op, con
 }
 
 static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, const char *op,
-                         const char *what) {
+                         const label *what) {
   int i = (int)(t - s->tensors);
   Py_buffer *b = &s->buffers[i];
   int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(obj, b, flags) != 0) return -1;
   s->has_buffer[i] = 1;
   if (!dtype_from_format(b->format, b->itemsize, &t->dtype)) {
-    PyErr_Format(TypeErr, "%s: %s has unsupported buffer format '%s'", op, what,
+    PyErr_Format(TypeErr, "%s: %s has unsupported buffer format '%s'", op, LABEL(what),
                  b->format ? b->format : "B");
     return -1;
   }
   if (b->ndim > VO_MAX_DIMS) {
-    PyErr_Format(ValueErr, "%s: %s has %d dimensions, at most %d are supported", op, what, b->ndim,
-                 VO_MAX_DIMS);
+    PyErr_Format(ValueErr, "%s: %s has %d dimensions, at most %d are supported", op, LABEL(what),
+                 b->ndim, VO_MAX_DIMS);
     return -1;
   }
   for (int d = 0; d < b->ndim; d++) {
     s->shapes[i][d] = b->shape[d];
     if (b->strides[d] % b->itemsize != 0) {
-      PyErr_Format(ValueErr, "%s: %s has a stride not a multiple of its item size", op, what);
+      PyErr_Format(ValueErr, "%s: %s has a stride not a multiple of its item size", op,
+                   LABEL(what));
       return -1;
     }
     s->strides[i][d] = b->strides[d] / b->itemsize;
@@ -251,7 +270,7 @@ static int buffer_tensor(store *s, PyObject *obj, DLTensor *t, int writable, con
 /* A Python tensor-like to a borrowed DLTensor. `spec_ok`: spec dicts without
  * data allowed (dicts with data always are). */
 static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec_ok, const char *op,
-                                 const char *what) {
+                                 const label *what) {
   DLTensor *t = new_slot(s, op, what);
   if (!t) return NULL;
   int i = (int)(t - s->tensors);
@@ -277,14 +296,15 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
       PyErr_Format(TypeErr,
                    "%s: %s must be a tensor (an object with __dlpack__ or the buffer protocol), "
                    "got %s",
-                   op, what, Py_TYPE(obj)->tp_name);
+                   op, LABEL(what), Py_TYPE(obj)->tp_name);
       return NULL;
     }
   }
   if (use_buffer) return buffer_tensor(s, obj, t, writable, op, what) ? NULL : t;
   s->refs[i] = capsule;
   if (!PyCapsule_IsValid(capsule, "dltensor")) {
-    PyErr_Format(TypeErr, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op, what);
+    PyErr_Format(TypeErr, "%s: %s: __dlpack__ did not return an unused DLPack capsule", op,
+                 LABEL(what));
     return NULL;
   }
   DLManagedTensor *m = (DLManagedTensor *)PyCapsule_GetPointer(capsule, "dltensor");
@@ -292,6 +312,21 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   /* The capsule stays unconsumed: its own destructor frees the tensor when
    * store_release drops our reference. */
   *t = m->dl_tensor;
+  return t;
+}
+
+/* A new contiguous output as vo_infer described it, at `data`. */
+static DLTensor *described_tensor(store *s, const vo_tensor_desc *d, void *data, const char *op,
+                                  const label *what) {
+  DLTensor *t = new_slot(s, op, what);
+  if (!t) return NULL;
+  int i = (int)(t - s->tensors);
+  memcpy(s->shapes[i], d->shape, sizeof(int64_t) * (size_t)d->ndim);
+  t->data = data;
+  t->device = d->device;
+  t->ndim = d->ndim;
+  t->dtype = d->dtype;
+  t->shape = s->shapes[i];
   return t;
 }
 
@@ -315,7 +350,6 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
   for (Py_ssize_t a = 0; a < n; a++) {
     PyObject *o = PySequence_Fast_GET_ITEM(seq, a);
     vo_value *v = &s->values[a];
-    char what[48]; /* "argument <a>", formatted for the tensors and lists (scalars need none) */
     if (o == Py_None) {
       v->kind = VO_VALUE_NONE;
     } else if (PyBool_Check(o)) {
@@ -327,11 +361,10 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
     } else if (PyFloat_Check(o)) {
       *v = vo_float_value(PyFloat_AsDouble(o));
     } else if (PyList_Check(o) || PyTuple_Check(o)) {
-      snprintf(what, sizeof what, "argument %zd", a);
       Py_ssize_t k = PySequence_Size(o);
       if (k > VO_MAX_LIST) {
-        PyErr_Format(ValueErr, "%s: %s holds %zd items, at most %d are supported", op->name, what,
-                     k, VO_MAX_LIST);
+        PyErr_Format(ValueErr, "%s: argument %zd holds %zd items, at most %d are supported",
+                     op->name, a, k, VO_MAX_LIST);
         goto fail;
       }
       PyObject *first = k > 0 ? PySequence_GetItem(o, 0) : NULL;
@@ -341,9 +374,8 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
         PyObject *item = PySequence_GetItem(o, j);
         if (!item) goto fail;
         if (tensors) {
-          char name[64];
-          snprintf(name, sizeof name, "%s[%zd]", what, j);
-          s->lists[a][j] = to_tensor(s, item, 0, spec_ok, op->name, name);
+          const label what = {"argument", a, j};
+          s->lists[a][j] = to_tensor(s, item, 0, spec_ok, op->name, &what);
           Py_DECREF(item);
           if (!s->lists[a][j]) goto fail;
         } else {
@@ -354,8 +386,8 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
       }
       *v = tensors ? vo_tensor_list_value(s->lists[a], k) : vo_float_list_value(s->floats[a], k);
     } else if (is_tensor_like(o)) {
-      snprintf(what, sizeof what, "argument %zd", a);
-      const DLTensor *t = to_tensor(s, o, 0, spec_ok, op->name, what);
+      const label what = {"argument", a, -1};
+      const DLTensor *t = to_tensor(s, o, 0, spec_ok, op->name, &what);
       if (!t) goto fail;
       *v = vo_tensor_value(t);
     } else {
@@ -394,8 +426,8 @@ static PyObject *py_infer(PyObject *self, PyObject *pargs) {
   if (!PyArg_ParseTuple(pargs, "sO:infer", &name, &args)) return NULL;
   const vo_op_info *op = find_op(name);
   if (!op) return NULL;
-  store *s = PyMem_Calloc(1, sizeof *s);
-  if (!s) return PyErr_NoMemory();
+  store storage, *s = &storage; /* ~25 KB on the stack: no allocation, no zeroing */
+  s->num_tensors = s->num_values = 0;
   PyObject *result = NULL;
   vo_tensor_desc desc[VO_MAX_LIST];
   int count = 0;
@@ -417,7 +449,6 @@ static PyObject *py_infer(PyObject *self, PyObject *pargs) {
   }
 done:
   store_release(s);
-  PyMem_Free(s);
   return result;
 }
 
@@ -464,15 +495,18 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
     return NULL;
   const vo_op_info *op = find_op(name);
   if (!op) return NULL;
-  store *s = PyMem_Calloc(1, sizeof *s);
-  if (!s) return PyErr_NoMemory();
+  store storage, *s = &storage; /* ~25 KB on the stack: no allocation, no zeroing */
+  s->num_tensors = s->num_values = 0;
   PyObject *result = NULL;
   DLTensor *outs[VO_MAX_LIST];
   vo_tensor_desc desc[VO_MAX_LIST];
   vo_context *ctx = NULL;
   int n = 0;
   if (convert_args(s, op, args, 0) != 0) goto done;
-  vo_status st = vo_infer_num_outputs(NULL, op, s->values, s->num_values, &n);
+  /* (a fixed output count needs no inference pass of its own) */
+  vo_status st = op->num_outputs >= 0
+                     ? (n = op->num_outputs, VO_OK)
+                     : vo_infer_num_outputs(NULL, op, s->values, s->num_values, &n);
   if (st == VO_OK) st = vo_infer(NULL, op, s->values, s->num_values, desc, n);
   if (st != VO_OK) {
     raise_status(st);
@@ -482,16 +516,27 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   if (!result) goto done;
   for (int k = 0; k < n; k++) {
     PyObject *d = describe(&desc[k]);
-    PyObject *obj = d ? PyObject_CallObject(alloc, d) : NULL;
+    PyObject *made = d ? PyObject_CallObject(alloc, d) : NULL;
     Py_XDECREF(d);
-    if (!obj) {
+    if (!made) {
       Py_CLEAR(result);
       goto done;
     }
-    PyList_SET_ITEM(result, k, obj);
-    char what[32];
-    snprintf(what, sizeof what, "output %d", k);
-    outs[k] = (DLTensor *)to_tensor(s, obj, 1, 0, op->name, what);
+    const label what = {"output", k, -1};
+    if (PyTuple_CheckExact(made) && PyTuple_GET_SIZE(made) == 2) {
+      /* (output, address of its first element): a new contiguous tensor
+       * exactly as described, which the result list keeps alive */
+      PyObject *obj = PyTuple_GET_ITEM(made, 0);
+      void *data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(made, 1));
+      Py_INCREF(obj);
+      Py_DECREF(made);
+      PyList_SET_ITEM(result, k, obj);
+      outs[k] =
+          data || !PyErr_Occurred() ? described_tensor(s, &desc[k], data, op->name, &what) : NULL;
+    } else {
+      PyList_SET_ITEM(result, k, made);
+      outs[k] = (DLTensor *)to_tensor(s, made, 1, 0, op->name, &what);
+    }
     if (!outs[k]) {
       Py_CLEAR(result);
       goto done;
@@ -515,7 +560,6 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
 done:
   vo_context_destroy(ctx);
   store_release(s);
-  PyMem_Free(s);
   return result;
 }
 
