@@ -4,7 +4,9 @@ List[Tensor], output_size as BroadcastingList2[int], the same defaults).
 The public functions in ops.py call these on torch tensors; torch.jit.script
 compiles them in place of the public functions (see ops._scriptable), lazily,
 the first time a script needs one; torch.compile traces them. They call the
-registered operators (torch.ops.visionops.*) directly. The twin of an op
+registered operators through visionops.torch.ops (_ops here): in a script and
+under torch.compile that is torch.ops.visionops.*; in eager calls, the op's
+kernel directly when torch's dispatcher would do nothing else. The twin of an op
 whose torchvision signature is its schema (ops._SCHEMA_OPS) is not written
 here but generated from the schema (schema_twin)."""
 from typing import Dict, List, Optional, Tuple, Union
@@ -13,7 +15,7 @@ import torch
 from torch import Tensor
 from torch.jit.annotations import BroadcastingList2
 
-from . import torch as _registered  # noqa: F401  (registers torch.ops.visionops.*)
+from .torch import ops as _ops  # torch.ops.visionops.*, or their kernels directly
 from ._checks import (box_area_format, box_convert_formats, box_format, box_format_size,
                       box_width, broadcast_leading, check_box_area_shape, check_box_batch,
                       check_box_coordinates, check_box_list, check_features,
@@ -27,7 +29,7 @@ from ._core import NO_DEFAULT, SCHEMAS, define_generated
 
 
 def nms(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
-    return torch.ops.visionops.nms_kept(boxes, scores, float(iou_threshold))
+    return _ops.nms_kept(boxes, scores, float(iou_threshold))
 
 
 def _int64(t: Tensor) -> Tensor:
@@ -61,20 +63,20 @@ def _has_no_elements_traced(t: Tensor) -> bool:
 def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float) -> Tensor:
     if has_no_elements(boxes):
         return torch.empty((0,), dtype=torch.int64, device=boxes.device)
-    return torch.ops.visionops.batched_nms_kept(boxes, scores, _int64(idxs), float(iou_threshold))
+    return _ops.batched_nms_kept(boxes, scores, _int64(idxs), float(iou_threshold))
 
 
 def nms_rotated(boxes: Tensor, scores: Tensor, iou_threshold: float, clockwise: bool = False,
                 radians: bool = False) -> Tensor:
-    return torch.ops.visionops.nms_rotated_kept(boxes, scores, float(iou_threshold),
-                                                bool(clockwise), bool(radians))
+    return _ops.nms_rotated_kept(boxes, scores, float(iou_threshold),
+                                 bool(clockwise), bool(radians))
 
 
 def batched_nms_rotated(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float,
                         clockwise: bool = False, radians: bool = False) -> Tensor:
-    return torch.ops.visionops.batched_nms_rotated_kept(boxes, scores, _int64(idxs),
-                                                        float(iou_threshold), bool(clockwise),
-                                                        bool(radians))
+    return _ops.batched_nms_rotated_kept(boxes, scores, _int64(idxs),
+                                         float(iou_threshold), bool(clockwise),
+                                         bool(radians))
 
 
 def batched_nms_padded(boxes: Tensor, scores: Tensor, iou_threshold: float,
@@ -83,16 +85,16 @@ def batched_nms_padded(boxes: Tensor, scores: Tensor, iou_threshold: float,
                        class_agnostic: bool = False,
                        pre_nms_top_k: int = -1) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     fmt = nms_padded_box_format(box_format)
-    out = torch.ops.visionops.batched_nms_padded(boxes, scores, float(iou_threshold),
-                                                 score_threshold, max_per_class, max_per_image,
-                                                 fmt, class_agnostic, pre_nms_top_k)
+    out = _ops.batched_nms_padded(boxes, scores, float(iou_threshold),
+                                  score_threshold, max_per_class, max_per_image,
+                                  fmt, class_agnostic, pre_nms_top_k)
     return out[0], out[1], out[2], out[3]
 
 
 def onnx_nms(boxes: Tensor, scores: Tensor, max_output_boxes_per_class: int = 0,
              iou_threshold: float = 0.0, score_threshold: Optional[float] = None,
              center_point_box: int = 0, exact_shape: bool = False) -> Tuple[Tensor, Tensor]:
-    selected, num_selected = torch.ops.visionops.onnx_nms(
+    selected, num_selected = _ops.onnx_nms(
         boxes, scores, max_output_boxes_per_class, float(iou_threshold), score_threshold,
         center_point_box)
     if exact_shape:
@@ -112,7 +114,7 @@ def soft_nms(boxes: Tensor, scores: Tensor, iou_threshold: float = 0.3, sigma: f
              min_score: float = 1e-3, method: Union[str, int] = "linear", offset: float = 0,
              padded: bool = False) -> Tuple[Tensor, Tensor]:
     _soft_nms_padded_in_script("soft_nms", padded)
-    return torch.ops.visionops.soft_nms_kept(
+    return _ops.soft_nms_kept(
         boxes, scores, float(iou_threshold), float(sigma), float(min_score),
         soft_nms_method("soft_nms", method), float(offset))
 
@@ -122,7 +124,7 @@ def batched_soft_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold:
                      method: Union[str, int] = "linear", offset: float = 0,
                      padded: bool = False) -> Tuple[Tensor, Tensor]:
     _soft_nms_padded_in_script("batched_soft_nms", padded)
-    return torch.ops.visionops.batched_soft_nms_kept(
+    return _ops.batched_soft_nms_kept(
         boxes, scores, _int64(idxs), float(iou_threshold), float(sigma), float(min_score),
         soft_nms_method("batched_soft_nms", method), float(offset))
 
@@ -132,7 +134,7 @@ def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
     i, o = box_convert_formats(in_fmt, out_fmt)
     shape = list(boxes.shape)
     check_box_coordinates("box_convert", in_fmt, shape)
-    out = torch.ops.visionops.box_convert(boxes.reshape(-1, shape[-1]), i, o)
+    out = _ops.box_convert(boxes.reshape(-1, shape[-1]), i, o)
     return out.reshape(shape[:-1] + [box_format_size(o)])
 
 
@@ -146,20 +148,20 @@ def box_area(boxes: Tensor, fmt: str = "xyxy") -> Tensor:
     rows = boxes.reshape(-1, 4)
     if fmt != "xyxy":
         rows = torch.cat([torch.zeros_like(rows[:, :2]), rows[:, 2:]], 1)
-    return torch.ops.visionops.box_area(rows).reshape(shape[:-1])
+    return _ops.box_area(rows).reshape(shape[:-1])
 
 
 def _iou_op(op: str, boxes1: Tensor, boxes2: Tensor, eps: float) -> Tensor:
     """One call of a 2-D IoU op."""
     if op == "box_iou_rotated":
-        return torch.ops.visionops.box_iou_rotated(boxes1, boxes2, False, False, False)
+        return _ops.box_iou_rotated(boxes1, boxes2, False, False, False)
     if op == "box_iou":
-        return torch.ops.visionops.box_iou(boxes1, boxes2)
+        return _ops.box_iou(boxes1, boxes2)
     if op == "generalized_box_iou":
-        return torch.ops.visionops.generalized_box_iou(boxes1, boxes2)
+        return _ops.generalized_box_iou(boxes1, boxes2)
     if op == "distance_box_iou":
-        return torch.ops.visionops.distance_box_iou(boxes1, boxes2, eps)
-    return torch.ops.visionops.complete_box_iou(boxes1, boxes2, eps)
+        return _ops.distance_box_iou(boxes1, boxes2, eps)
+    return _ops.complete_box_iou(boxes1, boxes2, eps)
 
 
 def _pairwise(op: str, boxes1: Tensor, boxes2: Tensor, eps: float, width: int = 4) -> Tensor:
@@ -209,8 +211,8 @@ def box_iou_rotated(boxes1: Tensor, boxes2: Tensor, mode: str = "iou", aligned: 
                     clockwise: bool = False, radians: bool = False) -> Tensor:
     iof = rotated_iou_mode("box_iou_rotated", mode)
     if aligned:
-        return torch.ops.visionops.box_iou_rotated_aligned(boxes1, boxes2, iof, clockwise, radians)
-    return torch.ops.visionops.box_iou_rotated(boxes1, boxes2, iof, clockwise, radians)
+        return _ops.box_iou_rotated_aligned(boxes1, boxes2, iof, clockwise, radians)
+    return _ops.box_iou_rotated(boxes1, boxes2, iof, clockwise, radians)
 
 
 def generalized_box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
@@ -244,8 +246,8 @@ def roi_align(input: Tensor, boxes: Union[Tensor, List[Tensor]],
               output_size: BroadcastingList2[int], spatial_scale: float = 1.0,
               sampling_ratio: int = -1, aligned: bool = False) -> Tensor:
     ph, pw = pair("roi_align: output_size", output_size)
-    return torch.ops.visionops.roi_align(input, _rois("roi_align", boxes), float(spatial_scale),
-                                         ph, pw, int(sampling_ratio), bool(aligned))
+    return _ops.roi_align(input, _rois("roi_align", boxes), float(spatial_scale),
+                          ph, pw, int(sampling_ratio), bool(aligned))
 
 
 def roi_align_rotated(input: Tensor, rois: Union[Tensor, List[Tensor]],
@@ -254,16 +256,16 @@ def roi_align_rotated(input: Tensor, rois: Union[Tensor, List[Tensor]],
                       radians: bool = False) -> Tensor:
     op = "roi_align_rotated"
     ph, pw = pair("roi_align_rotated: output_size", output_size)
-    return torch.ops.visionops.roi_align_rotated(input, _rois(op, rois, 5), float(spatial_scale),
-                                                 ph, pw, int(sampling_ratio), bool(aligned),
-                                                 bool(clockwise), bool(radians))
+    return _ops.roi_align_rotated(input, _rois(op, rois, 5), float(spatial_scale),
+                                  ph, pw, int(sampling_ratio), bool(aligned),
+                                  bool(clockwise), bool(radians))
 
 
 def roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],
              output_size: BroadcastingList2[int], spatial_scale: float = 1.0) -> Tensor:
     ph, pw = pair("roi_pool: output_size", output_size)
-    out, _ = torch.ops.visionops.roi_pool(input, _rois("roi_pool", boxes), float(spatial_scale),
-                                          ph, pw)
+    out, _ = _ops.roi_pool(input, _rois("roi_pool", boxes), float(spatial_scale),
+                           ph, pw)
     return out
 
 
@@ -271,16 +273,16 @@ def ps_roi_align(input: Tensor, boxes: Union[Tensor, List[Tensor]],
                  output_size: BroadcastingList2[int], spatial_scale: float = 1.0,
                  sampling_ratio: int = -1) -> Tensor:
     ph, pw = pair("ps_roi_align: output_size", output_size)
-    out, _ = torch.ops.visionops.ps_roi_align(input, _rois("ps_roi_align", boxes),
-                                              float(spatial_scale), ph, pw, int(sampling_ratio))
+    out, _ = _ops.ps_roi_align(input, _rois("ps_roi_align", boxes),
+                               float(spatial_scale), ph, pw, int(sampling_ratio))
     return out
 
 
 def ps_roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],
                 output_size: BroadcastingList2[int], spatial_scale: float = 1.0) -> Tensor:
     ph, pw = pair("ps_roi_pool: output_size", output_size)
-    out, _ = torch.ops.visionops.ps_roi_pool(input, _rois("ps_roi_pool", boxes),
-                                             float(spatial_scale), ph, pw)
+    out, _ = _ops.ps_roi_pool(input, _rois("ps_roi_pool", boxes),
+                              float(spatial_scale), ph, pw)
     return out
 
 
@@ -291,7 +293,7 @@ def multi_scale_roi_align(features: List[Tensor], boxes: Union[Tensor, List[Tens
     op = "multi_scale_roi_align"
     ph, pw = pair("multi_scale_roi_align: output_size", output_size)
     check_features(op, len(features))
-    return torch.ops.visionops.multi_scale_roi_align(
+    return _ops.multi_scale_roi_align(
         features, _rois(op, boxes), [float(s) for s in scales], ph, pw, int(sampling_ratio),
         int(canonical_scale), int(canonical_level), bool(aligned))
 
@@ -307,9 +309,9 @@ def deform_conv2d(input: Tensor, offset: Tensor, weight: Tensor, bias: Optional[
     dil_h, dil_w = pair("deform_conv2d: dilation", dilation)
     groups, offset_groups = deform_groups(list(input.shape), list(offset.shape),
                                           list(weight.shape))
-    return torch.ops.visionops.deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w,
-                                             pad_h, pad_w, dil_h, dil_w, groups, offset_groups,
-                                             mask is not None)
+    return _ops.deform_conv2d(input, weight, offset, mask, bias, stride_h, stride_w,
+                              pad_h, pad_w, dil_h, dil_w, groups, offset_groups,
+                              mask is not None)
 
 
 # -------------------------------------------------------------- deform_attn
@@ -317,8 +319,8 @@ def deform_conv2d(input: Tensor, offset: Tensor, weight: Tensor, bias: Optional[
 
 def deform_attn(value: Tensor, spatial_shapes: Tensor, level_start_index: Tensor,
                 sampling_loc: Tensor, attn_weight: Tensor, im2col_step: int = 64) -> Tensor:
-    return torch.ops.visionops.deform_attn(value, spatial_shapes, level_start_index,
-                                           sampling_loc, attn_weight, im2col_step)
+    return _ops.deform_attn(value, spatial_shapes, level_start_index,
+                            sampling_loc, attn_weight, im2col_step)
 
 
 # ------------------------------------------------------- MultiScaleRoIAlign
@@ -376,10 +378,10 @@ _SCHEMA_TYPES = {"Tensor": "Tensor", "Tensor?": "Optional[Tensor]", "Tensor[]": 
 
 def schema_twin(name):
     """The typed twin of op `name`, made from its schema: the schema's
-    arguments with their TorchScript types and defaults, calling
-    torch.ops.visionops.<name>, e.g.
+    arguments with their TorchScript types and defaults, calling the op
+    through _ops (torch.ops.visionops.<name> in a script), e.g.
         def foo(boxes: Tensor, eps: float = 1e-07) -> Tensor:
-            return torch.ops.visionops.foo(boxes, eps)"""
+            return _ops.foo(boxes, eps)"""
     schema = SCHEMAS[name]
     params = []
     for a in schema.args:
@@ -393,8 +395,8 @@ def schema_twin(name):
         returns = "Tensor"
     else:
         returns = "Tuple[%s]" % ", ".join(["Tensor"] * len(schema.returns))
-    source = "def %s(%s) -> %s:\n    return torch.ops.visionops.%s(%s)\n" % (
+    source = "def %s(%s) -> %s:\n    return _ops.%s(%s)\n" % (
         name, ", ".join(params), returns, name, ", ".join(a.name for a in schema.args))
-    namespace = {"torch": torch, "Tensor": Tensor, "List": List, "Optional": Optional,
+    namespace = {"_ops": _ops, "torch": torch, "Tensor": Tensor, "List": List, "Optional": Optional,
                  "Tuple": Tuple, "__name__": __name__}
     return define_generated(name, source, namespace, "typed twin")

@@ -56,6 +56,13 @@ except ImportError:  # NumPy only: no torch path, no modules
 else:
     from . import _script
 
+# Types that are tensors as they are (_tensor passes them without asking
+# further), and argument types that are never fx Proxies (_find_proxy).
+_PLAIN_ARRAYS = {sys.modules["numpy"].ndarray} if "numpy" in sys.modules else set()
+if _torch is not None:
+    _PLAIN_ARRAYS |= {_torch.Tensor, _nn.Parameter}
+_NOT_PROXIES = {int, float, bool, str, type(None)} | _PLAIN_ARRAYS
+
 
 def _is_torch(x):
     if _torch is None:
@@ -119,6 +126,8 @@ def _tensor(x, op, name):
     """x itself if it is a tensor (torch, NumPy or another DLPack array; a
     buffer-protocol object as a memoryview, which has a shape); otherwise a
     TypeError naming the op and the argument."""
+    if type(x) in _PLAIN_ARRAYS:
+        return x
     if not _is_tensor(x):
         raise VisionOpsTypeError("%s: %s must be a tensor (a torch.Tensor or a NumPy array), got %s"
                                  % (op, name, _describe(x)))
@@ -162,8 +171,11 @@ def _fx_leaf(fn):
 
 def _find_proxy(proxy_type, args, kwargs):
     """The first fx Proxy among the arguments (list, tuple and dict items
-    included), or None; asked on every call."""
+    included), or None; asked on every call, so the common argument types
+    are passed over by a set lookup first."""
     for a in itertools.chain(args, kwargs.values()) if kwargs else args:
+        if type(a) in _NOT_PROXIES:
+            continue
         if isinstance(a, proxy_type):
             return a
         if isinstance(a, (list, tuple, dict)):
@@ -682,6 +694,8 @@ def _boxes(op, boxes, box_len=4):
     """The boxes argument type-checked: a tensor, or a list of tensors (a
     tuple becomes a list, as the typed torch path takes); box_len 5 for
     rotated boxes."""
+    if type(boxes) in _PLAIN_ARRAYS:
+        return boxes
     kinds = "a [K, %d] tensor or a list of [L, %d] tensors" % (box_len + 1, box_len)
     if isinstance(boxes, (list, tuple)):
         for i, b in enumerate(boxes):
