@@ -1,11 +1,13 @@
 // cuBLAS through dlopen: the library is found at first use
 // (libcublas.so.13, .so.12, .so, then under /usr/local/cuda/lib64), the few
 // entry points deform_conv2d needs are looked up by name, and handles are
-// created lazily, one per device per thread. Prototypes are declared here so
-// no cuBLAS header or import library is needed to build.
+// created lazily, one per device per thread, and destroyed when their thread
+// exits. Prototypes are declared here so no cuBLAS header or import library
+// is needed to build.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cublas_loader.cuh"
@@ -18,6 +20,7 @@ constexpr cublas_status kCublasSuccess = 0;
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
 
 typedef cublas_status (*create_fn)(vo_cublas_handle *);
+typedef cublas_status (*destroy_fn)(vo_cublas_handle);
 typedef cublas_status (*set_stream_fn)(vo_cublas_handle, cudaStream_t);
 typedef cublas_status (*set_workspace_fn)(vo_cublas_handle, void *, size_t);
 typedef cublas_status (*sgemm_fn)(vo_cublas_handle, int, int, int, int, int, const float *,
@@ -31,6 +34,7 @@ struct cublas_api {
   bool ok;
   char error[512];
   create_fn create;
+  destroy_fn destroy;
   set_stream_fn set_stream;
   set_workspace_fn set_workspace;
   sgemm_fn sgemm;
@@ -55,21 +59,62 @@ void load_api() {
   }
   if (!lib) return;
   api.create = reinterpret_cast<create_fn>(dlsym(lib, "cublasCreate_v2"));
+  api.destroy = reinterpret_cast<destroy_fn>(dlsym(lib, "cublasDestroy_v2"));
   api.set_stream = reinterpret_cast<set_stream_fn>(dlsym(lib, "cublasSetStream_v2"));
   api.set_workspace = reinterpret_cast<set_workspace_fn>(dlsym(lib, "cublasSetWorkspace_v2"));
   api.sgemm = reinterpret_cast<sgemm_fn>(dlsym(lib, "cublasSgemmStridedBatched"));
   api.dgemm = reinterpret_cast<dgemm_fn>(dlsym(lib, "cublasDgemmStridedBatched"));
-  if (!api.create || !api.set_stream || !api.set_workspace || !api.sgemm || !api.dgemm) {
+  if (!api.create || !api.destroy || !api.set_stream || !api.set_workspace || !api.sgemm ||
+      !api.dgemm) {
     snprintf(api.error, sizeof api.error, "a cuBLAS entry point is missing from the library");
     return;  // the library stays loaded: unloading it buys nothing
   }
   api.ok = true;
 }
 
-// Handles live as long as the thread (cuBLAS handles are cheap, and
-// destroying them at exit races the CUDA runtime's own teardown).
+// A thread's handles, one per device, destroyed when the thread exits (a
+// server that starts a thread per request would otherwise keep every dead
+// thread's handle and its device memory). Thread-specific data, not
+// thread_local: its destructor runs at pthread exit only, never for the
+// main thread at process exit, where destroying a handle would race the
+// CUDA runtime's own teardown. The key is deleted when the library is
+// unloaded, so no destructor runs into unmapped code (the live threads'
+// handles are then left to the driver, as at process exit).
 constexpr int kMaxDevices = 64;
-thread_local vo_cublas_handle handles[kMaxDevices];
+struct thread_handles {
+  vo_cublas_handle handle[kMaxDevices];
+};
+pthread_key_t handles_key;
+bool handles_key_ok;
+pthread_once_t handles_once = PTHREAD_ONCE_INIT;
+
+void destroy_handles(void *p) {
+  thread_handles *t = static_cast<thread_handles *>(p);
+  for (int d = 0; d < kMaxDevices; d++)
+    if (t->handle[d] && cudaSetDevice(d) == cudaSuccess) api.destroy(t->handle[d]);
+  free(t);
+}
+
+void make_handles_key() { handles_key_ok = pthread_key_create(&handles_key, destroy_handles) == 0; }
+
+__attribute__((destructor)) void delete_handles_key() {
+  if (handles_key_ok) pthread_key_delete(handles_key);
+}
+
+// This thread's handle table, created at first use (NULL if out of memory).
+thread_handles *this_thread_handles() {
+  pthread_once(&handles_once, make_handles_key);
+  if (!handles_key_ok) return nullptr;
+  thread_handles *t = static_cast<thread_handles *>(pthread_getspecific(handles_key));
+  if (!t) {
+    t = static_cast<thread_handles *>(calloc(1, sizeof *t));
+    if (t && pthread_setspecific(handles_key, t) != 0) {
+      free(t);
+      t = nullptr;
+    }
+  }
+  return t;
+}
 
 vo_status status_error(const vo_exec *ex, const char *what, cublas_status s) {
   return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: %s failed with cuBLAS status %d", ex->op_name, what,
@@ -92,13 +137,17 @@ vo_status vo_cublas_bind(const vo_exec *ex, cudaStream_t stream, void *workspace
   if (device < 0 || device >= kMaxDevices)
     return vo_fail(VO_ERROR_BACKEND_FAILURE, "%s: CUDA device %d is beyond the %d cuBLAS supports",
                    ex->op_name, device, kMaxDevices);
-  if (!handles[device]) {
+  thread_handles *handles = this_thread_handles();
+  if (!handles)
+    return vo_fail(VO_ERROR_OUT_OF_MEMORY, "%s: no memory for this thread's cuBLAS handles",
+                   ex->op_name);
+  if (!handles->handle[device]) {
     vo_cublas_handle h = nullptr;
     const cublas_status s = api.create(&h);
     if (s != kCublasSuccess) return status_error(ex, "cublasCreate", s);
-    handles[device] = h;
+    handles->handle[device] = h;
   }
-  vo_cublas_handle h = handles[device];
+  vo_cublas_handle h = handles->handle[device];
   // Setting the stream resets the workspace to cuBLAS's own pool: stream first.
   cublas_status s = api.set_stream(h, stream);
   if (s != kCublasSuccess) return status_error(ex, "cublasSetStream", s);

@@ -1,6 +1,7 @@
 // cuBLAS loaded at first use (dlopen), so libvisionops links no cuBLAS and
 // stays loadable where none is installed: strided-batched float32/float64
-// GEMMs on one lazily created handle per device per thread.
+// GEMMs on one lazily created handle per device per thread, destroyed when
+// the thread exits.
 #ifndef VISIONOPS_CUDA_CUBLAS_LOADER_CUH
 #define VISIONOPS_CUDA_CUBLAS_LOADER_CUH
 

@@ -150,11 +150,20 @@ __global__ void store_kernel(const typename D::T *src, int64_t n, typename D::S 
     }                                                                              \
   } while (0)
 
-// cuBLAS's own workspace comes out of ours too: up to 4 MiB when the limit is
-// generous, none (slower algorithms, same results) when it is tight.
+// cuBLAS's own workspace comes out of ours too: an eighth of the limit, up to
+// 4 MiB (32 MiB from sm_90 on, what cuBLAS's documentation recommends for
+// Hopper's kernels: the default 256 MiB limit gives that), none (slower
+// algorithms) when the limit is tight. The size depends on the device and
+// the limit only, so a call repeats its results.
 size_t cublas_workspace(size_t limit) {
-  size_t b = limit / 16;
-  if (b > ((size_t)4 << 20)) b = (size_t)4 << 20;
+  int device = 0, major = 0;
+  const bool hopper =
+      cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+      major >= 9;
+  const size_t cap = (size_t)(hopper ? 32 : 4) << 20;
+  size_t b = limit / 8;
+  if (b > cap) b = cap;
   b &= ~(size_t)255;
   return b < ((size_t)64 << 10) ? 0 : b;
 }
