@@ -108,36 +108,57 @@ __global__ void __launch_bounds__(kTile)
   }
 }
 
+// `removed` words a resolve keeps in shared memory (32 KiB): the column
+// blocks [rb0, col_blocks) of a chunk when they fit (N up to 262,144 boxes
+// in one chunk), else they stay in global memory.
+constexpr int kResolveSharedWords = 4096;
+
 // Greedy resolve of row blocks [rb0, rb1) with the chunk's mask. `removed`
 // (one bit per sorted box) and `count` persist in global memory across
-// chunks. Per row block: one thread walks its 64 boxes in order (the only
-// sequential part), then the whole block ORs the kept boxes' rows into
-// `removed` for the later column blocks.
+// chunks; within the chunk the `removed` words are staged in shared memory
+// when they fit, so the per-row-block updates below read and write shared
+// memory, not global. Per row block: the diagonal mask words and the
+// sorted indices of its 64 boxes are fetched in parallel, one thread walks
+// the 64 boxes in order (the only sequential part, on shared memory only),
+// then the whole block ORs the kept boxes' rows into `removed` for the later
+// column blocks.
 __global__ void __launch_bounds__(kResolveThreads)
     nms_resolve_kernel(const uint64_t *mask, const int64_t *order, int64_t n, int64_t col_blocks,
                        int64_t rb0, int64_t rb1, uint64_t *removed, int64_t *count, int64_t *keep) {
   __shared__ uint64_t diag[kTile];
+  __shared__ int64_t row_order[kTile];
   __shared__ int kept_rows[kTile];
   __shared__ int num_rows_kept;
+  __shared__ uint64_t staged_removed[kResolveSharedWords];
   const int t = threadIdx.x;
   const int64_t width = col_blocks - rb0;
+  const bool staged = width <= kResolveSharedWords;
+  // removed[cb] for cb in [rb0, col_blocks), wherever it lives
+  uint64_t *rem = staged ? staged_removed : removed + rb0;
+  if (staged)
+    for (int64_t w = t; w < width; w += kResolveThreads) staged_removed[w] = removed[rb0 + w];
+  __syncthreads();
   int64_t kept = t == 0 ? *count : 0;  // meaningful in thread 0 only
   for (int64_t rb = rb0; rb < rb1; ++rb) {
     const int64_t row0 = rb * kTile;
     const int nrows = (int)(n - row0 < kTile ? n - row0 : kTile);
     const uint64_t *rows = mask + (row0 - rb0 * kTile) * width;  // row r at rows[r * width]
-    // Fetch the diagonal words in parallel: thread 0's walk then touches only
-    // shared memory instead of up to 64 dependent global loads.
-    if (t < nrows) diag[t] = rows[(int64_t)t * width + (rb - rb0)];
+    // Fetch the diagonal words and the boxes' indices in parallel: thread
+    // 0's walk then touches only shared memory instead of up to 128
+    // dependent global loads.
+    if (t < nrows) {
+      diag[t] = rows[(int64_t)t * width + (rb - rb0)];
+      row_order[t] = order[row0 + t];
+    }
     __syncthreads();
     if (t == 0) {
-      uint64_t rem = removed[rb];
+      uint64_t r = rem[rb - rb0];
       int nk = 0;
       for (int j = 0; j < nrows; ++j) {
-        if (!((rem >> j) & 1)) {
-          keep[kept++] = order[row0 + j];
+        if (!((r >> j) & 1)) {
+          keep[kept++] = row_order[j];
           kept_rows[nk++] = j;
-          rem |= diag[j];
+          r |= diag[j];
         }
       }
       num_rows_kept = nk;
@@ -146,15 +167,19 @@ __global__ void __launch_bounds__(kResolveThreads)
     const int nk = num_rows_kept;
     if (nk > 0) {
       for (int64_t cb = rb + 1 + t; cb < col_blocks; cb += kResolveThreads) {
-        uint64_t acc = removed[cb];
+        uint64_t acc = rem[cb - rb0];
         for (int k = 0; k < nk; ++k) acc |= rows[(int64_t)kept_rows[k] * width + (cb - rb0)];
-        removed[cb] = acc;
+        rem[cb - rb0] = acc;
       }
     }
     // Makes this block's `removed` words visible to the next row block's walk
-    // and frees diag / kept_rows for reuse.
+    // and frees diag / row_order / kept_rows for reuse.
     __syncthreads();
   }
+  // The next chunk reads the words of its own column blocks, all >= rb1.
+  if (staged)
+    for (int64_t w = rb1 - rb0 + t; w < width; w += kResolveThreads)
+      removed[rb0 + w] = staged_removed[w];
   if (t == 0) *count = kept;
 }
 
