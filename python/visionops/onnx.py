@@ -205,13 +205,109 @@ def _f32_at_most(t):
     return float(f)
 
 
-def _padded_nms_graph(node, const, boxes, scores, box_rank, score_type, iou_threshold,
-                      score_threshold, max_per_class, max_per_image, box_format, class_agnostic,
-                      pre_nms_top_k):
-    """batched_nms_padded from standard operators, for either exporter:
-    node(op_type, *inputs, outputs=1, **attrs) adds a node (attribute values
-    as Python ints, floats, strings, lists or NumPy arrays), const(array) a
-    constant. One NonMaxSuppression over every (image, class) problem, then
+class _Emit:
+    """One exporter's way to add ONNX nodes, so that each graph below is
+    written once for both: node(op_type, *inputs, outputs=1, **attrs) adds
+    a node (attribute values as Python ints, floats, strings, lists or NumPy
+    arrays), const(array) a constant; opset is the export's."""
+
+    def __init__(self, node, const, opset):
+        self.node, self.const, self.opset = node, const, opset
+
+    def i64(self, v):
+        import numpy as np
+
+        return self.const(np.array(v, dtype=np.int64))
+
+    def f32(self, v):
+        import numpy as np
+
+        return self.const(np.array(v, dtype=np.float32))
+
+    def unsqueeze(self, x, axes):  # axes an input from opset 13 on, an attribute before
+        if self.opset >= 13:
+            return self.node("Unsqueeze", x, self.i64(list(axes)))
+        return self.node("Unsqueeze", x, axes=list(axes))
+
+    def squeeze(self, x, axes):
+        if self.opset >= 13:
+            return self.node("Squeeze", x, self.i64(list(axes)))
+        return self.node("Squeeze", x, axes=list(axes))
+
+
+def _nms_selected_graph(e, boxes, scores_cm, iou_threshold, score_threshold=None):
+    """NonMaxSuppression of boxes [M, 4] with scores [C, M]: [K] box indices."""
+    inputs = [e.unsqueeze(e.node("Cast", boxes, to=_ONNX_FLOAT), [0]),
+              e.unsqueeze(e.node("Cast", scores_cm, to=_ONNX_FLOAT), [0]),
+              e.i64([_INT64_MAX]), e.f32([iou_threshold])]
+    if score_threshold is not None:
+        inputs.append(e.f32([score_threshold]))
+    return e.node("Gather", e.node("NonMaxSuppression", *inputs), e.i64(2), axis=1)
+
+
+def _nms_kept_graph(e, boxes, scores, iou_threshold):
+    thr = _nms_threshold("nms", iou_threshold)
+    return _nms_selected_graph(e, boxes, e.unsqueeze(scores, [0]), thr)
+
+
+def _by_score_graph(e, kept, scores_f):
+    """kept box indices by decreasing score, ties by index (TopK puts equal
+    values in index order)."""
+    k = e.node("Shape", kept)
+    _, order = e.node("TopK", kept, k, outputs=2, largest=0, sorted=1)
+    kept = e.node("Gather", kept, order)
+    _, order = e.node("TopK", e.node("Gather", scores_f, kept), k, outputs=2, largest=1, sorted=1)
+    return e.node("Gather", kept, order)
+
+
+def _batched_nms_kept_graph(e, boxes, scores, idxs, iou_threshold):
+    thr = _nms_threshold("batched_nms", iou_threshold)
+    idxs = e.node("Cast", idxs, to=_ONNX_INT64)
+    # Categories as 0..C-1 (C = 0 without boxes), each a row of NMS scores
+    # holding its boxes' scores and -inf elsewhere (dropped by the
+    # score_threshold -inf, as NonMaxSuppression keeps only scores > it).
+    low = e.node("ReduceMin", e.node("Concat", idxs, e.i64([_INT64_MAX]), axis=0), keepdims=0)
+    cls = e.node("Sub", idxs, low)
+    count = e.node("Add", e.node("ReduceMax", e.node("Concat", cls, e.i64([-1]), axis=0),
+                                 keepdims=0), e.i64(1))
+    rows = e.node("Range", e.i64(0), count, e.i64(1))
+    member = e.node("Equal", e.unsqueeze(rows, [1]), e.unsqueeze(cls, [0]))
+    scores_f = e.node("Cast", scores, to=_ONNX_FLOAT)
+    scores_cm = e.node("Where", member, e.unsqueeze(scores_f, [0]), e.f32(float("-inf")))
+    kept = _nms_selected_graph(e, boxes, scores_cm, thr, float("-inf"))
+    return _by_score_graph(e, kept, scores_f)
+
+
+def _padded_graph(e, kept, boxes):
+    """kept [K] as the fixed-size form: keep [N] padded with -1, num_kept []."""
+    n = e.node("Gather", e.node("Shape", boxes), e.i64([0]))
+    k = e.node("Shape", kept)
+    pads = e.node("Concat", e.i64([0]), e.node("Sub", n, k), axis=0)
+    return e.node("Pad", kept, pads, e.i64(-1), mode="constant"), e.squeeze(k, [0])
+
+
+def _onnx_nms_graph(e, boxes, scores, max_out, iou_threshold, score_threshold,
+                    center_point_box):
+    inputs = [e.node("Cast", boxes, to=_ONNX_FLOAT), e.node("Cast", scores, to=_ONNX_FLOAT),
+              e.i64([max_out]), e.f32([iou_threshold])]
+    if score_threshold is not None:
+        inputs.append(e.f32([score_threshold]))
+    selected = e.node("NonMaxSuppression", *inputs, center_point_box=center_point_box)
+    # Padded to B * C * min(max(max_out, 0), M) rows, as the op.
+    b = e.node("Gather", e.node("Shape", boxes), e.i64([0]))
+    m = e.node("Gather", e.node("Shape", boxes), e.i64([1]))
+    c = e.node("Gather", e.node("Shape", scores), e.i64([1]))
+    per = e.node("Min", m, e.i64([max(max_out, 0)]))
+    rows = e.node("Mul", e.node("Mul", b, c), per)
+    k = e.node("Gather", e.node("Shape", selected), e.i64([0]))
+    pads = e.node("Concat", e.i64([0, 0]), e.node("Sub", rows, k), e.i64([0]), axis=0)
+    return e.node("Pad", selected, pads, e.i64(-1), mode="constant"), e.squeeze(k, [0])
+
+
+def _padded_nms_graph(e, boxes, scores, box_rank, score_type, iou_threshold, score_threshold,
+                      max_per_class, max_per_image, box_format, class_agnostic, pre_nms_top_k):
+    """batched_nms_padded from standard operators (e: an _Emit, opset >= 14).
+    One NonMaxSuppression over every (image, class) problem, then
     per image a TopK over a dense [B, C * M] matrix of the selected scores
     (-inf elsewhere): TopK puts equal scores in index order, class * M +
     box, which is the op's order (class, then selection). boxes [B, M, 4]
@@ -223,11 +319,7 @@ def _padded_nms_graph(node, const, boxes, scores, box_rank, score_type, iou_thre
     score_thr = float("-inf") if score_threshold is None else _f32_at_most(score_threshold)
     cap = max_per_image if max_per_class < 0 else min(max_per_class, max_per_image)
 
-    def i64(v):
-        return const(np.array(v, dtype=np.int64))
-
-    def f32(v):
-        return const(np.array(v, dtype=np.float32))
+    node, i64, f32 = e.node, e.i64, e.f32
 
     def dim(x, i):
         return node("Gather", node("Shape", x), i64([i]))
@@ -380,111 +472,14 @@ def _ts_roi_pool(g, input, rois, spatial_scale, ph, pw):
     return out, None  # argmax: no ONNX equivalent; a model that uses it does not export
 
 
-def _ts_nms_selected(g, boxes, scores_cm, iou_threshold, score_threshold=None):
-    """NonMaxSuppression of boxes [M, 4] with scores [C, M]: [K] box indices."""
-    boxes = _ts_unsqueeze(g, g.op("Cast", boxes, to_i=_ONNX_FLOAT), [0])
-    scores = _ts_unsqueeze(g, g.op("Cast", scores_cm, to_i=_ONNX_FLOAT), [0])
-    inputs = [boxes, scores, _ts_const(g, [_INT64_MAX]),
-              _ts_const(g, [iou_threshold], torch.float32)]
-    if score_threshold is not None:
-        inputs.append(_ts_const(g, [score_threshold], torch.float32))
-    selected = g.op("NonMaxSuppression", *inputs)
-    return g.op("Gather", selected, _ts_const(g, 2), axis_i=1)
-
-
-def _ts_nms_kept(g, boxes, scores, iou_threshold):
-    thr = _nms_threshold("nms", iou_threshold)
-    return _ts_nms_selected(g, boxes, _ts_unsqueeze(g, scores, [0]), thr)
-
-
-def _ts_batched_nms_kept(g, boxes, scores, idxs, iou_threshold):
-    thr = _nms_threshold("batched_nms", iou_threshold)
-    idxs = g.op("Cast", idxs, to_i=_ONNX_INT64)
-    # Categories as 0..C-1 (C = 0 without boxes), each a row of NMS scores
-    # holding its boxes' scores and -inf elsewhere (dropped by the
-    # score_threshold -inf, as NonMaxSuppression keeps only scores > it).
-    low = g.op("ReduceMin", g.op("Concat", idxs, _ts_const(g, [_INT64_MAX]), axis_i=0),
-               keepdims_i=0)
-    cls = g.op("Sub", idxs, low)
-    count = g.op("Add", g.op("ReduceMax", g.op("Concat", cls, _ts_const(g, [-1]), axis_i=0),
-                             keepdims_i=0), _ts_const(g, 1))
-    rows = g.op("Range", _ts_const(g, 0), count, _ts_const(g, 1))
-    member = g.op("Equal", _ts_unsqueeze(g, rows, [1]), _ts_unsqueeze(g, cls, [0]))
-    scores_f = g.op("Cast", scores, to_i=_ONNX_FLOAT)
-    scores_cm = g.op("Where", member, _ts_unsqueeze(g, scores_f, [0]),
-                     _ts_const(g, float("-inf"), torch.float32))
-    kept = _ts_nms_selected(g, boxes, scores_cm, thr, float("-inf"))
-    return _ts_by_score(g, kept, scores_f)
-
-
-def _ts_by_score(g, kept, scores_f):
-    """kept box indices by decreasing score, ties by index (TopK puts equal
-    values in index order)."""
-    k = g.op("Shape", kept)
-    _, order = g.op("TopK", kept, k, largest_i=0, sorted_i=1, outputs=2)
-    kept = g.op("Gather", kept, order)
-    _, order = g.op("TopK", g.op("Gather", scores_f, kept), k, largest_i=1, sorted_i=1, outputs=2)
-    return g.op("Gather", kept, order)
-
-
-def _ts_padded(g, kept, boxes):
-    """kept [K] as the fixed-size form: keep [N] padded with -1, num_kept []."""
-    n = g.op("Gather", g.op("Shape", boxes), _ts_const(g, [0]))
-    k = g.op("Shape", kept)
-    pads = g.op("Concat", _ts_const(g, [0]), g.op("Sub", n, k), axis_i=0)
-    keep = g.op("Pad", kept, pads, _ts_const(g, -1), mode_s="constant")
-    return keep, _ts_squeeze(g, k, [0])
-
-
-def _ts_nms(g, boxes, scores, iou_threshold):
-    return _ts_padded(g, _ts_nms_kept(g, boxes, scores, iou_threshold), boxes)
-
-
-def _ts_batched_nms(g, boxes, scores, idxs, iou_threshold):
-    return _ts_padded(g, _ts_batched_nms_kept(g, boxes, scores, idxs, iou_threshold), boxes)
-
-
-def _ts_optional_float(value, what):
-    """A float? argument's value (parsed as a graph value): None or a float."""
-    from torch.onnx import symbolic_helper
-
-    if symbolic_helper._is_none(value):
-        return None
-    return float(symbolic_helper._get_const(value, "f", what))
-
-
-def _ts_onnx_nms(g, boxes, scores, max_out, iou_threshold, score_threshold, center_point_box):
-    score_threshold = _ts_optional_float(score_threshold, "score_threshold")
-    inputs = [g.op("Cast", boxes, to_i=_ONNX_FLOAT), g.op("Cast", scores, to_i=_ONNX_FLOAT),
-              _ts_const(g, [max_out]), _ts_const(g, [iou_threshold], torch.float32)]
-    if score_threshold is not None:
-        inputs.append(_ts_const(g, [score_threshold], torch.float32))
-    selected = g.op("NonMaxSuppression", *inputs, center_point_box_i=center_point_box)
-    # Padded to B * C * min(max(max_out, 0), M) rows, as the op.
-    b = g.op("Gather", g.op("Shape", boxes), _ts_const(g, [0]))
-    m = g.op("Gather", g.op("Shape", boxes), _ts_const(g, [1]))
-    c = g.op("Gather", g.op("Shape", scores), _ts_const(g, [1]))
-    per = g.op("Min", m, _ts_const(g, [max(max_out, 0)]))
-    rows = g.op("Mul", g.op("Mul", b, c), per)
-    k = g.op("Gather", g.op("Shape", selected), _ts_const(g, [0]))
-    pads = g.op("Concat", _ts_const(g, [0, 0]), g.op("Sub", rows, k), _ts_const(g, [0]),
-                axis_i=0)
-    padded = g.op("Pad", selected, pads, _ts_const(g, -1), mode_s="constant")
-    return padded, _ts_squeeze(g, k, [0])
-
-
-
-def _ts_batched_nms_padded(g, boxes, scores, iou_threshold, score_threshold, max_per_class,
-                           max_per_image, box_format, class_agnostic, pre_nms_top_k):
-    import numpy as np
-    from torch.onnx import symbolic_helper
-
-    if _ts_opset(g) < 14:
-        raise VisionOpsValueError("batched_nms_padded: ONNX export needs opset 14 or later "
-                                  "(Reshape's allowzero), got opset %d" % _ts_opset(g))
+def _ts_emit(g):
+    """The TorchScript exporter's _Emit: g.op, attribute names suffixed by
+    their type (_i, _f, _s, _t)."""
     suffix = {int: "i", bool: "i", float: "f", str: "s"}
 
     def node(op_type, *inputs, outputs=1, **attrs):
+        import numpy as np
+
         named = {}
         for k, v in attrs.items():
             if isinstance(v, np.ndarray):
@@ -498,11 +493,55 @@ def _ts_batched_nms_padded(g, boxes, scores, iou_threshold, score_threshold, max
     def const(array):
         return g.op("Constant", value_t=torch.from_numpy(array))
 
-    return _padded_nms_graph(node, const, boxes, scores, symbolic_helper._get_tensor_rank(boxes),
+    return _Emit(node, const, _ts_opset(g))
+
+
+def _ts_nms_kept(g, boxes, scores, iou_threshold):
+    return _nms_kept_graph(_ts_emit(g), boxes, scores, iou_threshold)
+
+
+def _ts_batched_nms_kept(g, boxes, scores, idxs, iou_threshold):
+    return _batched_nms_kept_graph(_ts_emit(g), boxes, scores, idxs, iou_threshold)
+
+
+def _ts_nms(g, boxes, scores, iou_threshold):
+    e = _ts_emit(g)
+    return _padded_graph(e, _nms_kept_graph(e, boxes, scores, iou_threshold), boxes)
+
+
+def _ts_batched_nms(g, boxes, scores, idxs, iou_threshold):
+    e = _ts_emit(g)
+    return _padded_graph(e, _batched_nms_kept_graph(e, boxes, scores, idxs, iou_threshold), boxes)
+
+
+def _ts_optional_float(value, what):
+    """A float? argument's value (parsed as a graph value): None or a float."""
+    from torch.onnx import symbolic_helper
+
+    if symbolic_helper._is_none(value):
+        return None
+    return float(symbolic_helper._get_const(value, "f", what))
+
+
+def _ts_onnx_nms(g, boxes, scores, max_out, iou_threshold, score_threshold, center_point_box):
+    return _onnx_nms_graph(_ts_emit(g), boxes, scores, max_out, iou_threshold,
+                           _ts_optional_float(score_threshold, "score_threshold"),
+                           center_point_box)
+
+
+def _ts_batched_nms_padded(g, boxes, scores, iou_threshold, score_threshold, max_per_class,
+                           max_per_image, box_format, class_agnostic, pre_nms_top_k):
+    from torch.onnx import symbolic_helper
+
+    if _ts_opset(g) < 14:
+        raise VisionOpsValueError("batched_nms_padded: ONNX export needs opset 14 or later "
+                                  "(Reshape's allowzero), got opset %d" % _ts_opset(g))
+    return _padded_nms_graph(_ts_emit(g), boxes, scores, symbolic_helper._get_tensor_rank(boxes),
                              _ts_onnx_type(scores), iou_threshold,
                              _ts_optional_float(score_threshold, "score_threshold"),
                              max_per_class, max_per_image, box_format, class_agnostic,
                              pre_nms_top_k)
+
 
 def _ts_multi_scale_roi_align(g, features, rois, scales, ph, pw, sampling_ratio,
                               canonical_scale, canonical_level, aligned):
@@ -757,86 +796,39 @@ def _dynamo_table():
                                   pooled_width=pooled_width), 1, warn=False)
         return out, argmax
 
-    def nms_selected(boxes, scores_cm, iou_threshold, score_threshold=None):
-        b = op.Unsqueeze(op.Cast(boxes, to=float32), [0])
-        s = op.Unsqueeze(op.Cast(scores_cm, to=float32), [0])
-        inputs = [b, s, op.Constant(value_ints=[_INT64_MAX]),
-                  op.Constant(value_floats=[iou_threshold])]
-        if score_threshold is not None:
-            inputs.append(op.Constant(value_floats=[score_threshold]))
-        return op.Gather(op.NonMaxSuppression(*inputs), 2, axis=1)
-
-    def nms_kept(boxes, scores, iou_threshold: float):
-        return nms_selected(boxes, op.Unsqueeze(scores, [0]), _nms_threshold("nms", iou_threshold))
-
-    def by_score(kept, scores_f):
-        k = op.Shape(kept)
-        _, order = op.TopK(kept, k, largest=0, sorted=1)
-        kept = op.Gather(kept, order)
-        _, order = op.TopK(op.Gather(scores_f, kept), k, largest=1, sorted=1)
-        return op.Gather(kept, order)
-
-    def batched_nms_kept(boxes, scores, idxs, iou_threshold: float):
-        thr = _nms_threshold("batched_nms", iou_threshold)
-        idxs = op.Cast(idxs, to=int64)
-        low = op.ReduceMin(op.Concat(idxs, op.Constant(value_ints=[_INT64_MAX]), axis=0),
-                           keepdims=0)
-        cls = op.Sub(idxs, low)
-        count = op.Add(op.ReduceMax(op.Concat(cls, op.Constant(value_ints=[-1]), axis=0),
-                                    keepdims=0), op.Constant(value_int=1))
-        rows = op.Range(op.Constant(value_int=0), count, op.Constant(value_int=1))
-        member = op.Equal(op.Unsqueeze(rows, [1]), op.Unsqueeze(cls, [0]))
-        scores_f = op.Cast(scores, to=float32)
-        scores_cm = op.Where(member, op.Unsqueeze(scores_f, [0]),
-                             op.Constant(value_float=float("-inf")))
-        return by_score(nms_selected(boxes, scores_cm, thr, float("-inf")), scores_f)
-
-    def padded(kept, boxes):
-        n = op.Gather(op.Shape(boxes), [0])
-        k = op.Shape(kept)
-        pads = op.Concat(op.Constant(value_ints=[0]), op.Sub(n, k), axis=0)
-        return (op.Pad(kept, pads, op.Constant(value_int=-1), mode="constant"),
-                op.Squeeze(k, [0]))
-
-    def nms(boxes, scores, iou_threshold: float):
-        return padded(nms_kept(boxes, scores, iou_threshold), boxes)
-
-    def batched_nms(boxes, scores, idxs, iou_threshold: float):
-        return padded(batched_nms_kept(boxes, scores, idxs, iou_threshold), boxes)
-
-    def onnx_nms(boxes, scores, max_output_boxes_per_class: int = 0, iou_threshold: float = 0.0,
-                 score_threshold: Optional[float] = None, center_point_box: int = 0):
-        inputs = [op.Cast(boxes, to=float32), op.Cast(scores, to=float32),
-                  op.Constant(value_ints=[max_output_boxes_per_class]),
-                  op.Constant(value_floats=[iou_threshold])]
-        if score_threshold is not None:
-            inputs.append(op.Constant(value_floats=[score_threshold]))
-        selected = op.NonMaxSuppression(*inputs, center_point_box=center_point_box)
-        b = op.Gather(op.Shape(boxes), [0])
-        m = op.Gather(op.Shape(boxes), [1])
-        c = op.Gather(op.Shape(scores), [1])
-        per = op.Min(m, op.Constant(value_ints=[max(max_output_boxes_per_class, 0)]))
-        rows = op.Mul(op.Mul(b, c), per)
-        k = op.Gather(op.Shape(selected), [0])
-        pads = op.Concat(op.Constant(value_ints=[0, 0]), op.Sub(rows, k),
-                         op.Constant(value_ints=[0]), axis=0)
-        return (op.Pad(selected, pads, op.Constant(value_int=-1), mode="constant"),
-                op.Squeeze(k, [0]))
-
     def node(op_type, *inputs, outputs=1, **attrs):
         del outputs  # onnxscript returns as many as the schema has
         attrs = {k: onnx_ir.tensor(v) if isinstance(v, np.ndarray) else v
                  for k, v in attrs.items()}
         return getattr(op, op_type)(*inputs, **attrs)
 
+    e = _Emit(node, lambda a: op.Constant(value=onnx_ir.tensor(a)), 18)
+
+    def nms_kept(boxes, scores, iou_threshold: float):
+        return _nms_kept_graph(e, boxes, scores, iou_threshold)
+
+    def batched_nms_kept(boxes, scores, idxs, iou_threshold: float):
+        return _batched_nms_kept_graph(e, boxes, scores, idxs, iou_threshold)
+
+    def nms(boxes, scores, iou_threshold: float):
+        return _padded_graph(e, _nms_kept_graph(e, boxes, scores, iou_threshold), boxes)
+
+    def batched_nms(boxes, scores, idxs, iou_threshold: float):
+        return _padded_graph(e, _batched_nms_kept_graph(e, boxes, scores, idxs, iou_threshold),
+                             boxes)
+
+    def onnx_nms(boxes, scores, max_output_boxes_per_class: int = 0, iou_threshold: float = 0.0,
+                 score_threshold: Optional[float] = None, center_point_box: int = 0):
+        return _onnx_nms_graph(e, boxes, scores, max_output_boxes_per_class, iou_threshold,
+                               score_threshold, center_point_box)
+
     def batched_nms_padded(boxes, scores, iou_threshold: float,
                            score_threshold: Optional[float] = None, max_per_class: int = -1,
                            max_per_image: int = 100, box_format: int = 0,
                            class_agnostic: bool = False, pre_nms_top_k: int = -1):
-        return _padded_nms_graph(node, lambda a: op.Constant(value=onnx_ir.tensor(a)), boxes,
-                                 scores, len(boxes.shape), int(scores.dtype), iou_threshold,
-                                 score_threshold, max_per_class, max_per_image, box_format,
-                                 class_agnostic, pre_nms_top_k)
+        return _padded_nms_graph(e, boxes, scores, len(boxes.shape), int(scores.dtype),
+                                 iou_threshold, score_threshold, max_per_class, max_per_image,
+                                 box_format, class_agnostic, pre_nms_top_k)
 
     def levels_of(rois, canonical_scale, canonical_level, k_min, num_levels):
         def c(v):

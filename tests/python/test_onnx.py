@@ -243,6 +243,31 @@ def test_batched_nms(exporter, classes, rng):
 
 
 @needs_ort
+@pytest.mark.parametrize("fixed", [False, True])
+def test_nms_family_at_opset_11(fixed, rng):
+    """The TorchScript exporter at opset 11, where Unsqueeze and Squeeze take
+    their axes as attributes (the graphs are shared with opset >= 13 and the
+    dynamo exporter)."""
+    boxes, scores = _boxes(rng, 50)
+    idxs = torch.from_numpy(rng.integers(0, 3, 50))
+    if fixed:
+        ops = (lambda b, s, i: torch.ops.visionops.nms(b, s, 0.5),
+               lambda b, s, i: torch.ops.visionops.batched_nms(b, s, i, 0.5))
+    else:
+        ops = (lambda b, s, i: visionops.nms(b, s, 0.5),
+               lambda b, s, i: visionops.batched_nms(b, s, i, 0.5))
+    for fn in ops:
+        model = FnModule(fn)
+        args = (boxes, scores, idxs)
+        session = _session(_export(model, args, "torchscript", ["boxes", "scores", "idxs"],
+                                   opset=11))
+        got = _run(session, *args, names=["boxes", "scores", "idxs"])
+        want = model(*args)
+        want = list(want) if isinstance(want, tuple) else [want]
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]
+
+
+@needs_ort
 @pytest.mark.parametrize("exporter", EXPORTERS)
 @pytest.mark.parametrize("batched", [False, True])
 def test_fixed_size_nms(exporter, batched, rng):
