@@ -1,7 +1,8 @@
 // CUDA box_iou, generalized_box_iou, distance_box_iou and complete_box_iou:
 // one thread per output element. Their backward: one warp per box, summing
-// its pairs in a fixed order (no atomics, the same bits every run). The
-// per-pair math, forward and backward, is kernels/box_iou.h's.
+// its pairs in a fixed order (no atomics, the same bits every run), grad
+// read along its rows in both passes. The per-pair math, forward and
+// backward, is kernels/box_iou.h's.
 #include "cuda/common.cuh"
 #include "kernels/box_iou.h"
 
@@ -143,6 +144,60 @@ __global__ void pairwise_iou_backward_kernel(vo_cuda_view grad, vo_cuda_view own
   }
 }
 
+// The gradient of `b`, the columns of grad: the same warp-per-box sums as the
+// kernel above (lane l adds the pairs j = l, l + 32, ... in order, then the
+// same shuffle tree), but a block of 8 warps owns 8 consecutive boxes and
+// stages each 32 x 8 tile of grad (rows j0.., those 8 columns: one 32-byte
+// sector a row in float32) in shared memory first: one warp per box reading
+// its column directly made 32 separate transactions per step. (8 warps, not
+// 32: a 1,024-thread block caps registers at 64, and float64 then spills.)
+constexpr int kColumnWarps = 8;
+
+template <typename S>
+__global__ void __launch_bounds__(kColumnWarps *kWarp)
+    pairwise_iou_backward_columns_kernel(vo_cuda_view grad, vo_cuda_view own, vo_cuda_view other,
+                                         int64_t count_own, int64_t count_other, vo_iou_kind kind,
+                                         typename vo_cuda_compute<S>::type eps, vo_cuda_view out) {
+  typedef typename vo_cuda_compute<S>::type T;
+  __shared__ T tile[kWarp][kColumnWarps + 1];  // [row][column], padded against bank conflicts
+  const int lane = (int)(threadIdx.x % kWarp), w = (int)(threadIdx.x / kWarp);
+  const bool complete = kind == VO_IOU_COMPLETE;
+  for (int64_t i0 = (int64_t)blockIdx.x * kColumnWarps; i0 < count_own;
+       i0 += (int64_t)gridDim.x * kColumnWarps) {
+    const int64_t i = i0 + w;
+    const bool active = i < count_own;  // the same in the whole warp
+    T mine[4] = {0, 0, 0, 0};
+    if (active)
+      for (int k = 0; k < 4; ++k) mine[k] = vo_cuda_load_view<S>(own, vo_cuda_offset(own, i, k));
+    const T t_mine = active && complete ? atan_ratio(mine) : T(0);
+    double acc[4] = {0, 0, 0, 0};
+    for (int64_t j0 = 0; j0 < count_other; j0 += kWarp) {
+      const int tr = (int)threadIdx.x / kColumnWarps, tc = (int)threadIdx.x % kColumnWarps;
+      const int64_t r = j0 + tr, c = i0 + tc;  // thread (tr, tc) stages grad[r, c]
+      tile[tr][tc] = r < count_other && c < count_own
+                         ? vo_cuda_load_as<T>(grad, vo_cuda_offset(grad, r, c))
+                         : T(0);
+      __syncthreads();
+      const int64_t j = j0 + lane;
+      if (active && j < count_other) {
+        T theirs[4], ga[4], gb[4];
+        for (int k = 0; k < 4; ++k)
+          theirs[k] = vo_cuda_load_view<S>(other, vo_cuda_offset(other, j, k));
+        const T t_theirs = complete ? atan_ratio(theirs) : T(0);
+        pair_grad(kind, eps, theirs, mine, t_theirs, t_mine, tile[lane][w], ga, gb);
+        for (int k = 0; k < 4; ++k) acc[k] += (double)gb[k];
+      }
+      __syncthreads();  // the tile is rewritten next step
+    }
+    if (active) {
+      for (int off = kWarp / 2; off > 0; off /= 2)
+        for (int k = 0; k < 4; ++k) acc[k] += __shfl_down_sync(0xffffffffu, acc[k], off);
+      if (lane == 0)
+        for (int k = 0; k < 4; ++k) vo_cuda_store_view<S>(out, i * 4 + k, (T)acc[k]);
+    }
+  }
+}
+
 template <typename S>
 vo_status pairwise_backward_run(const vo_exec *ex, cudaStream_t stream) {
   typedef typename vo_cuda_compute<S>::type T;
@@ -168,8 +223,9 @@ vo_status pairwise_backward_run(const vo_exec *ex, cudaStream_t stream) {
       g, a, b, n, m, 1, p.kind, eps, grad_a);
   vo_status st = vo_cuda_check_launch(ex);
   if (st != VO_OK) return st;
-  pairwise_iou_backward_kernel<S><<<vo_cuda_blocks(m * kWarp, kThreads), kThreads, 0, stream>>>(
-      g, b, a, m, n, 0, p.kind, eps, grad_b);
+  pairwise_iou_backward_columns_kernel<S>
+      <<<vo_cuda_blocks(m, kColumnWarps), kColumnWarps * kWarp, 0, stream>>>(g, b, a, m, n, p.kind,
+                                                                             eps, grad_b);
   return vo_cuda_check_launch(ex);
 }
 
