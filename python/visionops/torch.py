@@ -155,12 +155,6 @@ def _run(schema, args, alloc):
     first = _first_tensor(args)
     for i in schema.tensor_positions:
         args[i] = _borrow(name, schema.args[i].name, args[i])
-    return _run_exported(name, args, alloc, first)
-
-
-def _run_exported(name, args, alloc, first):
-    """_run once the tensor arguments are DLPack capsules; `first` is the
-    first tensor (None if none), whose device the op runs on."""
     if first is not None and first.is_cuda:
         with torch.cuda.device(first.device):
             queue = _TORCH_BACKENDS["cuda"][1](first.device)
@@ -1041,32 +1035,21 @@ def _make_direct(name, schema, differentiable, finish):
     """ops.<name>: the op's backend kernel on plain tensors, its outputs
     passed through finish; torch.ops.visionops.<name> otherwise."""
     op = getattr(torch.ops.visionops, name)
-    kernel = schema.name
-    tensors = [(i, schema.args[i].name) for i in schema.tensor_positions]
 
     def direct(*args):
         if _compiling() or _dispatcher_has_work():
             return op(*args)
         needs_grad = differentiable and torch.is_grad_enabled()
-        full = schema.complete(args)
-        first = None
-        for i, what in tensors:
-            value = full[i]
+        for i in schema.tensor_positions:
+            value = args[i] if i < len(args) else None  # a tensor argument's default is None
             if value is None:
                 continue
             if isinstance(value, (list, tuple)):
                 if not all(_plain_tensor(t, needs_grad) for t in value):
                     return op(*args)
-                if value and first is None:
-                    first = value[0]
-                full[i] = [_export(kernel, "%s[%d]" % (what, j), t) for j, t in enumerate(value)]
-            elif _plain_tensor(value, needs_grad):
-                if first is None:
-                    first = value
-                full[i] = _export(kernel, what, value)
-            else:
+            elif not _plain_tensor(value, needs_grad):
                 return op(*args)
-        return finish(_run_exported(kernel, full, _alloc, first))
+        return finish(_run(schema, args, _alloc))
 
     direct.__name__ = name
     direct.__qualname__ = "ops." + name
