@@ -90,6 +90,7 @@ typedef struct vo_context vo_context;
  * malloc / cudaMallocAsync; fast (atomic) CUDA backward; best ISA; 256 MiB
  * workspace limit. */
 VO_API vo_status vo_context_create(vo_context **out);
+/* Waits for the context's pending deferred checks, if any, and drops them. */
 VO_API void vo_context_destroy(vo_context *ctx);
 /* 0 means "all cores" (OpenMP's default); otherwise 1..4096. */
 VO_API vo_status vo_context_set_num_threads(vo_context *ctx, int num_threads);
@@ -109,6 +110,41 @@ VO_API vo_status vo_context_set_isa(vo_context *ctx, vo_isa isa);
 /* Upper bound on temporary memory an op may take at once (ops that can tile
  * honour it; 0 restores the default). */
 VO_API vo_status vo_context_set_workspace_limit(vo_context *ctx, size_t bytes);
+
+/* When the values of input tensors in device memory (CUDA, OpenCL) are
+ * checked: rois' batch indices and coordinates, argmax, channel_mapping,
+ * rotated boxes, deform_attn's levels, the adaptive sampling grid (each
+ * op's documentation names its checks). Tensors the host can read (CPU,
+ * CUDA host memory) are always checked before the kernel. With bad values
+ * the kernels stay within the tensors' memory and finish in bounded time
+ * whatever the mode; only the outputs of that call are then unspecified. */
+typedef enum vo_device_checks {
+  /* Before the kernel, and the host waits for the result (one small copy
+   * back and a queue synchronisation per call that has checks): a bad value
+   * fails the call, which writes no output. The default. */
+  VO_DEVICE_CHECKS_SYNC = 0,
+  /* On the device, in the call's queue before its kernel, without waiting:
+   * the call returns once its work is queued. The first bad value is
+   * reported, with the message the call would have failed with, by
+   * vo_context_device_status, or by a later call of this context that has
+   * to wait for the results anyway (it then fails with that message before
+   * doing anything: when 256 checks are pending, or a call goes to
+   * another device or queue, or comes from another thread while no queue
+   * is set). */
+  VO_DEVICE_CHECKS_DEFERRED = 1,
+  /* Not checked: for work that must not depend on the host, such as a CUDA
+   * graph being captured. */
+  VO_DEVICE_CHECKS_OFF = 2
+} vo_device_checks;
+/* Setting a mode first reports (and drops) the checks still pending, as
+ * vo_context_device_status does. */
+VO_API vo_status vo_context_set_device_checks(vo_context *ctx, vo_device_checks mode);
+VO_API vo_device_checks vo_context_device_checks(const vo_context *ctx);
+/* Waits for ctx's pending deferred checks and reports the first bad value
+ * among them in call order (VO_OK: none), with that call's message; they
+ * are then dropped. VO_OK at once when none is pending. Thread-safe, like
+ * calls sharing ctx. */
+VO_API vo_status vo_context_device_status(vo_context *ctx);
 
 /* ------------------------------------------------------------- backends */
 
@@ -321,10 +357,10 @@ VO_API vo_status vo_batched_nms_padded(const vo_context *ctx, const DLTensor *bo
  * int64[B*C*min(max_output_boxes_per_class, M), 3], the first *num_selected
  * rows (batch, class, box) in ONNX's order (batch, class, then selection),
  * the rest -1; num_selected int64[]. */
-VO_API vo_status vo_onnx_nms(const vo_context *ctx, const DLTensor *boxes,
-                             const DLTensor *scores, int64_t max_output_boxes_per_class,
-                             double iou_threshold, const double *score_threshold,
-                             int center_point_box, DLTensor *selected, DLTensor *num_selected);
+VO_API vo_status vo_onnx_nms(const vo_context *ctx, const DLTensor *boxes, const DLTensor *scores,
+                             int64_t max_output_boxes_per_class, double iou_threshold,
+                             const double *score_threshold, int center_point_box,
+                             DLTensor *selected, DLTensor *num_selected);
 
 /* Soft-NMS (Bodla et al. 2017) in mmcv's order of operations: repeatedly
  * select the remaining box of highest current score (ties: lowest index; a

@@ -482,17 +482,25 @@ static void advise_huge_pages(const DLTensor *t) {
 
 /* Converts the arguments once, infers the outputs, has `alloc(shape, dtype,
  * device)` create each in the caller's framework, then runs the op with the
- * GIL released. Returns the list of allocated outputs. */
+ * GIL released. Returns the list of allocated outputs. `device_checks` is a
+ * vo_device_checks other than deferred (a context lives for one call):
+ * VO_DEVICE_CHECKS_OFF while a CUDA graph is captured. */
 static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   (void)self;
-  static char *kwlist[] = {"op", "args", "alloc", "queue", "num_threads", "deterministic", NULL};
+  static char *kwlist[] = {"op",          "args",          "alloc",         "queue",
+                           "num_threads", "deterministic", "device_checks", NULL};
   const char *name;
   PyObject *args, *alloc;
   unsigned long long queue = 0;
-  int num_threads = 0, deterministic = 0;
-  if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|Kip:call", kwlist, &name, &args, &alloc,
-                                   &queue, &num_threads, &deterministic))
+  int num_threads = 0, deterministic = 0, device_checks = VO_DEVICE_CHECKS_SYNC;
+  if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|Kipi:call", kwlist, &name, &args, &alloc,
+                                   &queue, &num_threads, &deterministic, &device_checks))
     return NULL;
+  if (device_checks == VO_DEVICE_CHECKS_DEFERRED) {
+    PyErr_SetString(PyExc_ValueError,
+                    "call: device_checks cannot be deferred (its context lives for one call)");
+    return NULL;
+  }
   const vo_op_info *op = find_op(name);
   if (!op) return NULL;
   store storage, *s = &storage; /* ~25 KB on the stack: no allocation, no zeroing */
@@ -546,6 +554,8 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   st = vo_context_create(&ctx);
   if (st == VO_OK) st = vo_context_set_num_threads(ctx, num_threads);
   if (st == VO_OK) st = vo_context_set_deterministic(ctx, deterministic);
+  if (st == VO_OK && device_checks != VO_DEVICE_CHECKS_SYNC)
+    st = vo_context_set_device_checks(ctx, (vo_device_checks)device_checks);
   /* The queue (a CUDA stream, ...) of the outputs' device: the op's device. */
   if (st == VO_OK && queue && n > 0)
     st = vo_context_set_queue(ctx, outs[0]->device.device_type, (void *)(uintptr_t)queue);

@@ -142,6 +142,9 @@ def _pack(schema, outs):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+_DEVICE_CHECKS_OFF = 2  # VO_DEVICE_CHECKS_OFF
+
+
 def _deterministic():
     return _core.is_deterministic() or torch.are_deterministic_algorithms_enabled()
 
@@ -158,7 +161,11 @@ def _run(schema, args, alloc):
     if first is not None and first.is_cuda:
         with torch.cuda.device(first.device):
             queue = _TORCH_BACKENDS["cuda"][1](first.device)
-            return _C.call(name, args, alloc, queue, 0, _deterministic())
+            # While a CUDA graph is captured the work must not wait for the
+            # host: the values are not checked then (the kernels stay in
+            # bounds with bad ones; vo_context_set_device_checks).
+            checks = _DEVICE_CHECKS_OFF if torch.cuda.is_current_stream_capturing() else 0
+            return _C.call(name, args, alloc, queue, 0, _deterministic(), checks)
     return _C.call(name, args, alloc, 0, _core.get_num_threads(), _deterministic())
 
 

@@ -20,6 +20,8 @@ static const vo_context vo_defaults = {
     .deterministic = 0,
     .isa = VO_ISA_AUTO,
     .workspace_limit = VO_DEFAULT_WORKSPACE_LIMIT,
+    .device_checks = VO_DEVICE_CHECKS_SYNC,
+    .deferred = NULL,
 };
 
 const vo_context *vo_default_context(void) { return &vo_defaults; }
@@ -33,7 +35,11 @@ vo_status vo_context_create(vo_context **out) {
   return VO_OK;
 }
 
-void vo_context_destroy(vo_context *ctx) { free(ctx); }
+void vo_context_destroy(vo_context *ctx) {
+  if (!ctx) return;
+  vo_deferred_checks_destroy(ctx);
+  free(ctx);
+}
 
 #define VO_REQUIRE_CTX(fn) \
   if (!ctx) return vo_fail(VO_ERROR_INVALID_ARGUMENT, fn ": ctx is NULL")

@@ -104,6 +104,11 @@ struct vo_context {
   int deterministic;
   vo_isa isa;
   size_t workspace_limit; /* never 0: the defaults and the setter give VO_DEFAULT_WORKSPACE_LIMIT */
+  vo_device_checks device_checks;
+  /* Deferred checks still pending (core/data_checks.c); allocated when the
+   * mode is first set to VO_DEVICE_CHECKS_DEFERRED, so a call that takes
+   * the context as const reaches it through the pointer. */
+  struct vo_deferred_checks *deferred;
 };
 
 /* The defaults used when a caller passes a NULL context. */
@@ -449,6 +454,16 @@ typedef struct vo_backend {
    * written for bad values. The CPU's runs vo_find_on_host_rows on its
    * threads; NULL lets the host read the tensors itself, serially. */
   vo_status (*check_data)(const struct vo_exec *ex, vo_k_check_found *found);
+  /* The same checks queued on ex->queue without waiting
+   * (VO_DEVICE_CHECKS_DEFERRED): check i's result goes to device memory
+   * `results` (a workspace block) at byte `offset + i *
+   * sizeof(vo_k_check_found)`, slots the hook fills first. NULL: the
+   * dispatcher checks synchronously instead. */
+  vo_status (*queue_data_checks)(const struct vo_exec *ex, void *results, uint64_t offset);
+  /* Waits for all work queued on `device`, on any queue: deferred checks
+   * queued on another thread's default queue are read after it. NULL when
+   * the backend's default queue is one for all threads. */
+  vo_status (*synchronize)(DLDevice device);
 } vo_backend;
 
 #define VO_BACKEND(name, device_type, option) extern const vo_backend vo_##name##_backend;
@@ -475,6 +490,8 @@ void *vo_context_queue(const vo_context *ctx, DLDevice device);
  * backend, which vo_call reports). Fails with the first bad value's
  * message. */
 vo_status vo_run_data_checks(const vo_exec *ex);
+/* Drops ctx's deferred checks after waiting for them (vo_context_destroy). */
+void vo_deferred_checks_destroy(vo_context *ctx);
 /* The first bad item of rows [r0, r1) of check c's tensor t (t2: the
  * check's second tensor), read on the host: found->first and its values
  * set, or found left alone when none is bad (core/data_checks.c). */

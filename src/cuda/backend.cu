@@ -128,16 +128,18 @@ vo_status copy_to_host(DLDevice device, void *dst, const void *src, uint64_t src
 // Constant-initialised, in vo_backend's field order (no designated
 // initialisers before C++20): registration must survive static linking.
 extern "C" const vo_backend vo_cuda_backend = {
-    "cuda",              // name
-    kDLCUDA,             // device_type
-    nullptr,             // not_built_reason
-    1,                   // addressable
-    vo_cuda_kernels,     // kernels
-    probe,               // probe
-    1,                   // has_queues
-    default_alloc,       // alloc
-    default_free,        // free
-    copy_to_device,      // copy_to_device
-    copy_to_host,        // copy_to_host
-    vo_cuda_check_data,  // check_data
+    "cuda",                     // name
+    kDLCUDA,                    // device_type
+    nullptr,                    // not_built_reason
+    1,                          // addressable
+    vo_cuda_kernels,            // kernels
+    probe,                      // probe
+    1,                          // has_queues
+    default_alloc,              // alloc
+    default_free,               // free
+    copy_to_device,             // copy_to_device
+    copy_to_host,               // copy_to_host
+    vo_cuda_check_data,         // check_data
+    vo_cuda_queue_data_checks,  // queue_data_checks
+    vo_cuda_synchronize,        // synchronize
 };

@@ -22,8 +22,10 @@ extern "C" {
 #undef VO_OP
 }
 
-// The backend's check_data hook (vo_backend; defined in roi_check.cu).
+// The backend's data-check hooks (vo_backend; defined in roi_check.cu).
 vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found);
+vo_status vo_cuda_queue_data_checks(const vo_exec *ex, void *results, uint64_t offset);
+vo_status vo_cuda_synchronize(DLDevice device);
 
 // ------------------------------------------------------------ host helpers
 

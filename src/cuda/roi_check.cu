@@ -5,7 +5,8 @@
 // (atomicMin of its key) and a one-thread kernel records what the message
 // needs; 32 bytes per check come back after one stream synchronisation for
 // the call, and the dispatcher forms the message (core/data_checks.c), the
-// one the host check gives.
+// one the host check gives. Deferred checks (vo_context_set_device_checks)
+// queue the same kernels into the context's block without waiting.
 #include "cuda/common.cuh"
 
 namespace {
@@ -32,16 +33,17 @@ __global__ void record_kernel(const void *data, const void *data2, vo_k_check c,
 
 }  // namespace
 
-vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found) {
+// Queues the checks into `results` at byte `offset` (vo_backend's
+// queue_data_checks; also the first half of check_data).
+vo_status vo_cuda_queue_data_checks(const vo_exec *ex, void *results, uint64_t offset) {
   const int count = ex->num_data_checks;
   vo_cuda_device_guard guard(ex->device.device_id);
   if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
   const cudaStream_t stream = vo_cuda_stream(ex);
-  vo_cuda_workspace ws(ex);
-  const size_t bytes = sizeof(vo_k_check_found) * (size_t)count;
-  vo_k_check_found *dev = static_cast<vo_k_check_found *>(ws.alloc(bytes));
-  if (!dev) return VO_ERROR_OUT_OF_MEMORY;
-  vo_status st = vo_cuda_check(ex, cudaMemsetAsync(dev, 0xff, bytes, stream));
+  vo_k_check_found *dev =
+      reinterpret_cast<vo_k_check_found *>(static_cast<char *>(results) + offset);
+  vo_status st = vo_cuda_check(
+      ex, cudaMemsetAsync(dev, 0xff, sizeof(vo_k_check_found) * (size_t)count, stream));
   if (st != VO_OK) return st;
   for (int i = 0; i < count; i++) {
     const vo_k_check &c = ex->data_checks[i].check;
@@ -55,7 +57,32 @@ vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found) {
     record_kernel<<<1, 1, 0, stream>>>(data, data2, c, dev + i);
     if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
   }
+  return VO_OK;
+}
+
+vo_status vo_cuda_check_data(const vo_exec *ex, vo_k_check_found *found) {
+  vo_cuda_device_guard guard(ex->device.device_id);
+  if (guard.error() != cudaSuccess) return vo_cuda_check(ex, guard.error());
+  const cudaStream_t stream = vo_cuda_stream(ex);
+  vo_cuda_workspace ws(ex);
+  const size_t bytes = sizeof(vo_k_check_found) * (size_t)ex->num_data_checks;
+  void *dev = ws.alloc(bytes);
+  if (!dev) return VO_ERROR_OUT_OF_MEMORY;
+  vo_status st = vo_cuda_queue_data_checks(ex, dev, 0);
+  if (st != VO_OK) return st;
   st = vo_cuda_check(ex, cudaMemcpyAsync(found, dev, bytes, cudaMemcpyDeviceToHost, stream));
   if (st != VO_OK) return st;
   return vo_cuda_check(ex, cudaStreamSynchronize(stream));
+}
+
+// Waits for every stream of the device (deferred checks queued by another
+// thread on its per-thread default stream).
+vo_status vo_cuda_synchronize(DLDevice device) {
+  vo_cuda_device_guard guard(device.device_id);
+  cudaError_t e = guard.error();
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return VO_OK;
+  (void)cudaGetLastError();
+  return vo_fail(VO_ERROR_BACKEND_FAILURE, "cuda: synchronisation of device %d failed: %s",
+                 device.device_id, cudaGetErrorString(e));
 }

@@ -294,9 +294,11 @@ VO_KFN void vo_k_check_values(const VO_GLOBAL void *data, const VO_GLOBAL void *
   } else if (c->kind == VO_K_CHECK_ROIS || c->kind == VO_K_CHECK_RBOXES) {
     value[0] = vo_k_load_as_double(data, c->dtype, o + col * c->stride[1]);
   } else if (c->kind == VO_K_CHECK_ROI_GRID) {
+    /* (m is a map: the find pass never reports a row without one, but the
+     * data may have changed since when the checks run deferred) */
     const int m = vo_k_roi_map_of(data, c, row);
-    vo_k_roi_extent(data, c, row, m, &value[0], &value[1]);
-    value[2] = (double)m;
+    if (m >= 0) vo_k_roi_extent(data, c, row, m, &value[0], &value[1]);
+    value[2] = (double)(m >= 0 ? m : 0);
   } else {
     value[0] = (double)((const VO_GLOBAL int32_t *)data)[o + col * c->stride[3]];
   }

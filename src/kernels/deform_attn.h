@@ -77,13 +77,24 @@ VO_KFN vo_k_deform_attn_args vo_k_da_args_of(const int64_t *value_shape,
   return a;
 }
 
-/* Level l's height, width and first key. */
+/* Level l's height, width and first key. A level whose keys do not lie
+ * within value's S (bad spatial_shapes or level_start_index, which the
+ * levels check reports, but which a device kernel may meet when that check
+ * is deferred or off: vo_context_set_device_checks) is empty, so that no
+ * key can address memory outside value and grad_value. */
 VO_KFN void vo_k_da_level(const vo_k_deform_attn_args *a, const VO_GLOBAL int64_t *shapes,
                           const VO_GLOBAL int64_t *starts, int64_t l, int64_t *h, int64_t *w,
                           int64_t *start) {
-  *h = shapes[l * a->shapes_stride[0]];
-  *w = shapes[l * a->shapes_stride[0] + a->shapes_stride[1]];
-  *start = starts[l * a->starts_stride];
+  const int64_t lh = shapes[l * a->shapes_stride[0]];
+  const int64_t lw = shapes[l * a->shapes_stride[0] + a->shapes_stride[1]];
+  const int64_t s = starts[l * a->starts_stride];
+  const int64_t room = a->keys - s; /* keys from s on (s <= keys: no overflow) */
+  const int64_t small = (int64_t)1 << 31;
+  const int fits = s >= 0 && s <= a->keys && lh >= 0 && lw >= 0 &&
+                   (lh < small && lw < small ? lh * lw <= room : lw == 0 || lh <= room / lw);
+  *h = fits ? lh : 0;
+  *w = fits ? lw : 0;
+  *start = fits ? s : 0;
 }
 
 /* Element offsets of sample (n, q, m, l, p) in sampling_loc (its x; y is

@@ -48,6 +48,21 @@ VO_KFN int64_t vo_k_ra_grid(vo_k_double v) {
   return (int64_t)v;
 }
 
+/* The most adaptive samples per bin a kernel takes along an axis pooled
+ * into `pooled` bins of a map of height + width = `map` pixels: twice the
+ * roi_grid check's bound (kernels/data_checks.h, vo_k_adaptive_limit: 4x
+ * ceil((map + 2) / pooled), at least VO_K_MAX_SAMPLING_RATIO), in integers
+ * so that devices without float64 get it too. Every RoI the check lets
+ * through stays below it; a RoI it rejects would otherwise take up to
+ * 2^62 samples a bin when a device's check is deferred or off
+ * (vo_context_set_device_checks), a hang rather than a bad read. */
+VO_KFN int64_t vo_k_ra_grid_bound(int64_t map, int64_t pooled) {
+  if (pooled <= 0 || map < 0 || map > VO_K_RA_MAX_GRID) return VO_K_RA_MAX_GRID;
+  const int64_t l = (4 * (map + 2) + pooled - 1) / pooled;
+  const int64_t b = 2 * (l > 128 ? l : 128);
+  return b < VO_K_RA_MAX_GRID ? b : VO_K_RA_MAX_GRID;
+}
+
 /* a*b saturating at INT64_MAX (a, b >= 0). */
 VO_KFN int64_t vo_k_ra_mul(int64_t a, int64_t b) {
   if (a == 0 || b == 0) return 0;

@@ -302,49 +302,74 @@ static vo_status vo_cl_check_on_host(const vo_cl_call *c, vo_k_check_found *foun
   return VO_OK;
 }
 
-/* Per check, one pass over the rows finds the first bad item (an atomic
- * minimum of its key) and a one-item kernel records what the message needs;
- * the results of all checks come back in one blocking read. */
-vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found) {
-  vo_cl_call c;
-  vo_status st = vo_cl_call_begin(ex, &c);
-  if (st != VO_OK) return st;
-  if (!c.fp64) return vo_cl_check_on_host(&c, found);
+/* Queues the checks of a device with float64 into `results` (at byte
+ * `offset`): per check, one pass over the rows finds the first bad item (an
+ * atomic minimum of its key) and a one-item kernel records what the
+ * message needs. */
+static vo_status vo_cl_queue_checks(const vo_cl_call *c, cl_mem results, uint64_t offset) {
+  const vo_exec *ex = c->ex;
   const int count = ex->num_data_checks;
-  const size_t bytes = sizeof(vo_k_check_found) * (size_t)count;
-  cl_mem dev = vo_cl_workspace(ex, bytes);
-  if (!dev) return VO_ERROR_OUT_OF_MEMORY;
   const unsigned char ones = 0xff;
-  st = vo_cl_fill(&c, dev, 0, &ones, 1, bytes);
+  vo_status st = vo_cl_fill(c, results, offset, &ones, 1, sizeof(vo_k_check_found) * (size_t)count);
   for (int i = 0; i < count && st == VO_OK; i++) {
     const vo_k_check *k = &ex->data_checks[i].check;
     const vo_view *t = &ex->inputs[ex->data_checks[i].arg];
     const vo_view *t2 = &ex->inputs[vo_data_check_second(&ex->data_checks[i])];
     const int64_t rows = vo_k_check_rows(k);
     if (t->numel == 0 || rows == 0) continue;
-    const uint64_t at = (uint64_t)i * sizeof(vo_k_check_found);
+    const uint64_t at = offset + (uint64_t)i * sizeof(vo_k_check_found);
     vo_cl_launch l;
-    if ((st = vo_cl_launch_begin(&l, &c, "data_checks", "vo_cl_check_find")) != VO_OK) break;
+    if ((st = vo_cl_launch_begin(&l, c, "data_checks", "vo_cl_check_find")) != VO_OK) break;
     vo_cl_arg_view(&l, t);
     vo_cl_arg_view(&l, t2);
     vo_cl_arg(&l, k, sizeof *k);
     vo_cl_arg_i64(&l, rows);
     vo_cl_arg_i64(&l, vo_k_check_row_length(k));
-    vo_cl_arg_mem(&l, dev, at);
+    vo_cl_arg_mem(&l, results, at);
     if ((st = vo_cl_launch_run(&l, rows)) != VO_OK) break;
-    if ((st = vo_cl_launch_begin(&l, &c, "data_checks", "vo_cl_check_record")) != VO_OK) break;
+    if ((st = vo_cl_launch_begin(&l, c, "data_checks", "vo_cl_check_record")) != VO_OK) break;
     vo_cl_arg_view(&l, t);
     vo_cl_arg_view(&l, t2);
     vo_cl_arg(&l, k, sizeof *k);
-    vo_cl_arg_mem(&l, dev, at);
+    vo_cl_arg_mem(&l, results, at);
     st = vo_cl_launch_run(&l, 1);
   }
+  return st;
+}
+
+/* The results of all checks come back in one blocking read. */
+vo_status vo_opencl_check_data(const vo_exec *ex, vo_k_check_found *found) {
+  vo_cl_call c;
+  vo_status st = vo_cl_call_begin(ex, &c);
+  if (st != VO_OK) return st;
+  if (!c.fp64) return vo_cl_check_on_host(&c, found);
+  const size_t bytes = sizeof(vo_k_check_found) * (size_t)ex->num_data_checks;
+  cl_mem dev = vo_cl_workspace(ex, bytes);
+  if (!dev) return VO_ERROR_OUT_OF_MEMORY;
+  st = vo_cl_queue_checks(&c, dev, 0);
   if (st == VO_OK)
     st = vo_cl_check(ex,
                      vo_cl.EnqueueReadBuffer(c.queue, dev, CL_TRUE, 0, bytes, found, 0, NULL, NULL),
                      "read of the check results");
   vo_workspace_free(ex->ctx, ex->device, dev);
   return st;
+}
+
+/* Deferred checks: queued as above; a device without float64 checks on
+ * the host (it waits anyway to read the tensors) and writes the results. */
+static vo_status vo_opencl_queue_data_checks(const vo_exec *ex, void *results, uint64_t offset) {
+  vo_cl_call c;
+  vo_status st = vo_cl_call_begin(ex, &c);
+  if (st != VO_OK) return st;
+  if (c.fp64) return vo_cl_queue_checks(&c, (cl_mem)results, offset);
+  vo_k_check_found found[VO_MAX_DATA_CHECKS];
+  for (int i = 0; i < ex->num_data_checks; i++) found[i].first = VO_K_CHECK_NONE;
+  if ((st = vo_cl_check_on_host(&c, found)) != VO_OK) return st;
+  return vo_cl_check(
+      ex,
+      vo_cl.EnqueueWriteBuffer(c.queue, (cl_mem)results, CL_TRUE, (size_t)offset,
+                               sizeof found[0] * (size_t)ex->num_data_checks, found, 0, NULL, NULL),
+      "write of the check results");
 }
 
 const vo_backend vo_opencl_backend = {
@@ -360,4 +385,6 @@ const vo_backend vo_opencl_backend = {
     .copy_to_device = vo_opencl_copy_to_device,
     .copy_to_host = vo_opencl_copy_to_host,
     .check_data = vo_opencl_check_data,
+    .queue_data_checks = vo_opencl_queue_data_checks,
+    .synchronize = NULL, /* the default queue is the device's, for all threads */
 };

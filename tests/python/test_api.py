@@ -142,3 +142,23 @@ def test_iou_ops_are_differentiable():
         got = torch.autograd.grad(getattr(visionops, name)(a, b).sum(), (a, b))
         for g, w in zip(got, want):
             assert torch.allclose(g, w, rtol=1e-6, atol=1e-12), name
+
+
+def test_call_device_checks_argument():
+    """_C.call's device_checks: off is what visionops.torch passes while a
+    CUDA graph is captured; tensors the host reads are checked whatever it
+    says; deferred needs a context that outlives the call, so is refused."""
+    from visionops import _C, _core
+    x = np.ones((1, 2, 4, 4), np.float32)
+    bad = np.array([[3, 0, 0, 2, 2]], np.float32)  # batch index 3 of N = 1
+    args = [x, bad, 1.0, 2, 2, 2, True]
+    for checks in (0, 2):
+        with pytest.raises(visionops.VisionOpsError, match=r"rois\[0, 0\] = 3 is not a batch index"):
+            _C.call("roi_align", args, _core._numpy_alloc, 0, 0, False, checks)
+    with pytest.raises(ValueError, match="cannot be deferred"):
+        _C.call("roi_align", args, _core._numpy_alloc, 0, 0, False, 1)
+    with pytest.raises(visionops.VisionOpsError, match="unknown mode 9"):
+        _C.call("roi_align", args, _core._numpy_alloc, 0, 0, False, 9)
+    good = np.array([[0, 0, 0, 2, 2]], np.float32)
+    (out,) = _C.call("roi_align", [x, good, 1.0, 2, 2, 2, True], _core._numpy_alloc, 0, 0, False, 2)
+    np.testing.assert_allclose(out, visionops.roi_align(x, good, (2, 2), 1.0, 2, True))
