@@ -9,12 +9,57 @@
 #include "cuda/common.cuh"
 #include "cuda/portable.cuh"
 #include "kernels/roi_align.h"
+#include "kernels/roi_align_rotated.h"
 
 // Half-type gradients accumulated in float32 are rounded once at the end.
 template <typename S>
 __global__ void vo_cr_convert_kernel(const float *acc, int64_t n, S *out) {
   VO_CUDA_GRID_STRIDE(i, n) vo_cuda_store(out, i, acc[i]);
 }
+
+// The half-type fast backward into out (view o, [N,C,H,W]): atomics into a
+// float32 accumulator rounded once into out, over as many channels at a time
+// as fit the workspace limit (all of them, usually), so every grad element
+// is spread once whatever the limit. scatter(c0, cc, acc) queues the
+// spreading of channels [c0, c0 + cc) into acc, a zeroed contiguous
+// [N,cc,H,W]. *done = false (nothing queued) when not even one channel's
+// accumulator fits: the caller then gathers.
+template <typename S, typename F>
+vo_status vo_cr_half_scatter(const vo_exec *ex, cudaStream_t stream, const vo_view *o, S *out,
+                             int threads, F &&scatter, bool *done) {
+  const int64_t images = o->shape[0], channels = o->shape[1], plane = o->shape[2] * o->shape[3];
+  const uint64_t per_channel = (uint64_t)(images * plane) * sizeof(float);
+  *done = false;
+  const uint64_t fit = ex->ctx->workspace_limit / per_channel;  // (out has elements)
+  const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit : channels;
+  if (chunk == 0) return VO_OK;
+  vo_cuda_workspace ws(ex);
+  float *acc = static_cast<float *>(ws.alloc((size_t)(per_channel * (uint64_t)chunk)));
+  if (!acc) {
+    vo_clear_error();  // the gather needs no workspace
+    return VO_OK;
+  }
+  for (int64_t c0 = 0; c0 < channels; c0 += chunk) {
+    const int64_t cc = channels - c0 < chunk ? channels - c0 : chunk;
+    vo_status st =
+        vo_cuda_check(ex, cudaMemsetAsync(acc, 0, (size_t)(per_channel * (uint64_t)cc), stream));
+    if (st == VO_OK) st = scatter(c0, cc, acc);
+    if (st != VO_OK) return st;
+    // one pass when the accumulator is out's layout, else this chunk's planes per image
+    const int64_t runs = cc == channels ? 1 : images, len = cc == channels ? o->numel : cc * plane;
+    for (int64_t n = 0; n < runs; n++) {
+      vo_cr_convert_kernel<S><<<vo_cuda_blocks(len, threads), threads, 0, stream>>>(
+          acc + n * cc * plane, len, out + (n * channels + c0) * plane);
+      if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+    }
+  }
+  *done = true;
+  return VO_OK;
+}
+
+// The roi_align fields of a roi_align-family argument struct.
+inline vo_k_roi_align_args &vo_cr_base(vo_k_roi_align_args &a) { return a; }
+inline vo_k_roi_align_args &vo_cr_base(vo_k_roi_align_rotated_args &a) { return a.base; }
 
 // A roi_align-family op's backward kernels over its argument struct A:
 // the atomic scatter of grad into an accumulator in the compute type, each
@@ -32,8 +77,8 @@ struct vo_cr_ra_backward_kernels {
 // parameters, a: the kernels' arguments over grad): grad_input zeroed when
 // no RoI contributes; in the fast mode atomics straight into float32 /
 // float64 grad_input, or, for half types, into a float32 copy rounded once
-// at the end when it fits the workspace limit; otherwise (deterministic, or
-// no room for the copy) each RoI's pixel box when the boxes fit (the gather
+// at the end, in channel chunks that fit the workspace limit; otherwise
+// (deterministic, or no room for one channel) each RoI's pixel box when the boxes fit (the gather
 // is correct without them, only slower), then the gather, one thread per
 // grad_input element summing its terms in the CPU's order.
 template <int DT, typename A>
@@ -55,21 +100,20 @@ vo_status vo_cr_ra_backward(const vo_exec *ex, cudaStream_t stream, const vo_roi
                                                                      reinterpret_cast<T *>(out));
       return vo_cuda_check_launch(ex);
     } else {
-      vo_cuda_workspace ws(ex);
-      const uint64_t bytes = (uint64_t)n * sizeof(float);
-      float *acc = nullptr;
-      if (bytes <= ex->ctx->workspace_limit) {
-        acc = static_cast<float *>(ws.alloc((size_t)bytes));
-        if (!acc) vo_clear_error();  // the gather needs no workspace
-      }
-      if (acc) {
-        vo_status st = vo_cuda_check(ex, cudaMemsetAsync(acc, 0, (size_t)bytes, stream));
-        if (st != VO_OK) return st;
-        k.scatter<<<vo_cuda_blocks(ng, threads), threads, 0, stream>>>(a, grad, rois, ng, acc);
-        if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-        vo_cr_convert_kernel<S><<<vo_cuda_blocks(n, threads), threads, 0, stream>>>(acc, n, out);
+      // channels [c0, c0 + cc): the struct for cc channels over that part of grad
+      auto scatter = [&](int64_t c0, int64_t cc, float *acc) {
+        A part = a;
+        vo_cr_base(part).channels = cc;
+        const char *g = static_cast<const char *>(grad) +
+                        c0 * vo_cr_base(part).src_stride[1] * (int64_t)sizeof(S);
+        const int64_t items = ng / p.grad->shape[1] * cc;
+        k.scatter<<<vo_cuda_blocks(items, threads), threads, 0, stream>>>(part, g, rois, items,
+                                                                          acc);
         return vo_cuda_check_launch(ex);
-      }
+      };
+      bool done;
+      const vo_status st = vo_cr_half_scatter(ex, stream, p.out, out, threads, scatter, &done);
+      if (st != VO_OK || done) return st;
     }
   }
   vo_cuda_workspace ws(ex);

@@ -111,22 +111,19 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
           a, grad, argmax, rois, ng, reinterpret_cast<T *>(out));
       return vo_cuda_check_launch(ex);
     } else {
-      // Half types: a float32 copy of grad_input when it fits the limit.
-      const uint64_t bytes = (uint64_t)n * sizeof(float);
-      float *acc = nullptr;
-      if (bytes <= ex->ctx->workspace_limit) {
-        acc = static_cast<float *>(ws.alloc((size_t)bytes));
-        if (!acc) vo_clear_error();  // the gather needs (almost) no workspace
-      }
-      if (acc) {
-        st = vo_cuda_check(ex, cudaMemsetAsync(acc, 0, (size_t)bytes, stream));
-        if (st != VO_OK) return st;
-        roi_pool_scatter_kernel<S, float>
-            <<<vo_cuda_blocks(ng, kThreads), kThreads, 0, stream>>>(a, grad, argmax, rois, ng, acc);
-        if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-        vo_cr_convert_kernel<S><<<vo_cuda_blocks(n, kThreads), kThreads, 0, stream>>>(acc, n, out);
+      // Half types: a float32 accumulator, in channel chunks under the limit
+      // (channels [c0, c0 + cc) of grad and argmax per pass)
+      auto scatter = [&](int64_t c0, int64_t cc, float *acc) {
+        vo_k_roi_pool_args part = a;
+        part.channels = cc;
+        const int64_t items = ng / p.grad->shape[1] * cc;
+        roi_pool_scatter_kernel<S, float><<<vo_cuda_blocks(items, kThreads), kThreads, 0, stream>>>(
+            part, grad + c0 * a.src_stride[1], argmax + c0 * a.argmax_stride[1], rois, items, acc);
         return vo_cuda_check_launch(ex);
-      }
+      };
+      bool done;
+      st = vo_cr_half_scatter(ex, stream, p.out, out, kThreads, scatter, &done);
+      if (st != VO_OK || done) return st;
     }
   }
   int *in_bins = static_cast<int *>(ws.alloc(sizeof(int)));

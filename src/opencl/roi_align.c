@@ -9,7 +9,10 @@
  */
 #include <stdio.h>
 
+#include <string.h>
+
 #include "core/roi_align_args.h"
+#include "kernels/roi_align_rotated.h"
 #include "opencl/roi_common.h"
 
 static const char *vo_cl_compute_suffix(vo_dtype d) { return d == VO_F64 ? "f64" : "f32"; }
@@ -42,17 +45,35 @@ vo_status vo_cl_ra_forward(const vo_exec *ex, const vo_cl_ra_kernels *k) {
 
 /* The fast backward: grad spread with atomics into acc (byte offset
  * acc_off), grad_input itself or a float32 copy of it. */
-static vo_status vo_cl_ra_scatter(const vo_cl_call *c, const vo_cl_ra_kernels *k, cl_mem acc,
-                                  uint64_t acc_off) {
+static vo_status vo_cl_ra_scatter(const vo_cl_call *c, const vo_cl_ra_kernels *k,
+                                  const vo_view *grad, cl_mem acc, uint64_t acc_off) {
   const vo_roi_align_params *p = k->p;
   vo_cl_launch l;
   vo_status st = vo_cl_ra_begin(&l, c, k, "_scatter", vo_cl_suffix(c->ex->dtype));
   if (st != VO_OK) return st;
-  vo_cl_arg_view(&l, p->grad);
+  vo_cl_arg_view(&l, grad);
   vo_cl_arg_view(&l, p->rois);
-  vo_cl_arg_i64(&l, p->grad->numel);
+  vo_cl_arg_i64(&l, grad->numel);
   vo_cl_arg_mem(&l, acc, acc_off);
-  return vo_cl_launch_run(&l, p->grad->numel);
+  return vo_cl_launch_run(&l, grad->numel);
+}
+
+/* The scatter of grad's channels [c0, c0 + cc) into a [N,cc,H,W]
+ * accumulator: the kernels' arguments for cc channels (every family's
+ * struct starts with vo_k_roi_align_args) over that part of grad. */
+static vo_status vo_cl_ra_scatter_channels(const vo_cl_call *c, const void *user, int64_t c0,
+                                           int64_t cc, cl_mem acc) {
+  const vo_cl_ra_kernels *k = user;
+  union {
+    vo_k_roi_align_args base;
+    vo_k_roi_align_rotated_args rotated;
+  } args; /* (every family's struct; k->args_size is one of theirs) */
+  memcpy(&args, k->args, k->args_size < sizeof args ? k->args_size : sizeof args);
+  args.base.channels = cc;
+  vo_cl_ra_kernels part = *k;
+  part.args = &args;
+  const vo_view grad = vo_cl_roi_channels(k->p->grad, c0, cc);
+  return vo_cl_ra_scatter(c, &part, &grad, acc, 0);
 }
 
 /* The deterministic backward: RoI boxes (when they fit), then the gather. */
@@ -92,18 +113,12 @@ vo_status vo_cl_ra_backward(const vo_exec *ex, const vo_cl_ra_kernels *k) {
   if (!ex->ctx->deterministic && vo_cl_roi_atomics(&c, ex->dtype)) {
     if (ex->dtype == VO_F32 || ex->dtype == VO_F64) {
       if ((st = vo_cl_roi_zero(&c, p->out)) != VO_OK) return st;
-      return vo_cl_ra_scatter(&c, k, (cl_mem)p->out->data, p->out->byte_offset);
+      return vo_cl_ra_scatter(&c, k, p->grad, (cl_mem)p->out->data, p->out->byte_offset);
     }
-    /* Half types: atomics into a float32 copy when it fits the limit. */
-    cl_mem acc = vo_cl_roi_try_workspace(ex, (uint64_t)n * sizeof(float));
-    if (acc) {
-      const float zero = 0;
-      st = vo_cl_fill(&c, acc, 0, &zero, sizeof zero, (size_t)n * sizeof(float));
-      if (st == VO_OK) st = vo_cl_ra_scatter(&c, k, acc, 0);
-      if (st == VO_OK) st = vo_cl_roi_convert(&c, k->program, acc, 0, p->out);
-      vo_workspace_free(ex->ctx, ex->device, acc);
-      return st;
-    }
+    /* Half types: a float32 accumulator, in channel chunks under the limit */
+    int done;
+    st = vo_cl_roi_half_scatter(&c, k->program, p->out, vo_cl_ra_scatter_channels, k, &done);
+    if (st != VO_OK || done) return st;
   }
   return vo_cl_ra_gather(&c, k);
 }

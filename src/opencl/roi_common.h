@@ -23,6 +23,23 @@ cl_mem vo_cl_roi_try_workspace(const vo_exec *ex, uint64_t bytes);
 vo_status vo_cl_roi_convert(const vo_cl_call *c, const char *program, cl_mem acc, uint64_t acc_off,
                             const vo_view *out);
 
+/* A view of channels [c0, c0 + cc) of v, whose dimension 1 is channels
+ * (grad, argmax [K,C,PH,PW]): same handle and strides, later first element. */
+vo_view vo_cl_roi_channels(const vo_view *v, int64_t c0, int64_t cc);
+
+/* Spreads the grad of output channels [c0, c0 + cc) into acc, a zeroed
+ * contiguous float32 [N,cc,H,W] (the ops' scatter over those channels). */
+typedef vo_status (*vo_cl_roi_scatter_fn)(const vo_cl_call *c, const void *user, int64_t c0,
+                                          int64_t cc, cl_mem acc);
+/* The half-type fast backward into out ([N,C,H,W] float16 / bfloat16):
+ * atomics into a float32 accumulator rounded once into out, over as many
+ * channels at a time as fit the workspace limit (all of them, usually), so
+ * every grad element is spread once whatever the limit. *done = 0 (and
+ * nothing written) when not even one channel's accumulator fits: the
+ * caller then gathers. */
+vo_status vo_cl_roi_half_scatter(const vo_cl_call *c, const char *program, const vo_view *out,
+                                 vo_cl_roi_scatter_fn scatter, const void *user, int *done);
+
 /* 1 when the fast (atomic) backward can run in dtype d's compute type on
  * the call's device: float64 atomics need cl_khr_int64_base_atomics. */
 int vo_cl_roi_atomics(const vo_cl_call *c, vo_dtype d);

@@ -41,7 +41,8 @@ vo_status vo_opencl_roi_pool(const vo_exec *ex) {
 /* The fast backward: each grad element added at its argmax in acc (byte
  * offset acc_off), grad_input itself or a float32 copy of it. */
 static vo_status vo_cl_roi_pool_scatter(const vo_cl_call *c, const vo_k_roi_pool_args *a,
-                                        cl_mem acc, uint64_t acc_off) {
+                                        const vo_view *grad, const vo_view *argmax, cl_mem acc,
+                                        uint64_t acc_off) {
   const vo_roi_pool_params *p = &c->ex->p.roi_pool;
   char name[48];
   snprintf(name, sizeof name, "vo_cl_roi_pool_scatter_%s", vo_cl_suffix(c->ex->dtype));
@@ -49,12 +50,24 @@ static vo_status vo_cl_roi_pool_scatter(const vo_cl_call *c, const vo_k_roi_pool
   vo_status st = vo_cl_launch_begin(&l, c, "roi_pool", name);
   if (st != VO_OK) return st;
   vo_cl_arg(&l, a, sizeof *a);
-  vo_cl_arg_view(&l, p->grad);
-  vo_cl_arg_view(&l, p->argmax);
+  vo_cl_arg_view(&l, grad);
+  vo_cl_arg_view(&l, argmax);
   vo_cl_arg_view(&l, p->rois);
-  vo_cl_arg_i64(&l, p->grad->numel);
+  vo_cl_arg_i64(&l, grad->numel);
   vo_cl_arg_mem(&l, acc, acc_off);
-  return vo_cl_launch_run(&l, p->grad->numel);
+  return vo_cl_launch_run(&l, grad->numel);
+}
+
+/* The scatter of channels [c0, c0 + cc) of grad and argmax into a
+ * [N,cc,H,W] accumulator. */
+static vo_status vo_cl_roi_pool_scatter_channels(const vo_cl_call *c, const void *user, int64_t c0,
+                                                 int64_t cc, cl_mem acc) {
+  const vo_roi_pool_params *p = &c->ex->p.roi_pool;
+  vo_k_roi_pool_args a = *(const vo_k_roi_pool_args *)user;
+  a.channels = cc;
+  const vo_view grad = vo_cl_roi_channels(p->grad, c0, cc);
+  const vo_view argmax = vo_cl_roi_channels(p->argmax, c0, cc);
+  return vo_cl_roi_pool_scatter(c, &a, &grad, &argmax, acc, 0);
 }
 
 /* The deterministic backward: the in-bins test, then the gather. */
@@ -103,18 +116,13 @@ vo_status vo_opencl_roi_pool_backward(const vo_exec *ex) {
   if (!ex->ctx->deterministic && vo_cl_roi_atomics(&c, ex->dtype)) {
     if (ex->dtype == VO_F32 || ex->dtype == VO_F64) {
       if ((st = vo_cl_roi_zero(&c, p->out)) != VO_OK) return st;
-      return vo_cl_roi_pool_scatter(&c, &a, (cl_mem)p->out->data, p->out->byte_offset);
+      return vo_cl_roi_pool_scatter(&c, &a, p->grad, p->argmax, (cl_mem)p->out->data,
+                                    p->out->byte_offset);
     }
-    /* Half types: atomics into a float32 copy when it fits the limit. */
-    cl_mem acc = vo_cl_roi_try_workspace(ex, (uint64_t)n * sizeof(float));
-    if (acc) {
-      const float zero = 0;
-      st = vo_cl_fill(&c, acc, 0, &zero, sizeof zero, (size_t)n * sizeof(float));
-      if (st == VO_OK) st = vo_cl_roi_pool_scatter(&c, &a, acc, 0);
-      if (st == VO_OK) st = vo_cl_roi_convert(&c, "roi_pool", acc, 0, p->out);
-      vo_workspace_free(ex->ctx, ex->device, acc);
-      return st;
-    }
+    /* Half types: a float32 accumulator, in channel chunks under the limit */
+    int done;
+    st = vo_cl_roi_half_scatter(&c, "roi_pool", p->out, vo_cl_roi_pool_scatter_channels, &a, &done);
+    if (st != VO_OK || done) return st;
   }
   return vo_cl_roi_pool_gather(&c, &a);
 }
