@@ -6,9 +6,9 @@
  * Each such run must equal the default deterministic run bit for bit, which
  * must equal the CPU's (whose backward adds in the same order). Under a
  * limit of two of the three channels' accumulator, the half types' fast
- * backward of roi_align and roi_pool runs in channel chunks (within an ulp
- * of the CPU: atomics). float32,
- * float64, float16 and bfloat16. Linked statically for the backend's memory
+ * backward of roi_align, roi_pool and multi_scale_roi_align runs in channel
+ * chunks (within an ulp of the CPU: atomics). float32, float64, float16 and
+ * bfloat16. Linked statically for the backend's memory
  * functions. Skipped (77) without an OpenCL device. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,7 +197,7 @@ int main(void) {
     if (m != DET) vo_context_set_workspace_limit(modes[m], 1);
   }
   /* the half types' float32 accumulator in chunks of two of the C = 3
-   * channels (roi_align, roi_pool; multi_scale_roi_align's gathers) */
+   * channels (roi_align, roi_pool; multi_scale_roi_align in one-channel chunks) */
   vo_context_set_workspace_limit(modes[FAST_CHUNKED], 2 * sizeof(float) * N * H * W);
   const DLDataType dtypes[4] = {vt_f32, vt_f64, vt_f16, vt_bf16};
   for (int d = 0; d < 4; d++) {
