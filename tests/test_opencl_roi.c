@@ -7,7 +7,8 @@
  * must equal the CPU's (whose backward adds in the same order). Under a
  * limit of two of the three channels' accumulator, the half types' fast
  * backward of roi_align, roi_pool and multi_scale_roi_align runs in channel
- * chunks (within an ulp of the CPU: atomics). float32, float64, float16 and
+ * chunks (within an ulp of the CPU: atomics), as the ps ops' does in chunks
+ * of output channels. float32, float64, float16 and
  * bfloat16. Linked statically for the backend's memory
  * functions. Skipped (77) without an OpenCL device. */
 #include <stdio.h>
@@ -49,7 +50,7 @@ static vt_tensor *rois_of(DLDataType dt, double span, uint64_t seed) {
 enum { DET, DET_SMALL, FAST_SMALL, FAST_CHUNKED, NUM_MODES };
 static const char *const mode_names[NUM_MODES] = {
     "deterministic", "deterministic, 1-byte workspace limit", "fast, 1-byte workspace limit",
-    "fast, a limit of two channels' accumulator"};
+    "fast, in channel chunks of a small limit"};
 static vo_context *modes[NUM_MODES];
 
 /* The modes dtype dt is compared in: float32 / float64's fast mode adds
@@ -130,6 +131,46 @@ static void roi_pool_backward(DLDataType dt) {
   vt_tensor_free(got);
 }
 
+/* ps_roi_align and ps_roi_pool (CO output channels, CI = CO * P * P
+ * inputs): the half types' fast backward under a limit of one output
+ * channel's accumulator (P * P input channels) runs in CO chunks, within an
+ * ulp of the CPU. */
+static void ps_backward(DLDataType dt, int pool) {
+  enum { CO = 2, CI = CO * P * P };
+  const int64_t gshape[4] = {K, CO, P, P}, ishape[4] = {N, CI, H, W};
+  vt_tensor *in = random_tensor(dt, 4, ishape, 41), *rois = rois_of(dt, 12, 42);
+  vt_tensor *grad = random_tensor(dt, 4, gshape, 43);
+  vt_tensor *out = vt_tensor_new(dt, 4, gshape, NULL),
+            *map = vt_tensor_new(vt_i32, 4, gshape, NULL);
+  vt_tensor *want = vt_tensor_new(dt, 4, ishape, NULL), *got = vt_tensor_new(dt, 4, ishape, NULL);
+  const char *op = pool ? "ps_roi_pool_backward" : "ps_roi_align_backward";
+  CHECK_STATUS(pool ? vo_ps_roi_pool(NULL, &in->dl, &rois->dl, 0.8, P, P, &out->dl, &map->dl)
+                    : vo_ps_roi_align(NULL, &in->dl, &rois->dl, 0.8, P, P, 2, &out->dl, &map->dl),
+               VO_OK);
+  CHECK_STATUS(pool ? vo_ps_roi_pool_backward(NULL, &grad->dl, &rois->dl, &map->dl, 0.8, P, P, N,
+                                              CI, H, W, &want->dl)
+                    : vo_ps_roi_align_backward(NULL, &grad->dl, &rois->dl, &map->dl, 0.8, P, P, 2,
+                                               N, CI, H, W, &want->dl),
+               VO_OK);
+  vo_context *ctx;
+  if (vo_context_create(&ctx) != VO_OK) vt_cl_die("vo_context_create");
+  vo_context_set_workspace_limit(ctx, sizeof(float) * N * P * P * H * W);
+  vt_fill(&got->dl, 12345);
+  DLTensor dg = vt_cl_on_device(grad), dr = vt_cl_on_device(rois), dm = vt_cl_on_device(map);
+  DLTensor dout = vt_cl_on_device(got);
+  const vo_status st =
+      pool ? vo_ps_roi_pool_backward(ctx, &dg, &dr, &dm, 0.8, P, P, N, CI, H, W, &dout)
+           : vo_ps_roi_align_backward(ctx, &dg, &dr, &dm, 0.8, P, P, 2, N, CI, H, W, &dout);
+  if (CHECK_STATUS(st, VO_OK)) {
+    vt_cl_read_back(&dout, got);
+    same_bits(op, dt, mode_names[FAST_CHUNKED], want, got);
+  }
+  vt_cl_free_all();
+  vo_context_destroy(ctx);
+  vt_tensor *ts[] = {in, rois, grad, out, map, want, got};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vt_tensor_free(ts[i]);
+}
+
 /* Two levels (scales 1/4, 1/8 of a 52 x 44 image); canonical scale 16 at
  * level 2 sends the RoIs (sides up to ~26) to both. */
 static void msra_backward(DLDataType dt) {
@@ -205,6 +246,10 @@ int main(void) {
     roi_align_backward(dt);
     roi_pool_backward(dt);
     msra_backward(dt);
+    if (vt_dtype_is_half(dt)) {
+      ps_backward(dt, 0);
+      ps_backward(dt, 1);
+    }
   }
   for (int m = 0; m < NUM_MODES; m++) vo_context_destroy(modes[m]);
   return vt_finish("test_opencl_roi");

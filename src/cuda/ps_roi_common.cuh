@@ -71,11 +71,6 @@ __global__ void vo_ps_gather_kernel(vo_ps_args a, int64_t n, S *out) {
   VO_CUDA_GRID_STRIDE(e, n) { vo_hd_store(out, e, Op::template gather<S>(a, e)); }
 }
 
-template <typename S>
-__global__ void vo_ps_convert_kernel(const float *acc, int64_t n, S *out) {
-  VO_CUDA_GRID_STRIDE(i, n) { vo_hd_store(out, i, acc[i]); }
-}
-
 template <typename Op, typename S>
 vo_status vo_ps_forward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_view *out,
                               const vo_view *mapping, cudaStream_t stream) {
@@ -87,41 +82,46 @@ vo_status vo_ps_forward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_v
 
 // Backward into out (contiguous [N,C,H,W]): deterministic contexts gather
 // (bit-identical to the CPU backend); otherwise atomics, into out itself for
-// float32/64 and into a float32 workspace for half types (or, when that
-// would pass the workspace limit, the gather again).
+// float32/64 and into a float32 accumulator for half types, in chunks of
+// output channels that fit the workspace limit (below one, the gather
+// again).
 template <typename Op, typename S>
 vo_status vo_ps_backward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_view *out,
                                cudaStream_t stream) {
   typedef typename vo_cuda_compute<S>::type T;
-  const int64_t n = out->numel, grads = a.num_rois * a.channels_out * a.pooled_h * a.pooled_w;
-  const bool half = sizeof(S) == 2;
-  const size_t limit = ex->ctx->workspace_limit;
-  const bool gather = ex->ctx->deterministic || (half && (uint64_t)n > limit / sizeof(float));
-  vo_status st;
-  if (gather) {
-    vo_ps_gather_kernel<Op, S><<<vo_cuda_blocks(n, kVoPsThreads), kVoPsThreads, 0, stream>>>(
-        a, n, static_cast<S *>(vo_view_addr(out)));
-    return vo_cuda_check_launch(ex);
+  const int64_t n = out->numel, bins = a.pooled_h * a.pooled_w;
+  const int64_t grads = a.num_rois * a.channels_out * bins;
+  S *o = static_cast<S *>(vo_view_addr(out));
+  if (!ex->ctx->deterministic) {
+    if constexpr (sizeof(S) == sizeof(T)) {
+      vo_status st = vo_cuda_check(ex, cudaMemsetAsync(o, 0, (size_t)n * sizeof(T), stream));
+      if (st != VO_OK || grads == 0) return st;
+      vo_ps_scatter_kernel<Op, S><<<vo_cuda_blocks(grads, kVoPsThreads), kVoPsThreads, 0, stream>>>(
+          a, grads, reinterpret_cast<T *>(o));
+      return vo_cuda_check_launch(ex);
+    } else {
+      // output channels [c0, c0 + cc) / bins: the arguments for that many
+      // over that part of grad
+      auto scatter = [&](int64_t c0, int64_t cc, float *acc) {
+        vo_ps_args part = a;
+        part.channels = cc;
+        part.channels_out = cc / bins;
+        part.src.data =
+            static_cast<char *>(a.src.data) + c0 / bins * a.src.stride[1] * (int64_t)sizeof(S);
+        const int64_t items = a.num_rois * part.channels_out * bins;
+        if (items == 0) return VO_OK;
+        vo_ps_scatter_kernel<Op, S>
+            <<<vo_cuda_blocks(items, kVoPsThreads), kVoPsThreads, 0, stream>>>(part, items, acc);
+        return vo_cuda_check_launch(ex);
+      };
+      bool done;
+      const vo_status st =
+          vo_cr_half_scatter(ex, stream, out, o, kVoPsThreads, bins, scatter, &done);
+      if (st != VO_OK || done) return st;
+    }
   }
-  vo_cuda_workspace ws(ex);
-  T *acc = static_cast<T *>(vo_view_addr(out));
-  if (half) {
-    acc = static_cast<T *>(ws.alloc((size_t)n * sizeof(float)));
-    if (!acc) return VO_ERROR_OUT_OF_MEMORY;
-  }
-  if ((st = vo_cuda_check(ex, cudaMemsetAsync(acc, 0, (size_t)n * sizeof(T), stream))) != VO_OK)
-    return st;
-  if (grads > 0) {
-    vo_ps_scatter_kernel<Op, S>
-        <<<vo_cuda_blocks(grads, kVoPsThreads), kVoPsThreads, 0, stream>>>(a, grads, acc);
-    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-  }
-  if (half) {
-    vo_ps_convert_kernel<S><<<vo_cuda_blocks(n, kVoPsThreads), kVoPsThreads, 0, stream>>>(
-        reinterpret_cast<const float *>(acc), n, static_cast<S *>(vo_view_addr(out)));
-    if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-  }
-  return VO_OK;
+  vo_ps_gather_kernel<Op, S><<<vo_cuda_blocks(n, kVoPsThreads), kVoPsThreads, 0, stream>>>(a, n, o);
+  return vo_cuda_check_launch(ex);
 }
 
 // vo_k_run_dtype's Run for Op's typed forward and backward.

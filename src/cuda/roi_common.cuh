@@ -20,18 +20,19 @@ __global__ void vo_cr_convert_kernel(const float *acc, int64_t n, S *out) {
 // The half-type fast backward into out (view o, [N,C,H,W]): atomics into a
 // float32 accumulator rounded once into out, over as many channels at a time
 // as fit the workspace limit (all of them, usually), so every grad element
-// is spread once whatever the limit. scatter(c0, cc, acc) queues the
-// spreading of channels [c0, c0 + cc) into acc, a zeroed contiguous
-// [N,cc,H,W]. *done = false (nothing queued) when not even one channel's
-// accumulator fits: the caller then gathers.
+// is spread once whatever the limit; chunks are a multiple of `granule`
+// channels (the ps ops' bins per output channel; 1). scatter(c0, cc, acc)
+// queues the spreading of channels [c0, c0 + cc) into acc, a zeroed
+// contiguous [N,cc,H,W]. *done = false (nothing queued) when not even one
+// granule's accumulator fits: the caller then gathers.
 template <typename S, typename F>
 vo_status vo_cr_half_scatter(const vo_exec *ex, cudaStream_t stream, const vo_view *o, S *out,
-                             int threads, F &&scatter, bool *done) {
+                             int threads, int64_t granule, F &&scatter, bool *done) {
   const int64_t images = o->shape[0], channels = o->shape[1], plane = o->shape[2] * o->shape[3];
   const uint64_t per_channel = (uint64_t)(images * plane) * sizeof(float);
   *done = false;
   const uint64_t fit = ex->ctx->workspace_limit / per_channel;  // (out has elements)
-  const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit : channels;
+  const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit / granule * granule : channels;
   if (chunk == 0) return VO_OK;
   vo_cuda_workspace ws(ex);
   float *acc = static_cast<float *>(ws.alloc((size_t)(per_channel * (uint64_t)chunk)));
@@ -112,7 +113,7 @@ vo_status vo_cr_ra_backward(const vo_exec *ex, cudaStream_t stream, const vo_roi
         return vo_cuda_check_launch(ex);
       };
       bool done;
-      const vo_status st = vo_cr_half_scatter(ex, stream, p.out, out, threads, scatter, &done);
+      const vo_status st = vo_cr_half_scatter(ex, stream, p.out, out, threads, 1, scatter, &done);
       if (st != VO_OK || done) return st;
     }
   }

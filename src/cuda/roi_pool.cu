@@ -122,7 +122,7 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
         return vo_cuda_check_launch(ex);
       };
       bool done;
-      st = vo_cr_half_scatter(ex, stream, p.out, out, kThreads, scatter, &done);
+      st = vo_cr_half_scatter(ex, stream, p.out, out, kThreads, 1, scatter, &done);
       if (st != VO_OK || done) return st;
     }
   }

@@ -9,7 +9,7 @@
  * The host glue is opencl/ps_roi_common.c.
  */
 #include "opencl/portable.clh"
-#include "opencl/ps_roi_common.clh"
+#include "opencl/roi_common.clh"
 #include "kernels/ps_roi_align.h"
 
 #define VO_CL_PS_ROI_ALIGN(SFX, S, T, STORE)                                                \
@@ -47,4 +47,3 @@
     }                                                                                       \
   }
 VO_CL_EACH_DTYPE(VO_CL_PS_ROI_ALIGN)
-VO_CL_PS_CONVERT(ps_roi_align)

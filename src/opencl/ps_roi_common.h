@@ -18,6 +18,9 @@ typedef struct vo_cl_ps_call {
   const void *args;
   size_t args_size;
   const vo_view *src, *rois;
+  /* Sets the channel counts of a copy of args (input channels and output
+   * channels) for a backward over part of them; NULL in a forward. */
+  void (*set_channels)(void *args, int64_t channels, int64_t channels_out);
 } vo_cl_ps_call;
 
 /* Forward: out [K,C/(PH*PW),PH,PW] and its int32 channel_mapping, one work
@@ -27,8 +30,9 @@ vo_status vo_cl_ps_forward(const vo_exec *ex, const vo_cl_ps_call *p, const vo_v
 
 /* Backward into out (contiguous [N,C,H,W]): deterministic contexts gather
  * (bit-identical to the CPU); otherwise atomic adds, into out itself for
- * float32/64 and into a float32 workspace for the half types (or, past the
- * workspace limit, the gather again), as on CUDA. */
+ * float32/64 and into a float32 accumulator for the half types, in chunks
+ * of output channels that fit the workspace limit (below one, the gather
+ * again), as on CUDA. */
 vo_status vo_cl_ps_backward(const vo_exec *ex, const vo_cl_ps_call *p, const vo_view *out);
 
 #endif /* VISIONOPS_OPENCL_PS_ROI_COMMON_H */

@@ -14,16 +14,24 @@ static vo_k_ps_roi_pool_args vo_cl_psp_args(const vo_ps_roi_pool_params *q, cons
                                   (int)q->base.rois->dtype, q->base.rois->stride, src->stride);
 }
 
+/* (vo_cl_ps_call.set_channels) */
+static void vo_cl_psp_set_channels(void *args, int64_t channels, int64_t channels_out) {
+  vo_k_ps_roi_pool_args *a = args;
+  a->channels = channels;
+  a->channels_out = channels_out;
+}
+
 vo_status vo_opencl_ps_roi_pool(const vo_exec *ex) {
   const vo_ps_roi_pool_params *q = &ex->p.ps_roi_pool;
   const vo_k_ps_roi_pool_args a = vo_cl_psp_args(q, q->base.input);
-  const vo_cl_ps_call p = {"ps_roi_pool", &a, sizeof a, q->base.input, q->base.rois};
+  const vo_cl_ps_call p = {"ps_roi_pool", &a, sizeof a, q->base.input, q->base.rois, NULL};
   return vo_cl_ps_forward(ex, &p, q->base.out, q->channel_mapping);
 }
 
 vo_status vo_opencl_ps_roi_pool_backward(const vo_exec *ex) {
   const vo_ps_roi_pool_params *q = &ex->p.ps_roi_pool;
   const vo_k_ps_roi_pool_args a = vo_cl_psp_args(q, q->base.grad);
-  const vo_cl_ps_call p = {"ps_roi_pool", &a, sizeof a, q->base.grad, q->base.rois};
+  const vo_cl_ps_call p = {"ps_roi_pool", &a,           sizeof a,
+                           q->base.grad,  q->base.rois, vo_cl_psp_set_channels};
   return vo_cl_ps_backward(ex, &p, q->base.out);
 }

@@ -9,7 +9,7 @@
  * glue is opencl/ps_roi_common.c.
  */
 #include "opencl/portable.clh"
-#include "opencl/ps_roi_common.clh"
+#include "opencl/roi_common.clh"
 #include "kernels/ps_roi_pool.h"
 
 #define VO_CL_PS_ROI_POOL(SFX, S, T, STORE)                                                  \
@@ -44,4 +44,3 @@
     VO_CL_FOR(e, n) STORE(out, e, vo_k_ps_roi_pool_gather_at_##SFX(grad, rois, &a, e));      \
   }
 VO_CL_EACH_DTYPE(VO_CL_PS_ROI_POOL)
-VO_CL_PS_CONVERT(ps_roi_pool)

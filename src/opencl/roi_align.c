@@ -117,7 +117,7 @@ vo_status vo_cl_ra_backward(const vo_exec *ex, const vo_cl_ra_kernels *k) {
     }
     /* Half types: a float32 accumulator, in channel chunks under the limit */
     int done;
-    st = vo_cl_roi_half_scatter(&c, k->program, p->out, vo_cl_ra_scatter_channels, k, &done);
+    st = vo_cl_roi_half_scatter(&c, k->program, p->out, 1, vo_cl_ra_scatter_channels, k, &done);
     if (st != VO_OK || done) return st;
   }
   return vo_cl_ra_gather(&c, k);

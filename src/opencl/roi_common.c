@@ -43,14 +43,15 @@ vo_view vo_cl_roi_channels(const vo_view *v, int64_t c0, int64_t cc) {
 }
 
 vo_status vo_cl_roi_half_scatter(const vo_cl_call *c, const char *program, const vo_view *out,
-                                 vo_cl_roi_scatter_fn scatter, const void *user, int *done) {
+                                 int64_t granule, vo_cl_roi_scatter_fn scatter, const void *user,
+                                 int *done) {
   const vo_exec *ex = c->ex;
   const int64_t images = out->shape[0], channels = out->shape[1];
   const int64_t plane = out->shape[2] * out->shape[3];
   const uint64_t per_channel = (uint64_t)(images * plane) * sizeof(float);
   *done = 0;
   const uint64_t fit = ex->ctx->workspace_limit / per_channel; /* (out has elements) */
-  const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit : channels;
+  const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit / granule * granule : channels;
   if (chunk == 0) return VO_OK;
   cl_mem acc = vo_cl_roi_try_workspace(ex, per_channel * (uint64_t)chunk);
   if (!acc) return VO_OK;

@@ -33,12 +33,14 @@ typedef vo_status (*vo_cl_roi_scatter_fn)(const vo_cl_call *c, const void *user,
                                           int64_t cc, cl_mem acc);
 /* The half-type fast backward into out ([N,C,H,W] float16 / bfloat16):
  * atomics into a float32 accumulator rounded once into out, over as many
- * channels at a time as fit the workspace limit (all of them, usually), so
- * every grad element is spread once whatever the limit. *done = 0 (and
- * nothing written) when not even one channel's accumulator fits: the
- * caller then gathers. */
+ * channels at a time as fit the workspace limit (all of them, usually), a
+ * multiple of `granule` (the ps ops' bins per output channel; 1), so every
+ * grad element is spread once whatever the limit. *done = 0 (and nothing
+ * written) when not even one granule's accumulator fits: the caller then
+ * gathers. */
 vo_status vo_cl_roi_half_scatter(const vo_cl_call *c, const char *program, const vo_view *out,
-                                 vo_cl_roi_scatter_fn scatter, const void *user, int *done);
+                                 int64_t granule, vo_cl_roi_scatter_fn scatter, const void *user,
+                                 int *done);
 
 /* 1 when the fast (atomic) backward can run in dtype d's compute type on
  * the call's device: float64 atomics need cl_khr_int64_base_atomics. */

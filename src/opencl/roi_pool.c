@@ -121,7 +121,8 @@ vo_status vo_opencl_roi_pool_backward(const vo_exec *ex) {
     }
     /* Half types: a float32 accumulator, in channel chunks under the limit */
     int done;
-    st = vo_cl_roi_half_scatter(&c, "roi_pool", p->out, vo_cl_roi_pool_scatter_channels, &a, &done);
+    st = vo_cl_roi_half_scatter(&c, "roi_pool", p->out, 1, vo_cl_roi_pool_scatter_channels, &a,
+                                &done);
     if (st != VO_OK || done) return st;
   }
   return vo_cl_roi_pool_gather(&c, &a);
