@@ -480,22 +480,74 @@ static void advise_huge_pages(const DLTensor *t) {
 #endif
 }
 
+/* A caller's workspace allocator (the `workspace` argument of call): Python
+ * callables alloc(size, device_type, device_id, stream) -> address (0: none)
+ * and free(address, device_type, device_id, stream), run with the GIL taken
+ * again (vo_call runs without it, perhaps on worker threads). A failure or
+ * an exception in them is a failed allocation (the op reports it) or is
+ * dropped. */
+typedef struct py_allocator {
+  PyObject *alloc, *free;
+} py_allocator;
+
+static void *py_workspace_alloc(void *user, DLDevice device, size_t size, void *stream) {
+  const py_allocator *a = user;
+  const PyGILState_STATE g = PyGILState_Ensure();
+  PyObject *r = PyObject_CallFunction(a->alloc, "niiK", (Py_ssize_t)size, (int)device.device_type,
+                                      (int)device.device_id, (unsigned long long)(uintptr_t)stream);
+  void *p = r ? PyLong_AsVoidPtr(r) : NULL;
+  Py_XDECREF(r);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    p = NULL;
+  }
+  PyGILState_Release(g);
+  return p;
+}
+
+static void py_workspace_free(void *user, DLDevice device, void *ptr, void *stream) {
+  const py_allocator *a = user;
+  const PyGILState_STATE g = PyGILState_Ensure();
+  PyObject *r = PyObject_CallFunction(a->free, "KiiK", (unsigned long long)(uintptr_t)ptr,
+                                      (int)device.device_type, (int)device.device_id,
+                                      (unsigned long long)(uintptr_t)stream);
+  Py_XDECREF(r);
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(g);
+}
+
 /* Converts the arguments once, infers the outputs, has `alloc(shape, dtype,
  * device)` create each in the caller's framework, then runs the op with the
  * GIL released. Returns the list of allocated outputs. `device_checks` is a
  * vo_device_checks other than deferred (a context lives for one call):
- * VO_DEVICE_CHECKS_OFF while a CUDA graph is captured. */
+ * VO_DEVICE_CHECKS_OFF while a CUDA graph is captured. `workspace`, when
+ * not None, is an (alloc, free) pair the op's temporary memory comes from
+ * (py_allocator: torch's caching allocator for CUDA tensors). */
 static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   (void)self;
   static char *kwlist[] = {"op",          "args",          "alloc",         "queue",
-                           "num_threads", "deterministic", "device_checks", NULL};
+                           "num_threads", "deterministic", "device_checks", "workspace",
+                           NULL};
   const char *name;
   PyObject *args, *alloc;
   unsigned long long queue = 0;
+  PyObject *workspace = Py_None;
   int num_threads = 0, deterministic = 0, device_checks = VO_DEVICE_CHECKS_SYNC;
-  if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|Kipi:call", kwlist, &name, &args, &alloc,
-                                   &queue, &num_threads, &deterministic, &device_checks))
+  if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|KipiO:call", kwlist, &name, &args, &alloc,
+                                   &queue, &num_threads, &deterministic, &device_checks,
+                                   &workspace))
     return NULL;
+  py_allocator pya = {NULL, NULL};
+  if (workspace != Py_None) {
+    if (!PyTuple_Check(workspace) || PyTuple_GET_SIZE(workspace) != 2 ||
+        !PyCallable_Check(PyTuple_GET_ITEM(workspace, 0)) ||
+        !PyCallable_Check(PyTuple_GET_ITEM(workspace, 1))) {
+      PyErr_SetString(PyExc_TypeError, "call: workspace must be None or (alloc, free) callables");
+      return NULL;
+    }
+    pya.alloc = PyTuple_GET_ITEM(workspace, 0);
+    pya.free = PyTuple_GET_ITEM(workspace, 1);
+  }
   if (device_checks == VO_DEVICE_CHECKS_DEFERRED) {
     PyErr_SetString(PyExc_ValueError,
                     "call: device_checks cannot be deferred (its context lives for one call)");
@@ -556,6 +608,10 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   if (st == VO_OK) st = vo_context_set_deterministic(ctx, deterministic);
   if (st == VO_OK && device_checks != VO_DEVICE_CHECKS_SYNC)
     st = vo_context_set_device_checks(ctx, (vo_device_checks)device_checks);
+  if (st == VO_OK && pya.alloc) {
+    const vo_allocator a = {py_workspace_alloc, py_workspace_free, &pya};
+    st = vo_context_set_allocator(ctx, &a);
+  }
   /* The queue (a CUDA stream, ...) of the outputs' device: the op's device. */
   if (st == VO_OK && queue && n > 0)
     st = vo_context_set_queue(ctx, outs[0]->device.device_type, (void *)(uintptr_t)queue);

@@ -50,6 +50,25 @@ _TORCH_BACKENDS = {
              lambda device: torch.cuda.current_stream(device).cuda_stream or _CUDA_STREAM_LEGACY),
 }
 _BACKEND_OF_DEVICE_TYPE = {t: name for name, t in _C.device_types().items()}
+
+
+def _cuda_workspace_alloc(size, device_type, device_id, stream):
+    # (the stream is the one the call runs on: torch's default is handle 0)
+    return torch.cuda.caching_allocator_alloc(
+        size, device_id, 0 if stream == _CUDA_STREAM_LEGACY else stream)
+
+
+def _cuda_workspace_free(address, device_type, device_id, stream):
+    torch.cuda.caching_allocator_delete(address)
+
+
+# The ops' temporary memory on CUDA comes from torch's caching allocator, as
+# torch's own ops' does: blocks are reused without cudaMalloc / cudaFree,
+# stream-ordered (a block freed while the call's work is queued is reused
+# only by work queued after it on that stream), counted in
+# torch.cuda.memory_allocated, and from the graph's private pool while a
+# CUDA graph is captured.
+_CUDA_WORKSPACE = (_cuda_workspace_alloc, _cuda_workspace_free)
 _KDL_CPU = _C.device_types()["cpu"]
 
 
@@ -165,7 +184,8 @@ def _run(schema, args, alloc):
             # host: the values are not checked then (the kernels stay in
             # bounds with bad ones; vo_context_set_device_checks).
             checks = _DEVICE_CHECKS_OFF if torch.cuda.is_current_stream_capturing() else 0
-            return _C.call(name, args, alloc, queue, 0, _deterministic(), checks)
+            return _C.call(name, args, alloc, queue, 0, _deterministic(), checks,
+                           _CUDA_WORKSPACE)
     return _C.call(name, args, alloc, 0, _core.get_num_threads(), _deterministic())
 
 

@@ -162,3 +162,37 @@ def test_call_device_checks_argument():
     good = np.array([[0, 0, 0, 2, 2]], np.float32)
     (out,) = _C.call("roi_align", [x, good, 1.0, 2, 2, 2, True], _core._numpy_alloc, 0, 0, False, 2)
     np.testing.assert_allclose(out, visionops.roi_align(x, good, (2, 2), 1.0, 2, True))
+
+
+def test_call_workspace_allocator():
+    """_C.call's workspace: the op's temporary memory from the caller's
+    (alloc, free) pair (visionops.torch passes torch's caching allocator for
+    CUDA tensors), every block given back; an allocator that fails or raises
+    is an out-of-memory error naming the op, not a crash."""
+    from visionops import _C, _core
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
+    off = (0.3 * rng.standard_normal((1, 18, 4, 4))).astype(np.float32)
+    args = [x, w, off, None, None, 1, 1, 0, 0, 1, 1, 1, 1, False]
+    live, calls = {}, []
+
+    def alloc(size, device_type, device_id, stream):
+        buf = np.empty(size, np.uint8)
+        live[buf.ctypes.data] = buf
+        calls.append((size, device_type, device_id, stream))
+        return buf.ctypes.data
+
+    def free(address, device_type, device_id, stream):
+        del live[address]
+
+    want = visionops.deform_conv2d(x, off, w)
+    (got,) = _C.call("deform_conv2d", args, _core._numpy_alloc, 0, 0, False, 0, (alloc, free))
+    np.testing.assert_array_equal(got, want)
+    assert calls and all(c[1] == 1 for c in calls)  # kDLCPU
+    assert not live
+    for bad in (lambda *a: 0, lambda *a: 1 // 0):
+        with pytest.raises(visionops.VisionOpsError, match="deform_conv2d: could not allocate"):
+            _C.call("deform_conv2d", args, _core._numpy_alloc, 0, 0, False, 0, (bad, free))
+    with pytest.raises(TypeError, match="workspace must be"):
+        _C.call("deform_conv2d", args, _core._numpy_alloc, 0, 0, False, 0, (alloc,))
