@@ -112,7 +112,6 @@ struct backward_op {
       }
       return VO_OK;
     }
-    vo_cuda_workspace ws(ex);
     if (!ex->ctx->deterministic) {
       const unsigned int blocks = vo_cuda_blocks(ng, kThreads);
       if constexpr (sizeof(S) == sizeof(T)) {  // float32 / float64: atomics into the outputs
@@ -128,62 +127,26 @@ struct backward_op {
         msra_scatter_kernel<DT><<<blocks, kThreads, 0, stream>>>(L, grad, rois, ng, direct);
         return vo_cuda_check_launch(ex);
       } else {
-        // Half types: float32 copies of every level's gradient in one
-        // workspace, for as many channels at a time as fit the limit (each
-        // pass with the pyramid's arguments for that many channels over the
-        // matching part of grad); else the gather below.
-        const int64_t images = p.out[0].shape[0], channels = p.out[0].shape[1];
-        uint64_t per_channel = 0;  // a channel's float32 bytes on every level
-        for (int l = 0; l < levels; l++)
-          per_channel += (uint64_t)(p.out[l].numel / channels) * sizeof(float);
-        const uint64_t limit = ex->ctx->workspace_limit, slack = 256 * (uint64_t)levels;
-        const uint64_t fit = per_channel == 0 ? (uint64_t)channels
-                             : limit > slack  ? (limit - slack) / per_channel
-                                              : 0;
-        const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit : channels;
-        // each level's accumulator [N,cc,H_l,W_l] in one block
-        auto offsets = [&](int64_t cc, size_t *offset) {
-          offset[0] = 0;
-          for (int l = 0; l < levels; l++)
-            offset[l + 1] =
-                offset[l] + vo_cuda_align((size_t)(p.out[l].numel / channels * cc) * sizeof(float));
-        };
-        size_t offset[VO_MAX_LIST + 1];
-        offsets(chunk, offset);  // offset[levels] <= chunk * per_channel + slack <= limit
-        float *acc = nullptr;
-        if (chunk > 0) {
-          acc = static_cast<float *>(ws.alloc(offset[levels]));
-          if (!acc) vo_clear_error();  // the gather needs no workspace
-        }
-        for (int64_t c0 = 0; acc && c0 < channels; c0 += chunk) {
-          const int64_t cc = channels - c0 < chunk ? channels - c0 : chunk;
-          offsets(cc, offset);
+        // Half types: float32 copies of every level's gradient, in channel
+        // chunks under the limit (each pass with the pyramid's arguments for
+        // that many channels over the matching part of grad); else the
+        // gather below.
+        auto scatter = [&](int64_t c0, int64_t cc, float *const *acc) {
           pyramid part = L;
           part.m.channels = cc;
           const void *g =
               static_cast<const char *>(grad) + c0 * L.m.grad_stride[1] * (int64_t)sizeof(S);
-          const int64_t items = ng / channels * cc;
+          const int64_t items = ng / p.grad->shape[1] * cc;
           level_ptrs<float> f32;
           memset(&f32, 0, sizeof f32);
-          for (int l = 0; l < levels; l++) f32.level[l] = (float *)((char *)acc + offset[l]);
-          st = vo_cuda_check(ex, cudaMemsetAsync(acc, 0, offset[levels], stream));
-          if (st != VO_OK) return st;
+          for (int l = 0; l < levels; l++) f32.level[l] = acc[l];
           msra_scatter_kernel<DT>
               <<<vo_cuda_blocks(items, kThreads), kThreads, 0, stream>>>(part, g, rois, items, f32);
-          if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-          for (int l = 0; l < levels; l++) {  // this chunk's planes of each image
-            const int64_t plane = p.out[l].shape[2] * p.out[l].shape[3];
-            const int64_t runs = cc == channels ? 1 : images;
-            const int64_t len = cc == channels ? p.out[l].numel : cc * plane;
-            S *o = static_cast<S *>(vo_view_addr(&p.out[l]));
-            for (int64_t n = 0; n < runs && len > 0; n++) {
-              vo_cr_convert_kernel<S><<<vo_cuda_blocks(len, kThreads), kThreads, 0, stream>>>(
-                  f32.level[l] + n * cc * plane, len, o + (n * channels + c0) * plane);
-              if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
-            }
-          }
-        }
-        if (acc) return VO_OK;
+          return vo_cuda_check_launch(ex);
+        };
+        bool done;
+        st = vo_cr_half_scatter<S>(ex, stream, p.out, levels, kThreads, 1, scatter, &done);
+        if (st != VO_OK || done) return st;
       }
     }
     // Each RoI's level and pixel box first, when they fit the workspace limit

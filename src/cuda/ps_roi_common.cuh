@@ -102,7 +102,7 @@ vo_status vo_ps_backward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_
     } else {
       // output channels [c0, c0 + cc) / bins: the arguments for that many
       // over that part of grad
-      auto scatter = [&](int64_t c0, int64_t cc, float *acc) {
+      auto scatter = [&](int64_t c0, int64_t cc, float *const *acc) {
         vo_ps_args part = a;
         part.channels = cc;
         part.channels_out = cc / bins;
@@ -111,12 +111,12 @@ vo_status vo_ps_backward_typed(const vo_exec *ex, const vo_ps_args &a, const vo_
         const int64_t items = a.num_rois * part.channels_out * bins;
         if (items == 0) return VO_OK;
         vo_ps_scatter_kernel<Op, S>
-            <<<vo_cuda_blocks(items, kVoPsThreads), kVoPsThreads, 0, stream>>>(part, items, acc);
+            <<<vo_cuda_blocks(items, kVoPsThreads), kVoPsThreads, 0, stream>>>(part, items, acc[0]);
         return vo_cuda_check_launch(ex);
       };
       bool done;
       const vo_status st =
-          vo_cr_half_scatter(ex, stream, out, o, kVoPsThreads, bins, scatter, &done);
+          vo_cr_half_scatter<S>(ex, stream, out, 1, kVoPsThreads, bins, scatter, &done);
       if (st != VO_OK || done) return st;
     }
   }

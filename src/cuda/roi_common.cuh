@@ -17,41 +17,71 @@ __global__ void vo_cr_convert_kernel(const float *acc, int64_t n, S *out) {
   VO_CUDA_GRID_STRIDE(i, n) vo_cuda_store(out, i, acc[i]);
 }
 
-// The half-type fast backward into out (view o, [N,C,H,W]): atomics into a
-// float32 accumulator rounded once into out, over as many channels at a time
-// as fit the workspace limit (all of them, usually), so every grad element
-// is spread once whatever the limit; chunks are a multiple of `granule`
-// channels (the ps ops' bins per output channel; 1). scatter(c0, cc, acc)
-// queues the spreading of channels [c0, c0 + cc) into acc, a zeroed
-// contiguous [N,cc,H,W]. *done = false (nothing queued) when not even one
-// granule's accumulator fits: the caller then gathers.
+// Element offsets of each output's float32 [N,cc,H,W] accumulator in one
+// block, 256-byte aligned between outputs; returns the block's elements.
+inline int64_t vo_cr_acc_offsets(const vo_view *outs, int num_outs, int64_t cc, int64_t *off) {
+  int64_t end = 0;
+  for (int l = 0; l < num_outs; l++) {
+    off[l] = (int64_t)(vo_cuda_align((size_t)end * sizeof(float)) / sizeof(float));
+    end = off[l] + outs[l].numel / outs[l].shape[1] * cc;
+  }
+  return end;
+}
+
+// The half-type fast backward into outs ([N,C,H_l,W_l], num_outs of them:
+// multi_scale_roi_align's levels, else one): atomics into float32
+// accumulators in one block, rounded once into the outputs, over as many
+// channels at a time as fit the workspace limit (all of them, usually), so
+// every grad element is spread once whatever the limit; chunks are a
+// multiple of `granule` channels (the ps ops' bins per output channel; 1).
+// scatter(c0, cc, acc) queues the spreading of channels [c0, c0 + cc) into
+// acc[l], output l's zeroed contiguous [N,cc,H_l,W_l]. *done = false
+// (nothing queued) when not even one granule's accumulator fits: the caller
+// then gathers.
 template <typename S, typename F>
-vo_status vo_cr_half_scatter(const vo_exec *ex, cudaStream_t stream, const vo_view *o, S *out,
-                             int threads, int64_t granule, F &&scatter, bool *done) {
-  const int64_t images = o->shape[0], channels = o->shape[1], plane = o->shape[2] * o->shape[3];
-  const uint64_t per_channel = (uint64_t)(images * plane) * sizeof(float);
-  *done = false;
-  const uint64_t fit = ex->ctx->workspace_limit / per_channel;  // (out has elements)
+vo_status vo_cr_half_scatter(const vo_exec *ex, cudaStream_t stream, const vo_view *outs,
+                             int num_outs, int threads, int64_t granule, F &&scatter, bool *done) {
+  const int64_t images = outs[0].shape[0], channels = outs[0].shape[1];
+  // a channel's float32 bytes in every output, and the alignment between them
+  uint64_t per_channel = 0;
+  for (int l = 0; l < num_outs; l++)
+    per_channel += (uint64_t)(outs[l].numel / channels) * sizeof(float);
+  const uint64_t limit = ex->ctx->workspace_limit, slack = 256 * (uint64_t)(num_outs - 1);
+  const uint64_t fit = per_channel == 0 ? (uint64_t)channels
+                       : limit > slack  ? (limit - slack) / per_channel
+                                        : 0;
   const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit / granule * granule : channels;
+  *done = false;
   if (chunk == 0) return VO_OK;
-  vo_cuda_workspace ws(ex);
-  float *acc = static_cast<float *>(ws.alloc((size_t)(per_channel * (uint64_t)chunk)));
-  if (!acc) {
+  int64_t off[VO_MAX_LIST];
+  vo_cuda_workspace ws(ex);  // (at most chunk * per_channel + slack <= limit bytes)
+  const int64_t most = vo_cr_acc_offsets(outs, num_outs, chunk, off);
+  float *block = static_cast<float *>(ws.alloc((size_t)most * sizeof(float)));
+  if (!block) {
     vo_clear_error();  // the gather needs no workspace
     return VO_OK;
   }
   for (int64_t c0 = 0; c0 < channels; c0 += chunk) {
     const int64_t cc = channels - c0 < chunk ? channels - c0 : chunk;
+    const int64_t elems = vo_cr_acc_offsets(outs, num_outs, cc, off);
+    float *acc[VO_MAX_LIST];
+    for (int l = 0; l < num_outs; l++) acc[l] = block + off[l];
     vo_status st =
-        vo_cuda_check(ex, cudaMemsetAsync(acc, 0, (size_t)(per_channel * (uint64_t)cc), stream));
-    if (st == VO_OK) st = scatter(c0, cc, acc);
+        vo_cuda_check(ex, cudaMemsetAsync(block, 0, (size_t)elems * sizeof(float), stream));
+    if (st == VO_OK) st = scatter(c0, cc, static_cast<float *const *>(acc));
     if (st != VO_OK) return st;
-    // one pass when the accumulator is out's layout, else this chunk's planes per image
-    const int64_t runs = cc == channels ? 1 : images, len = cc == channels ? o->numel : cc * plane;
-    for (int64_t n = 0; n < runs; n++) {
-      vo_cr_convert_kernel<S><<<vo_cuda_blocks(len, threads), threads, 0, stream>>>(
-          acc + n * cc * plane, len, out + (n * channels + c0) * plane);
-      if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+    for (int l = 0; l < num_outs; l++) {
+      // one pass when the accumulator is the output's layout, else this
+      // chunk's planes of each image
+      const int64_t plane = outs[l].shape[2] * outs[l].shape[3];
+      const int64_t runs = cc == channels ? 1 : images;
+      const int64_t len = cc == channels ? outs[l].numel : cc * plane;
+      S *out = static_cast<S *>(vo_view_addr(&outs[l]));
+      for (int64_t n = 0; n < runs && len > 0; n++) {
+        vo_cr_convert_kernel<S><<<vo_cuda_blocks(len, threads), threads, 0, stream>>>(
+            acc[l] + n * cc * plane, len, out + (n * channels + c0) * plane);
+        if ((st = vo_cuda_check_launch(ex)) != VO_OK) return st;
+      }
     }
   }
   *done = true;
@@ -102,18 +132,18 @@ vo_status vo_cr_ra_backward(const vo_exec *ex, cudaStream_t stream, const vo_roi
       return vo_cuda_check_launch(ex);
     } else {
       // channels [c0, c0 + cc): the struct for cc channels over that part of grad
-      auto scatter = [&](int64_t c0, int64_t cc, float *acc) {
+      auto scatter = [&](int64_t c0, int64_t cc, float *const *acc) {
         A part = a;
         vo_cr_base(part).channels = cc;
         const char *g = static_cast<const char *>(grad) +
                         c0 * vo_cr_base(part).src_stride[1] * (int64_t)sizeof(S);
         const int64_t items = ng / p.grad->shape[1] * cc;
         k.scatter<<<vo_cuda_blocks(items, threads), threads, 0, stream>>>(part, g, rois, items,
-                                                                          acc);
+                                                                          acc[0]);
         return vo_cuda_check_launch(ex);
       };
       bool done;
-      const vo_status st = vo_cr_half_scatter(ex, stream, p.out, out, threads, 1, scatter, &done);
+      const vo_status st = vo_cr_half_scatter<S>(ex, stream, p.out, 1, threads, 1, scatter, &done);
       if (st != VO_OK || done) return st;
     }
   }

@@ -113,16 +113,17 @@ vo_status backward_run(const vo_exec *ex, cudaStream_t stream) {
     } else {
       // Half types: a float32 accumulator, in channel chunks under the limit
       // (channels [c0, c0 + cc) of grad and argmax per pass)
-      auto scatter = [&](int64_t c0, int64_t cc, float *acc) {
+      auto scatter = [&](int64_t c0, int64_t cc, float *const *acc) {
         vo_k_roi_pool_args part = a;
         part.channels = cc;
         const int64_t items = ng / p.grad->shape[1] * cc;
         roi_pool_scatter_kernel<S, float><<<vo_cuda_blocks(items, kThreads), kThreads, 0, stream>>>(
-            part, grad + c0 * a.src_stride[1], argmax + c0 * a.argmax_stride[1], rois, items, acc);
+            part, grad + c0 * a.src_stride[1], argmax + c0 * a.argmax_stride[1], rois, items,
+            acc[0]);
         return vo_cuda_check_launch(ex);
       };
       bool done;
-      st = vo_cr_half_scatter(ex, stream, p.out, out, kThreads, 1, scatter, &done);
+      st = vo_cr_half_scatter<S>(ex, stream, p.out, 1, kThreads, 1, scatter, &done);
       if (st != VO_OK || done) return st;
     }
   }

@@ -69,70 +69,22 @@ static vo_status vo_cl_msra_scatter(const vo_cl_call *c, cl_mem pyr, const vo_vi
   return st;
 }
 
-/* Byte offsets of each level's float32 [N,cc,H_l,W_l] accumulator in one
- * workspace (off[levels]: its size). */
-static void vo_cl_msra_offsets(const vo_multi_scale_roi_align_params *p, int64_t cc,
-                               uint64_t *off) {
-  off[0] = 0;
-  for (int l = 0; l < p->num_levels; l++) {
-    const uint64_t n = p->out[l].shape[1] ? (uint64_t)(p->out[l].numel / p->out[l].shape[1]) : 0;
-    off[l + 1] = off[l] + ((n * (uint64_t)cc * sizeof(float) + 127) & ~(uint64_t)127);
-  }
-}
-
-/* The half types' fast backward: float32 copies of every level's gradient
- * in one workspace, for as many channels at a time as fit the limit (each
- * pass with the pyramid's arguments for that many channels over the
- * matching part of grad, so every grad element is spread once); VO_OK with
- * *done 0 when not even one channel fits: the caller gathers. */
-static vo_status vo_cl_msra_scatter_f32(const vo_cl_call *c, int *done) {
-  const vo_exec *ex = c->ex;
-  const vo_multi_scale_roi_align_params *p = &ex->p.multi_scale_roi_align;
-  const int levels = p->num_levels;
-  const int64_t images = p->out[0].shape[0], channels = p->out[0].shape[1];
-  /* a channel's float32 bytes on every level, and the levels' alignment */
-  uint64_t per_channel = 0, off[VO_MAX_LIST + 1];
-  for (int l = 0; l < levels; l++)
-    per_channel += (uint64_t)(p->out[l].numel / channels) * sizeof(float);
-  const uint64_t limit = ex->ctx->workspace_limit, slack = 128 * (uint64_t)levels;
-  const uint64_t fit = per_channel == 0 ? (uint64_t)channels
-                       : limit > slack  ? (limit - slack) / per_channel
-                                        : 0;
-  const int64_t chunk = fit < (uint64_t)channels ? (int64_t)fit : channels;
-  vo_cl_msra_offsets(p, chunk, off); /* off[levels] <= chunk * per_channel + slack <= limit */
-  *done = 0;
-  cl_mem ws = chunk > 0 ? vo_cl_roi_try_workspace(ex, off[levels]) : NULL;
-  if (!ws) return VO_OK;
-  cl_mem acc[VO_MAX_LIST];
-  for (int l = 0; l < levels; l++) acc[l] = ws;
+/* The half types' fast backward over channels [c0, c0 + cc)
+ * (vo_cl_roi_half_scatter's scatter): the pyramid's arguments for that many
+ * channels over the matching part of grad, into each level's accumulator. */
+static vo_status vo_cl_msra_scatter_channels(const vo_cl_call *c, const void *user, int64_t c0,
+                                             int64_t cc, cl_mem acc, const uint64_t *acc_off) {
+  (void)user;
+  const vo_multi_scale_roi_align_params *p = &c->ex->p.multi_scale_roi_align;
   vo_k_msra_args m = vo_msra_kernel_args(p);
-  const float zero = 0;
-  const size_t es = vo_dtype_size(ex->dtype);
-  vo_status st = VO_OK;
-  for (int64_t c0 = 0; c0 < channels && st == VO_OK; c0 += chunk) {
-    const int64_t cc = channels - c0 < chunk ? channels - c0 : chunk;
-    vo_cl_msra_offsets(p, cc, off);
-    m.channels = cc;
-    cl_mem pyr;
-    if ((st = vo_cl_roi_constants(c, &m, sizeof m, &pyr)) != VO_OK) break;
-    const vo_view grad = vo_cl_roi_channels(p->grad, c0, cc);
-    st = vo_cl_fill(c, ws, 0, &zero, sizeof zero, (size_t)off[levels]);
-    if (st == VO_OK) st = vo_cl_msra_scatter(c, pyr, &grad, acc, off);
-    vo_cl.ReleaseMemObject(pyr);
-    for (int l = 0; l < levels && st == VO_OK; l++) { /* this chunk's planes of each image */
-      const int64_t plane = p->out[l].shape[2] * p->out[l].shape[3];
-      const int64_t runs = cc == channels ? 1 : images;
-      for (int64_t n = 0; n < runs && st == VO_OK && plane > 0; n++) {
-        vo_view part = p->out[l];
-        part.byte_offset += (uint64_t)((n * channels + c0) * plane) * es;
-        part.numel = cc == channels ? p->out[l].numel : cc * plane;
-        st = vo_cl_roi_convert(c, "multi_scale_roi_align", ws,
-                               off[l] + (uint64_t)(n * cc * plane) * sizeof(float), &part);
-      }
-    }
-  }
-  vo_workspace_free(ex->ctx, ex->device, ws);
-  if (st == VO_OK) *done = 1;
+  m.channels = cc;
+  cl_mem pyr, accs[VO_MAX_LIST];
+  for (int l = 0; l < p->num_levels; l++) accs[l] = acc;
+  vo_status st = vo_cl_roi_constants(c, &m, sizeof m, &pyr);
+  if (st != VO_OK) return st;
+  const vo_view grad = vo_cl_roi_channels(p->grad, c0, cc);
+  st = vo_cl_msra_scatter(c, pyr, &grad, accs, acc_off);
+  vo_cl.ReleaseMemObject(pyr);
   return st;
 }
 
@@ -195,7 +147,8 @@ vo_status vo_opencl_multi_scale_roi_align_backward(const vo_exec *ex) {
       if (st == VO_OK) st = vo_cl_msra_scatter(&c, pyr, p->grad, acc, off);
       done = 1;
     } else {
-      st = vo_cl_msra_scatter_f32(&c, &done);
+      st = vo_cl_roi_half_scatter(&c, "multi_scale_roi_align", p->out, p->num_levels, 1,
+                                  vo_cl_msra_scatter_channels, NULL, &done);
     }
   }
   if (st == VO_OK && !done) st = vo_cl_msra_gather(&c, pyr);

@@ -54,7 +54,7 @@ static vo_status vo_cl_ps_scatter(const vo_cl_call *c, const vo_cl_ps_call *p, v
 /* The scatter of output channels [c0, c0 + cc) / bins (input channels [c0,
  * c0 + cc)) into a zeroed [N,cc,H,W] accumulator. */
 static vo_status vo_cl_ps_scatter_channels(const vo_cl_call *c, const void *user, int64_t c0,
-                                           int64_t cc, cl_mem acc) {
+                                           int64_t cc, cl_mem acc, const uint64_t *acc_off) {
   const vo_cl_ps_call *p = user;
   const int64_t bins = p->src->shape[2] * p->src->shape[3];
   unsigned char args[256]; /* (either op's struct) */
@@ -67,7 +67,7 @@ static vo_status vo_cl_ps_scatter_channels(const vo_cl_call *c, const void *user
   vo_cl_ps_call part = *p;
   part.args = args;
   part.src = &grad;
-  return vo_cl_ps_scatter(c, &part, c->ex->dtype, acc, 0);
+  return vo_cl_ps_scatter(c, &part, c->ex->dtype, acc, acc_off[0]);
 }
 
 vo_status vo_cl_ps_backward(const vo_exec *ex, const vo_cl_ps_call *p, const vo_view *out) {
@@ -81,7 +81,7 @@ vo_status vo_cl_ps_backward(const vo_exec *ex, const vo_cl_ps_call *p, const vo_
       return vo_cl_ps_scatter(&c, p, out->dtype, (cl_mem)out->data, out->byte_offset);
     }
     int done;
-    st = vo_cl_roi_half_scatter(&c, p->program, out, p->src->shape[2] * p->src->shape[3],
+    st = vo_cl_roi_half_scatter(&c, p->program, out, 1, p->src->shape[2] * p->src->shape[3],
                                 vo_cl_ps_scatter_channels, p, &done);
     if (st != VO_OK || done) return st;
   }

@@ -62,7 +62,7 @@ static vo_status vo_cl_ra_scatter(const vo_cl_call *c, const vo_cl_ra_kernels *k
  * accumulator: the kernels' arguments for cc channels (every family's
  * struct starts with vo_k_roi_align_args) over that part of grad. */
 static vo_status vo_cl_ra_scatter_channels(const vo_cl_call *c, const void *user, int64_t c0,
-                                           int64_t cc, cl_mem acc) {
+                                           int64_t cc, cl_mem acc, const uint64_t *acc_off) {
   const vo_cl_ra_kernels *k = user;
   union {
     vo_k_roi_align_args base;
@@ -73,7 +73,7 @@ static vo_status vo_cl_ra_scatter_channels(const vo_cl_call *c, const void *user
   vo_cl_ra_kernels part = *k;
   part.args = &args;
   const vo_view grad = vo_cl_roi_channels(k->p->grad, c0, cc);
-  return vo_cl_ra_scatter(c, &part, &grad, acc, 0);
+  return vo_cl_ra_scatter(c, &part, &grad, acc, acc_off[0]);
 }
 
 /* The deterministic backward: RoI boxes (when they fit), then the gather. */
@@ -117,7 +117,7 @@ vo_status vo_cl_ra_backward(const vo_exec *ex, const vo_cl_ra_kernels *k) {
     }
     /* Half types: a float32 accumulator, in channel chunks under the limit */
     int done;
-    st = vo_cl_roi_half_scatter(&c, k->program, p->out, 1, vo_cl_ra_scatter_channels, k, &done);
+    st = vo_cl_roi_half_scatter(&c, k->program, p->out, 1, 1, vo_cl_ra_scatter_channels, k, &done);
     if (st != VO_OK || done) return st;
   }
   return vo_cl_ra_gather(&c, k);

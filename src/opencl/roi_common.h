@@ -27,20 +27,22 @@ vo_status vo_cl_roi_convert(const vo_cl_call *c, const char *program, cl_mem acc
  * (grad, argmax [K,C,PH,PW]): same handle and strides, later first element. */
 vo_view vo_cl_roi_channels(const vo_view *v, int64_t c0, int64_t cc);
 
-/* Spreads the grad of output channels [c0, c0 + cc) into acc, a zeroed
- * contiguous float32 [N,cc,H,W] (the ops' scatter over those channels). */
+/* Spreads the grad of channels [c0, c0 + cc) into acc: output l's zeroed
+ * contiguous float32 [N,cc,H,W] at byte acc_off[l] (the ops' scatter over
+ * those channels). */
 typedef vo_status (*vo_cl_roi_scatter_fn)(const vo_cl_call *c, const void *user, int64_t c0,
-                                          int64_t cc, cl_mem acc);
-/* The half-type fast backward into out ([N,C,H,W] float16 / bfloat16):
- * atomics into a float32 accumulator rounded once into out, over as many
- * channels at a time as fit the workspace limit (all of them, usually), a
- * multiple of `granule` (the ps ops' bins per output channel; 1), so every
- * grad element is spread once whatever the limit. *done = 0 (and nothing
- * written) when not even one granule's accumulator fits: the caller then
- * gathers. */
-vo_status vo_cl_roi_half_scatter(const vo_cl_call *c, const char *program, const vo_view *out,
-                                 int64_t granule, vo_cl_roi_scatter_fn scatter, const void *user,
-                                 int *done);
+                                          int64_t cc, cl_mem acc, const uint64_t *acc_off);
+/* The half-type fast backward into outs ([N,C,H_l,W_l] float16 /
+ * bfloat16, num_outs of them: multi_scale_roi_align's levels, else one):
+ * atomics into float32 accumulators in one workspace, rounded once into the
+ * outputs, over as many channels at a time as fit the workspace limit (all
+ * of them, usually), a multiple of `granule` (the ps ops' bins per output
+ * channel; 1), so every grad element is spread once whatever the limit.
+ * *done = 0 (and nothing written) when not even one granule's accumulator
+ * fits: the caller then gathers. */
+vo_status vo_cl_roi_half_scatter(const vo_cl_call *c, const char *program, const vo_view *outs,
+                                 int num_outs, int64_t granule, vo_cl_roi_scatter_fn scatter,
+                                 const void *user, int *done);
 
 /* 1 when the fast (atomic) backward can run in dtype d's compute type on
  * the call's device: float64 atomics need cl_khr_int64_base_atomics. */

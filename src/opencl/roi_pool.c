@@ -61,13 +61,13 @@ static vo_status vo_cl_roi_pool_scatter(const vo_cl_call *c, const vo_k_roi_pool
 /* The scatter of channels [c0, c0 + cc) of grad and argmax into a
  * [N,cc,H,W] accumulator. */
 static vo_status vo_cl_roi_pool_scatter_channels(const vo_cl_call *c, const void *user, int64_t c0,
-                                                 int64_t cc, cl_mem acc) {
+                                                 int64_t cc, cl_mem acc, const uint64_t *acc_off) {
   const vo_roi_pool_params *p = &c->ex->p.roi_pool;
   vo_k_roi_pool_args a = *(const vo_k_roi_pool_args *)user;
   a.channels = cc;
   const vo_view grad = vo_cl_roi_channels(p->grad, c0, cc);
   const vo_view argmax = vo_cl_roi_channels(p->argmax, c0, cc);
-  return vo_cl_roi_pool_scatter(c, &a, &grad, &argmax, acc, 0);
+  return vo_cl_roi_pool_scatter(c, &a, &grad, &argmax, acc, acc_off[0]);
 }
 
 /* The deterministic backward: the in-bins test, then the gather. */
@@ -121,7 +121,7 @@ vo_status vo_opencl_roi_pool_backward(const vo_exec *ex) {
     }
     /* Half types: a float32 accumulator, in channel chunks under the limit */
     int done;
-    st = vo_cl_roi_half_scatter(&c, "roi_pool", p->out, 1, vo_cl_roi_pool_scatter_channels, &a,
+    st = vo_cl_roi_half_scatter(&c, "roi_pool", p->out, 1, 1, vo_cl_roi_pool_scatter_channels, &a,
                                 &done);
     if (st != VO_OK || done) return st;
   }
