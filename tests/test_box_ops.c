@@ -378,6 +378,19 @@ static void random_nms_cases(const run_ctx *rc) {
       random_nms_case(rc, dt, 2000, BOXES_NEGATIVE, 1, thresholds[t], lay, seed + 3);
     }
   }
+  /* One category on one thread runs the CPU's selection pass (float32
+   * compute): sizes around its vector width and its squeezes of dead
+   * entries, thresholds that suppress everything, half, or nothing
+   * (only the kept box leaves each pass), quantised and distinct scores. */
+  static const int64_t sizes[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 100, 257, 1000};
+  static const double select_thresholds[4] = {0.0, 0.5, 0.9, 1.0};
+  for (int d = 0; d < NUM_DTYPES; d++)
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+      for (int t = 0; t < 4; t++) {
+        const uint64_t seed = 500 + 40 * (uint64_t)d + 4 * (uint64_t)k + (uint64_t)t;
+        random_nms_case(rc, *dtypes[d], sizes[k], (box_mode)(seed % 4), 0, select_thresholds[t],
+                        (layout)(seed % NUM_LAYOUTS), seed);
+      }
 }
 
 /* ------------------------------------------------------------ hand-checked NMS */

@@ -8,6 +8,7 @@
  * are structure-of-arrays with a branch-free (vectorised) inner loop.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +346,197 @@ __attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_arrays_f32(
   if (j < j1) vo_nms_apply_arrays_f32(x1, y1, x2, y2, area, i, j, j1, thr, sup);
 }
 
+/*
+ * nms of one category on one thread without sorting (float32 compute,
+ * 32-bit score keys, AVX2): the greedy pass as repeated selection. The
+ * boxes stay in input order as structure-of-arrays with their score keys
+ * and indices. Each pass applies the box just kept to every live entry
+ * (all of them later than it in score order, since it had the least key
+ * of them), marks the suppressed ones dead (key VO_NMS_DEAD) and finds
+ * the least key among the survivors, the next box to keep (ties: the
+ * lowest index, as the stable sort orders them). So the sort goes, and a
+ * pass only visits the boxes not suppressed yet: on the benchmark's 1,000
+ * detections 17,000 IoUs instead of the sorted pass's 33,000 and a sort.
+ * Dead entries are squeezed out during a pass (compress-stores) once they
+ * are an eighth of the live ones. Every IoU has the sorted pass's operands
+ * (the same floats, the kept box first) and arithmetic: the same kept
+ * list, bit for bit. Measured at 1 thread (bench/RESULTS.md): 1.7-1.9x
+ * the sorted pass's speed on detections, 3x on one cluster, 1.16x slower
+ * when nothing overlaps (every box kept: no fewer IoUs, and each pass also
+ * looks for the least key).
+ */
+#define VO_NMS_DEAD \
+  UINT32_MAX /* no box has this key: it would be a NaN score, and NaN keys are 0 */
+
+static pthread_once_t vo_nms_compress_once = PTHREAD_ONCE_INIT;
+/* For an 8-bit lane mask, the indices of its set lanes in order, a byte
+ * each (the permutation of a compress-store). */
+static uint64_t vo_nms_compress_lut[256];
+
+static void vo_nms_compress_init(void) {
+  for (int m = 0; m < 256; m++) {
+    uint64_t packed = 0;
+    int k = 0;
+    for (int l = 0; l < 8; l++)
+      if (m >> l & 1) packed |= (uint64_t)l << (8 * k++);
+    vo_nms_compress_lut[m] = packed;
+  }
+}
+
+/* The live entries: x1, y1, x2, y2, area, key and index arrays, each with
+ * room for n + 8 (a pass reads whole vectors; keys past `live` are dead). */
+typedef struct vo_nms_live {
+  float *coord[5];
+  uint32_t *key;
+  int32_t *index;
+  int64_t live, dead; /* entries [0, live), of which `dead` are dead */
+} vo_nms_live;
+
+/* The position of the first entry of [0, live) with key `key` (one is). */
+__attribute__((target("avx2"))) static int64_t vo_nms_select_find(const uint32_t *keys,
+                                                                  uint32_t key) {
+  const __m256i want = _mm256_set1_epi32((int)key);
+  for (int64_t j = 0;; j += 8) {
+    const __m256i k = _mm256_loadu_si256((const __m256i *)(keys + j));
+    const int hit = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k, want)));
+    if (hit) return j + __builtin_ctz((unsigned)hit);
+  }
+}
+
+/* One pass for the box just kept, at position `kept` (see above), with
+ * the squeeze or without (`compact` a constant: two loops, each with its
+ * registers). Returns the position of the next box to keep, or -1 when
+ * none is left. */
+__attribute__((target("avx2,fma,popcnt"), always_inline)) static inline int64_t vo_nms_select_loop(
+    vo_nms_live *s, int64_t kept, float thr, const int compact) {
+  float *const x1 = s->coord[0], *const y1 = s->coord[1], *const x2 = s->coord[2];
+  float *const y2 = s->coord[3], *const area = s->coord[4];
+  uint32_t *const keys = s->key;
+  int32_t *const index = s->index;
+  const int64_t live = s->live;
+  const __m256 zero = _mm256_setzero_ps(), vthr = _mm256_set1_ps(thr);
+  const __m256 vx1 = _mm256_set1_ps(x1[kept]), vy1 = _mm256_set1_ps(y1[kept]);
+  const __m256 vx2 = _mm256_set1_ps(x2[kept]), vy2 = _mm256_set1_ps(y2[kept]);
+  const __m256 va = _mm256_set1_ps(area[kept]);
+  const __m256i dead = _mm256_set1_epi32(-1);
+  __m256i least = dead;
+  /* stores through the vector types may alias anything: locals only */
+  int64_t dead_count = s->dead, w = 0;
+  for (int64_t j = 0; j < live; j += 8) {
+    const __m256 bx1 = _mm256_loadu_ps(x1 + j), by1 = _mm256_loadu_ps(y1 + j);
+    const __m256 bx2 = _mm256_loadu_ps(x2 + j), by2 = _mm256_loadu_ps(y2 + j);
+    const __m256 barea = _mm256_loadu_ps(area + j);
+    __m256i key = _mm256_loadu_si256((const __m256i *)(keys + j));
+    /* kept box first, as in vo_nms_apply_avx2_arrays_f32 */
+    const __m256 xx1 = _mm256_max_ps(bx1, vx1), yy1 = _mm256_max_ps(by1, vy1);
+    const __m256 xx2 = _mm256_min_ps(bx2, vx2), yy2 = _mm256_min_ps(by2, vy2);
+    const __m256 iw = _mm256_max_ps(_mm256_sub_ps(xx2, xx1), zero);
+    const __m256 ih = _mm256_max_ps(_mm256_sub_ps(yy2, yy1), zero);
+    const __m256 inter = _mm256_mul_ps(iw, ih);
+    const __m256 uni = _mm256_sub_ps(_mm256_add_ps(va, barea), inter);
+    const __m256 sup = _mm256_cmp_ps(_mm256_div_ps(inter, uni), vthr, _CMP_GT_OQ);
+    if (_mm256_movemask_ps(sup)) {
+      const __m256i killed =
+          _mm256_andnot_si256(_mm256_cmpeq_epi32(key, dead), _mm256_castps_si256(sup));
+      dead_count += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(killed)));
+      key = _mm256_or_si256(key, killed);
+      if (!compact) _mm256_storeu_si256((__m256i *)(keys + j), key);
+    }
+    least = _mm256_min_epu32(least, key);
+    if (compact) {
+      const int alive =
+          ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(key, dead))) & 255;
+      const __m256i perm =
+          _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)vo_nms_compress_lut[alive]));
+      _mm256_storeu_ps(x1 + w, _mm256_permutevar8x32_ps(bx1, perm));
+      _mm256_storeu_ps(y1 + w, _mm256_permutevar8x32_ps(by1, perm));
+      _mm256_storeu_ps(x2 + w, _mm256_permutevar8x32_ps(bx2, perm));
+      _mm256_storeu_ps(y2 + w, _mm256_permutevar8x32_ps(by2, perm));
+      _mm256_storeu_ps(area + w, _mm256_permutevar8x32_ps(barea, perm));
+      _mm256_storeu_si256((__m256i *)(keys + w), _mm256_permutevar8x32_epi32(key, perm));
+      const __m256i at = _mm256_loadu_si256((const __m256i *)(index + j));
+      _mm256_storeu_si256((__m256i *)(index + w), _mm256_permutevar8x32_epi32(at, perm));
+      w += __builtin_popcount((unsigned)alive);
+    }
+  }
+  if (compact) {
+    /* whole vectors were stored: the tail's keys are dead again */
+    _mm256_storeu_si256((__m256i *)(keys + w), dead);
+    s->live = w;
+    s->dead = 0;
+  } else {
+    s->dead = dead_count;
+  }
+  /* The least key, then its first entry: entries stay in index order, so
+   * ties go to the lowest index. (Reduced in registers: through an array,
+   * gcc kept `least` on the stack in the loop, a store-to-load chain.) */
+  least = _mm256_min_epu32(least, _mm256_permute2x128_si256(least, least, 1));
+  least = _mm256_min_epu32(least, _mm256_shuffle_epi32(least, 0x4e));
+  least = _mm256_min_epu32(least, _mm256_shuffle_epi32(least, 0xb1));
+  const uint32_t next = (uint32_t)_mm256_cvtsi256_si32(least);
+  return next == VO_NMS_DEAD ? -1 : vo_nms_select_find(keys, next);
+}
+
+__attribute__((target("avx2,fma,popcnt"))) static int64_t vo_nms_select_pass(vo_nms_live *s,
+                                                                             int64_t kept,
+                                                                             float thr) {
+  s->key[kept] = VO_NMS_DEAD;
+  s->dead++;
+  return 8 * s->dead > s->live ? vo_nms_select_loop(s, kept, thr, 1)
+                               : vo_nms_select_loop(s, kept, thr, 0);
+}
+
+/* Whether vo_nms_select runs this call: plain nms in float32 compute with
+ * 32-bit score keys on one thread, AVX2, indices in int32. */
+static int vo_nms_select_applies(const vo_exec *ex, int threads) {
+  const vo_nms_params *p = &ex->p.nms;
+  const int64_t n = p->boxes->shape[0];
+  return !p->idxs && threads == 1 && ex->dtype != VO_F64 && p->scores->dtype != VO_F64 && n > 0 &&
+         n <= INT32_MAX - 8 && vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
+}
+
+static vo_status vo_nms_select(const vo_exec *ex) {
+  const vo_nms_params *p = &ex->p.nms;
+  const int64_t n = p->boxes->shape[0], cap = n + 8;
+  int64_t *keep = vo_view_addr(p->keep);
+  /* 7 arrays of 4-byte values */
+  char *mem = vo_workspace_alloc(ex->ctx, ex->device, 7 * 4 * (size_t)cap, ex->op_name);
+  if (!mem) return VO_ERROR_OUT_OF_MEMORY;
+  pthread_once(&vo_nms_compress_once, vo_nms_compress_init);
+  vo_nms_live s = {.live = n};
+  for (int a = 0; a < 5; a++) s.coord[a] = (float *)mem + a * cap;
+  s.key = (uint32_t *)((float *)mem + 5 * cap);
+  s.index = (int32_t *)(s.key + cap);
+  vo_cpu_boxes_f32 b = {s.coord[0], s.coord[1], s.coord[2], s.coord[3]};
+  vo_cpu_gather_boxes_f32(p->boxes, NULL, n, &b);
+  const vo_view *scores = p->scores;
+  const int64_t ss = scores->stride[0];
+  const float *sv = scores->dtype == VO_F32 ? vo_view_addr(scores) : NULL;
+  uint32_t least = VO_NMS_DEAD;
+  int64_t next = 0;
+  for (int64_t i = 0; i < n; i++) {
+    s.coord[4][i] = vo_k_nms_box_of_f32(b.x1[i], b.y1[i], b.x2[i], b.y2[i]).area;
+    const float score = sv ? sv[i * ss] : (float)vo_load_host(scores, i * ss);
+    s.key[i] = (uint32_t)vo_k_score_key_f32(score);
+    s.index[i] = (int32_t)i;
+    if (s.key[i] < least) least = s.key[i], next = i;
+  }
+  for (int64_t i = n; i < cap; i++) {
+    for (int a = 0; a < 5; a++) s.coord[a][i] = 0;
+    s.key[i] = VO_NMS_DEAD;
+    s.index[i] = -1;
+  }
+  int64_t count = 0;
+  while (next >= 0) {
+    keep[count++] = s.index[next];
+    next = vo_nms_select_pass(&s, next, p->iou_threshold_f32);
+  }
+  for (int64_t r = count; r < n; r++) keep[r] = -1;
+  *(int64_t *)vo_view_addr(p->num_kept) = count;
+  vo_workspace_free(ex->ctx, ex->device, mem);
+  return VO_OK;
+}
+
 /* The AVX2 steps of a category's description (cpu/nms.h). */
 static void vo_nms_apply_avx2_f64(const vo_nms_boxes *b, int64_t i, int64_t j0, int64_t j1,
                                   uint8_t *sup) {
@@ -390,4 +582,11 @@ static const vo_nms_kind vo_nms_axis_kind = {
     .gather = vo_nms_axis_gather,
 };
 
-vo_status vo_cpu_nms(const vo_exec *ex) { return vo_cpu_nms_run(ex, &vo_nms_axis_kind); }
+vo_status vo_cpu_nms(const vo_exec *ex) {
+#ifdef VO_HAVE_AVX2_KERNELS
+  const int64_t n = ex->p.nms.boxes->shape[0];
+  if (vo_nms_select_applies(ex, vo_nms_threads(ex->ctx, &vo_nms_axis_kind, n)))
+    return vo_nms_select(ex);
+#endif
+  return vo_cpu_nms_run(ex, &vo_nms_axis_kind);
+}
