@@ -3,6 +3,8 @@
  */
 #include "cpu/sort.h"
 
+#include <string.h>
+
 /* Runs of this many records are insertion-sorted before merging. */
 #define VO_SORT_RUN 16
 /* Up to this many records a merge sort beats the radix sort, whose count
@@ -42,25 +44,34 @@ static vo_sort_item *vo_merge_sort(vo_sort_item *a, vo_sort_item *tmp, int64_t n
 
 vo_sort_item *vo_cpu_radix_sort(vo_sort_item *a, vo_sort_item *tmp, int64_t n) {
   if (n <= VO_SORT_MERGE_MAX) return vo_merge_sort(a, tmp, n);
-  static const int digits = 8;
+  /* Only the bytes that differ between keys need a pass, and only theirs
+   * are counted (float32 score keys: 4 of 8; category keys of a few
+   * classes: 1): counting all eight bytes cost a quarter of the sort. */
+  uint64_t all_and = ~(uint64_t)0, all_or = 0;
+  for (int64_t i = 0; i < n; i++) {
+    all_and &= a[i].key;
+    all_or |= a[i].key;
+  }
+  const uint64_t varying = all_and ^ all_or;
+  int shift[8], digits = 0;
+  for (int d = 0; d < 8; d++)
+    if ((varying >> (8 * d)) & 255) shift[digits++] = 8 * d;
+  if (digits == 0) return a;
   int64_t count[8][256];
-  memset(count, 0, sizeof count);
+  memset(count, 0, (size_t)digits * sizeof count[0]);
   for (int64_t i = 0; i < n; i++) {
     const uint64_t k = a[i].key;
-    for (int d = 0; d < digits; d++) count[d][(k >> (8 * d)) & 255]++;
+    for (int d = 0; d < digits; d++) count[d][(k >> shift[d]) & 255]++;
   }
   for (int d = 0; d < digits; d++) {
-    int64_t *c = count[d];
-    int trivial = 0;
-    for (int v = 0; v < 256; v++) trivial |= c[v] == n;
-    if (trivial) continue;
-    int64_t sum = 0;
+    int64_t *c = count[d], sum = 0;
     for (int v = 0; v < 256; v++) {
       const int64_t t = c[v];
       c[v] = sum;
       sum += t;
     }
-    for (int64_t i = 0; i < n; i++) tmp[c[(a[i].key >> (8 * d)) & 255]++] = a[i];
+    const int sh = shift[d];
+    for (int64_t i = 0; i < n; i++) tmp[c[(a[i].key >> sh) & 255]++] = a[i];
     vo_sort_item *s = a;
     a = tmp;
     tmp = s;
