@@ -343,7 +343,27 @@ __attribute__((target("avx2,fma"))) static void vo_nms_apply_avx2_arrays_f32(
       bits &= bits - 1;
     }
   }
-  if (j < j1) vo_nms_apply_arrays_f32(x1, y1, x2, y2, area, i, j, j1, thr, sup);
+  if (j < j1) {
+    /* The last 1-7 candidates: the same step on masked loads (the lanes
+     * past j1 read nothing and are dropped), not the scalar loop, which
+     * was 15% of batched_nms's time with categories of a few hundred. */
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(j1 - j)), lanes);
+    const __m256 xx1 = _mm256_max_ps(_mm256_maskload_ps(x1 + j, m), vx1);
+    const __m256 yy1 = _mm256_max_ps(_mm256_maskload_ps(y1 + j, m), vy1);
+    const __m256 xx2 = _mm256_min_ps(_mm256_maskload_ps(x2 + j, m), vx2);
+    const __m256 yy2 = _mm256_min_ps(_mm256_maskload_ps(y2 + j, m), vy2);
+    const __m256 w = _mm256_max_ps(_mm256_sub_ps(xx2, xx1), zero);
+    const __m256 h = _mm256_max_ps(_mm256_sub_ps(yy2, yy1), zero);
+    const __m256 inter = _mm256_mul_ps(w, h);
+    const __m256 uni = _mm256_sub_ps(_mm256_add_ps(va, _mm256_maskload_ps(area + j, m)), inter);
+    int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_div_ps(inter, uni), vthr, _CMP_GT_OQ)) &
+               ((1 << (j1 - j)) - 1);
+    while (bits) {
+      sup[j + __builtin_ctz((unsigned)bits)] = 1;
+      bits &= bits - 1;
+    }
+  }
 }
 
 /*
