@@ -163,6 +163,12 @@ VO_API int vo_backend_count(void);
 VO_API vo_status vo_backend_status(int index, vo_backend_info *out);
 /* Name of the ISA the CPU kernels use under `ctx` ("avx2", "scalar"). */
 VO_API const char *vo_cpu_isa(const vo_context *ctx);
+/* The CPU's default allocator keeps up to four freed workspace blocks of
+ * 256 KiB or more for later calls (at most VISIONOPS_CPU_CACHE_BYTES bytes
+ * in all, read once; 256 MiB unless set; 0 keeps none), so that repeated
+ * calls do not fault in fresh pages. This hands them back to the system.
+ * Safe to call at any time from any thread. */
+VO_API void vo_cpu_release_cached_memory(void);
 
 /* ------------------------------------------------------------ operators */
 

@@ -701,6 +701,13 @@ static PyObject *py_device_types(PyObject *self, PyObject *unused) {
   return dict;
 }
 
+static PyObject *py_release_cached_memory(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  vo_cpu_release_cached_memory();
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"ops", py_ops, METH_NOARGS, "ops() -> [(name, schema, backward or None), ...]"},
     {"shape_rules", py_shape_rules, METH_NOARGS,
@@ -714,6 +721,8 @@ static PyMethodDef methods[] = {
     {"call", (PyCFunction)(void (*)(void))py_call, METH_VARARGS | METH_KEYWORDS,
      "call(op, args, alloc, queue=0, num_threads=0, deterministic=False) -> outputs: "
      "alloc(shape, dtype, device) creates each output in the caller's framework"},
+    {"release_cached_memory", py_release_cached_memory, METH_NOARGS,
+     "release_cached_memory(): hands back the CPU workspace blocks kept for later calls"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,8 +18,8 @@ RuntimeErrors, as torchvision's errors are, and the first two also
 ValueError / TypeError."""
 from . import _C
 from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
-from ._core import (backends, get_num_threads, is_deterministic, set_deterministic,
-                    set_num_threads)
+from ._core import (backends, get_num_threads, is_deterministic, release_cached_memory,
+                    set_deterministic, set_num_threads)
 from . import ops as _ops
 # The functions and modules: ops.__all__ is the one list of their names.
 from .ops import *  # noqa: F401,F403
@@ -42,4 +42,5 @@ else:
 
 __all__ = list(_ops.__all__) + [
     "backends", "set_num_threads", "get_num_threads", "set_deterministic", "is_deterministic",
+    "release_cached_memory",
 ]

@@ -175,6 +175,13 @@ def get_num_threads():
     return _settings["num_threads"]
 
 
+def release_cached_memory():
+    """Hands back to the system the CPU workspace blocks visionops keeps
+    for later calls (up to 256 MiB; VISIONOPS_CPU_CACHE_BYTES sets the cap,
+    0 keeps none), as torch.cuda.empty_cache() does for CUDA memory."""
+    _C.release_cached_memory()
+
+
 def set_deterministic(flag):
     """Bit-identical CUDA backward results run to run (CPU backward always is).
     Under PyTorch, torch.use_deterministic_algorithms(True) turns it on too."""

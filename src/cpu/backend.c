@@ -3,6 +3,8 @@
  * allocator, the value checks on its threads, and the box gathering shared
  * by the box kernels.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,19 +40,129 @@ static int vo_cpu_probe(char *detail, size_t size) {
   return 1;
 }
 
+/*
+ * The default allocator keeps a few freed blocks of 256 KiB and more for
+ * the next call (process-wide, VO_CPU_CACHE_SLOTS of them, at most
+ * VISIONOPS_CPU_CACHE_BYTES in all, 256 MiB unless set; 0 keeps none):
+ * malloc hands blocks that large to mmap and back to the system on free,
+ * so every call paid page faults and the kernel's zeroing of fresh pages
+ * on its workspace (deform_conv2d's 38 MB columns: 11,500 faults a call),
+ * and glibc's own thresholds cannot be raised to keep them without giving
+ * up the huge pages mmap's aligned regions get. A block is reused for a
+ * request of at least half its size; vo_cpu_release_cached_memory hands
+ * them all back. Each block carries its size in a 64-byte header.
+ * AddressSanitizer builds keep none by default.
+ */
+#define VO_CPU_CACHE_SLOTS 4
+#define VO_CPU_CACHE_MIN ((size_t)256 << 10)
+#define VO_CPU_HEADER 64
+
+typedef struct vo_cpu_block {
+  char *base; /* NULL: slot empty */
+  size_t size;
+} vo_cpu_block;
+
+static pthread_mutex_t vo_cpu_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static vo_cpu_block vo_cpu_cache[VO_CPU_CACHE_SLOTS];
+static size_t vo_cpu_cache_bytes;
+#if defined(__SANITIZE_ADDRESS__)
+#define VO_CPU_CACHE_DEFAULT \
+  0 /* AddressSanitizer builds: every free reaches it, so it sees use after free */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VO_CPU_CACHE_DEFAULT 0
+#endif
+#endif
+#ifndef VO_CPU_CACHE_DEFAULT
+#define VO_CPU_CACHE_DEFAULT ((size_t)256 << 20)
+#endif
+static size_t vo_cpu_cache_limit = VO_CPU_CACHE_DEFAULT;
+static pthread_once_t vo_cpu_cache_once = PTHREAD_ONCE_INIT;
+
+static void vo_cpu_cache_read_env(void) {
+  const char *v = getenv("VISIONOPS_CPU_CACHE_BYTES");
+  char *end = NULL;
+  const unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+  if (v && end != v && *end == 0) vo_cpu_cache_limit = (size_t)n;
+}
+
 static void *vo_cpu_alloc(DLDevice device, size_t size, void *stream) {
   (void)device;
   (void)stream;
   /* 64-byte alignment suits every vector width the kernels use. */
-  size_t rounded = (size + 63) & ~(size_t)63;
-  if (rounded < size) return NULL;
-  return aligned_alloc(64, rounded);
+  const size_t rounded = (size + 63) & ~(size_t)63;
+  if (rounded < size || rounded > SIZE_MAX - VO_CPU_HEADER) return NULL;
+  char *base = NULL;
+  if (rounded >= VO_CPU_CACHE_MIN) {
+    pthread_mutex_lock(&vo_cpu_cache_lock);
+    int best = -1;
+    for (int i = 0; i < VO_CPU_CACHE_SLOTS; i++) {
+      const vo_cpu_block *b = &vo_cpu_cache[i];
+      if (b->base && b->size >= rounded && b->size / 2 <= rounded &&
+          (best < 0 || b->size < vo_cpu_cache[best].size))
+        best = i;
+    }
+    if (best >= 0) {
+      base = vo_cpu_cache[best].base;
+      vo_cpu_cache_bytes -= vo_cpu_cache[best].size;
+      vo_cpu_cache[best].base = NULL;
+    }
+    pthread_mutex_unlock(&vo_cpu_cache_lock);
+  }
+  if (!base) {
+    base = aligned_alloc(64, rounded + VO_CPU_HEADER);
+    if (!base) return NULL;
+    memcpy(base, &rounded, sizeof rounded);
+  }
+  return base + VO_CPU_HEADER;
 }
 
 static void vo_cpu_free(DLDevice device, void *ptr, void *stream) {
   (void)device;
   (void)stream;
-  free(ptr);
+  if (!ptr) return;
+  char *base = (char *)ptr - VO_CPU_HEADER;
+  size_t size;
+  memcpy(&size, base, sizeof size);
+  if (size >= VO_CPU_CACHE_MIN) {
+    pthread_once(&vo_cpu_cache_once, vo_cpu_cache_read_env);
+    pthread_mutex_lock(&vo_cpu_cache_lock);
+    /* an empty slot, else the smallest block if this one is larger */
+    int slot = -1;
+    for (int i = 0; i < VO_CPU_CACHE_SLOTS; i++) {
+      const vo_cpu_block *b = &vo_cpu_cache[i];
+      if (!b->base) {
+        slot = i;
+        break;
+      }
+      if (b->size < size && (slot < 0 || b->size < vo_cpu_cache[slot].size)) slot = i;
+    }
+    char *evicted = NULL;
+    if (slot >= 0) {
+      const size_t out = vo_cpu_cache[slot].base ? vo_cpu_cache[slot].size : 0;
+      if (vo_cpu_cache_bytes - out + size <= vo_cpu_cache_limit) {
+        evicted = vo_cpu_cache[slot].base;
+        vo_cpu_cache_bytes += size - out;
+        vo_cpu_cache[slot] = (vo_cpu_block){base, size};
+        base = NULL;
+      }
+    }
+    pthread_mutex_unlock(&vo_cpu_cache_lock);
+    free(evicted);
+  }
+  free(base);
+}
+
+void vo_cpu_release_cached_memory(void) {
+  char *blocks[VO_CPU_CACHE_SLOTS];
+  pthread_mutex_lock(&vo_cpu_cache_lock);
+  for (int i = 0; i < VO_CPU_CACHE_SLOTS; i++) {
+    blocks[i] = vo_cpu_cache[i].base;
+    vo_cpu_cache[i].base = NULL;
+  }
+  vo_cpu_cache_bytes = 0;
+  pthread_mutex_unlock(&vo_cpu_cache_lock);
+  for (int i = 0; i < VO_CPU_CACHE_SLOTS; i++) free(blocks[i]);
 }
 
 static vo_status vo_cpu_copy_in(DLDevice device, void *dst, uint64_t dst_offset, const void *src,
