@@ -83,6 +83,22 @@ def test_roi_align(dtype, aligned, sampling, seed):
         x, rois, dtype, as_list)
 
 
+@pytest.mark.parametrize("output_size", [7, 17])
+def test_roi_align_large_output_streamed(output_size):
+    """An output of 16 MB or more is written with streaming stores, in
+    contiguous runs per RoI (7x7) or per channel (17x17: more bins than the
+    forward's 256-bin buffer): the same bits as the first RoIs' output
+    alone (under 16 MB, stored as before), and torchvision's values."""
+    rng = np.random.default_rng(3)
+    x = torch.from_numpy(rng.standard_normal((2, 64, 40, 52)).astype(np.float32))
+    rois = torch.from_numpy(make_rois(rng, 1400 if output_size == 7 else 240, 2, 200, 120))
+    out = visionops.roi_align(x, rois, output_size, 0.25, 2, True)
+    assert out.numel() * 4 >= 16 << 20
+    head = visionops.roi_align(x, rois[:40], output_size, 0.25, 2, True)
+    np.testing.assert_array_equal(out[:40].numpy(), head.numpy())
+    assert_close(out, tvops.roi_align(x, rois, output_size, 0.25, 2, True), "float32")
+
+
 @pytest.mark.parametrize("op,channels,kw", [
     ("roi_align", 3, dict(sampling_ratio=-1, aligned=False)),
     ("roi_align", 3, dict(sampling_ratio=2, aligned=True)),
