@@ -11,6 +11,12 @@
 #include "cpu/omp_for.h"
 #include "cpu/parallel.h"
 
+#include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <xmmintrin.h> /* SSE streaming stores (baseline x86-64) */
+#endif
+
 /* Element loads and output stores per storage dtype, for kernels whose
  * input view is `in` and whose params are `p`. */
 #define VO_LOAD_F32(i) (((const float *)vo_view_addr(in))[i])
@@ -21,6 +27,28 @@
 #define VO_STORE_F64(i, v) (((double *)vo_view_addr(p->out))[i] = (v))
 #define VO_STORE_F16(i, v) (((uint16_t *)vo_view_addr(p->out))[i] = vo_f32_to_f16(v))
 #define VO_STORE_BF16(i, v) (((uint16_t *)vo_view_addr(p->out))[i] = vo_f32_to_bf16(v))
+
+/* dst[0..n) = src[0..n) for 4-byte elements (float32 values, int32
+ * indices), through streaming stores where the destination is 16-byte
+ * aligned (x86; elsewhere memcpy): a large output written once skips the
+ * reads for ownership of its lines and leaves the cache to the inputs. The
+ * fence orders them before the caller's next synchronisation. For outputs
+ * of VO_CPU_STREAM_MIN bytes or more; smaller ones the caller likely reads
+ * from the cache next. */
+#define VO_CPU_STREAM_MIN ((int64_t)16 << 20)
+static inline void vo_cpu_stream_4(void *dst, const void *src, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  float *d = dst;
+  const float *s = src;
+  int64_t i = 0;
+  for (; i < n && ((uintptr_t)(d + i) & 15); i++) memcpy(d + i, s + i, 4);
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(d + i, _mm_loadu_ps(s + i)); /* moves: bits kept */
+  for (; i < n; i++) memcpy(d + i, s + i, 4);
+  _mm_sfence();
+#else
+  memcpy(dst, src, (size_t)n * 4);
+#endif
+}
 
 /* Boxes [N,4] in structure-of-arrays form, in the compute type (float for
  * float32/16/bfloat16, double for float64). */

@@ -27,9 +27,6 @@
 
 #define VO_RAF_TILE 16
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <xmmintrin.h> /* SSE streaming stores (baseline x86-64) */
-#endif
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define VO_RAF_HAVE_AVX2 1
 #define VO_RAF_AVX2_ATTR __attribute__((target("avx2,fma")))
@@ -201,26 +198,6 @@ static void vo_raf_plan_free(const vo_exec *ex, vo_raf_plan *plan) {
   vo_workspace_free(ex->ctx, ex->device, plan->scratch);
   vo_workspace_free(ex->ctx, ex->device, plan->meta);
 }
-
-/* dst[0..n) = src[0..n), through streaming stores where the destination
- * is 16-byte aligned (x86; elsewhere memcpy): a large output written once
- * skips the reads for ownership of its lines and does not evict the input
- * tiles. Ordered before the caller's next synchronisation by the fence. */
-static inline void vo_raf_stream_f32(float *dst, const float *src, int64_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  int64_t i = 0;
-  for (; i < n && ((uintptr_t)(dst + i) & 15); i++) dst[i] = src[i];
-  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
-  for (; i < n; i++) dst[i] = src[i];
-  _mm_sfence();
-#else
-  memcpy(dst, src, (size_t)n * sizeof *dst);
-#endif
-}
-
-/* Outputs of at least this many bytes are streamed (vo_raf_stream_f32):
- * below, the caller likely reads them from the cache next. */
-#define VO_RAF_STREAM_MIN ((int64_t)16 << 20)
 
 /* RoI k's sort key: its top edge, then its index (a total order). */
 typedef struct vo_raf_key {

@@ -99,6 +99,27 @@ def test_roi_align_large_output_streamed(output_size):
     assert_close(out, tvops.roi_align(x, rois, output_size, 0.25, 2, True), "float32")
 
 
+@pytest.mark.parametrize("output_size", [7, 14])
+def test_roi_pool_large_output_streamed(output_size):
+    """roi_pool's channels-last forward streams a RoI's outputs and argmax
+    when they come to 16 MB or more: the same values as the first RoIs
+    alone (stored as before), the same gradient through the argmax, and
+    torchvision's values."""
+    rng = np.random.default_rng(4)
+    x = torch.from_numpy(rng.standard_normal((2, 64, 48, 60)).astype(np.float32))
+    rois = torch.from_numpy(make_rois(rng, 700 if output_size == 7 else 180, 2, 240, 140))
+    out = visionops.roi_pool(x, rois, output_size, 0.25)
+    assert out.numel() * 8 >= 16 << 20
+    head = visionops.roi_pool(x, rois[:30], output_size, 0.25)
+    np.testing.assert_array_equal(out[:30].numpy(), head.numpy())
+    np.testing.assert_array_equal(out.numpy(), tvops.roi_pool(x, rois, output_size, 0.25).numpy())
+    xg, xt = x.clone().requires_grad_(), x.clone().requires_grad_()
+    g = torch.from_numpy(rng.standard_normal(tuple(out.shape)).astype(np.float32))
+    visionops.roi_pool(xg, rois, output_size, 0.25).backward(g)
+    tvops.roi_pool(xt, rois, output_size, 0.25).backward(g)
+    assert_close(xg.grad, xt.grad, "float32")
+
+
 @pytest.mark.parametrize("op,channels,kw", [
     ("roi_align", 3, dict(sampling_ratio=-1, aligned=False)),
     ("roi_align", 3, dict(sampling_ratio=2, aligned=True)),
