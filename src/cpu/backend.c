@@ -251,6 +251,20 @@ const vo_backend vo_cpu_backend = {
   void vo_cpu_gather_boxes_##SUFFIX(const vo_view *boxes, const int64_t *order, int64_t n, \
                                     vo_cpu_boxes_##SUFFIX *out) {                          \
     const int64_t s0 = boxes->stride[0], s1 = boxes->stride[1];                            \
+    /* float32 and float64 rows read directly (vo_load_host's switch per */                \
+    /* element was a tenth of nms of 1,000 boxes); the same values */                      \
+    if (boxes->dtype == VO_F32 || boxes->dtype == VO_F64) {                                \
+      const float *f = boxes->dtype == VO_F32 ? vo_view_addr(boxes) : NULL;                \
+      const double *d = f ? NULL : vo_view_addr(boxes);                                    \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        const int64_t row = (order ? order[i] : i) * s0;                                   \
+        out->x1[i] = f ? (T)f[row] : (T)d[row];                                            \
+        out->y1[i] = f ? (T)f[row + s1] : (T)d[row + s1];                                  \
+        out->x2[i] = f ? (T)f[row + 2 * s1] : (T)d[row + 2 * s1];                          \
+        out->y2[i] = f ? (T)f[row + 3 * s1] : (T)d[row + 3 * s1];                          \
+      }                                                                                    \
+      return;                                                                              \
+    }                                                                                      \
     for (int64_t i = 0; i < n; i++) {                                                      \
       int64_t row = (order ? order[i] : i) * s0;                                           \
       out->x1[i] = (T)vo_load_host(boxes, row);                                            \
