@@ -5,7 +5,9 @@
  * with a second stable radix pass and run them in parallel; a single large
  * category runs a chunked greedy pass on several threads instead
  * (vo_nms_flow_worker: no barrier per kept box). nms's axis-aligned boxes
- * are structure-of-arrays with a branch-free (vectorised) inner loop.
+ * are structure-of-arrays with a branch-free (vectorised) inner loop, and
+ * plain nms on one thread skips the sort altogether (vo_nms_select:
+ * repeated selection of the least live key).
  */
 #include <math.h>
 #include <pthread.h>
