@@ -8,7 +8,8 @@ nms / batched_nms, an InferenceSession of one node, the cv2 function.
 Results are checked against visionops's before timing (the same kept
 indices; RoiAlign within 1e-4).
 
-Interleaved rounds (bench/timing.py), medians, at 1 thread and at all
+Interleaved rounds (bench/timing.py), medians (eleven times as many
+rounds for nms of up to 5,000 boxes), at 1 thread and at all
 threads on each side (visionops's context, ORT's intra-op threads,
 cv2.setNumThreads); `--load` adds one busy process per core.
 Usage: PYTHONPATH=<build>/python python bench/peers.py [--quick] [--load]
@@ -101,7 +102,9 @@ def nms_rows(threads, reps):
             got = np.asarray(cv2.dnn.NMSBoxes(xywh, s, 0.0, 0.5)).reshape(-1)
             same["OpenCV"] = bool(np.array_equal(got, want))
             out["OpenCV"] = lambda: cv2.dnn.NMSBoxes(xywh, s, 0.0, 0.5)
-        rows.append(("nms", f"{n:,} boxes", threads, interleaved(out, reps), same))
+        # calls of tens of microseconds: nine rounds leave their median to chance
+        rounds = reps * 11 if n <= 5000 else reps
+        rows.append(("nms", f"{n:,} boxes", threads, interleaved(out, rounds), same))
     n = 20000
     b, s = cases.detections(rng, n), rng.random(n).astype(np.float32)
     c = rng.integers(0, 80, n)
@@ -137,6 +140,7 @@ def main():
           f"onnxruntime {ort.__version__ if ort else 'absent'}, "
           f"OpenCV {cv2.__version__ if cv2 else 'absent'}; background load: "
           f"{f'{len(load)} busy processes' if load else 'none'}; medians of {reps} "
+          f"({reps * 11} for nms of up to 5,000 boxes) "
           f"interleaved rounds, ms; ratio = peer / visionops; same = peer's result equals "
           f"visionops's")
     print("| op | case | threads | visionops | ONNX Runtime | OpenCV | ORT / vo | OpenCV / vo "
