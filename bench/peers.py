@@ -102,7 +102,7 @@ def nms_rows(threads, reps):
             got = np.asarray(cv2.dnn.NMSBoxes(xywh, s, 0.0, 0.5)).reshape(-1)
             same["OpenCV"] = bool(np.array_equal(got, want))
             out["OpenCV"] = lambda: cv2.dnn.NMSBoxes(xywh, s, 0.0, 0.5)
-        # calls of tens of microseconds: nine rounds leave their median to chance
+        # calls of tens of microseconds: a few rounds leave their median to chance
         rounds = reps * 11 if n <= 5000 else reps
         rows.append(("nms", f"{n:,} boxes", threads, interleaved(out, rounds), same))
     n = 20000
