@@ -20,16 +20,25 @@ call back to back, as when the scores were just written), medians, at 1 and
 all threads on both sides (onnxruntime's intra-op threads; its
 NonMaxSuppression kernel runs on one). `--load` adds one busy process per
 core.
+
+`--opencl` times the same two calls on OpenCL instead (pyopencl arrays on
+the first device, the queue finished inside each timed call), checked equal
+to the CPU's outputs, with no onnxruntime.
 Usage: PYTHONPATH=<build>/python python bench/nms_padded.py [--quick] [--load] [--blocks]
-(needs onnxruntime and onnx: the torch 2.x lane's venv has them)
+       [--opencl]
+(needs onnxruntime and onnx, the torch 2.x lane's venv has them; --opencl
+needs pyopencl instead)
 """
 
+import os
+
 import numpy as np
-import onnxruntime as ort
-from onnx import TensorProto, helper
 
 import visionops
 from timing import busy, interleaved, options  # bench/timing.py
+
+CASES = (("YOLO post-process", 0.25, 100, 100), ("evaluation", 0.001, 100, 300))
+IOU = 0.45
 
 
 def make_case(b=8, m=8400, c=80, objects=(4, 16), seed=0):
@@ -57,6 +66,8 @@ def make_case(b=8, m=8400, c=80, objects=(4, 16), seed=0):
 
 def ort_session(threads):
     """One NonMaxSuppression node (center_point_box 0, [y1, x1, y2, x2])."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
     names = ["boxes", "scores", "max", "iou", "score"]
     types = [TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64, TensorProto.FLOAT,
              TensorProto.FLOAT]
@@ -73,16 +84,63 @@ def ort_session(threads):
                                 providers=["CPUExecutionProvider"])
 
 
+def main_opencl(opts, reps):
+    """The two calls on OpenCL against the CPU's outputs."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    ctx = cl.create_some_context(interactive=False)
+    queue = cl.CommandQueue(ctx)
+    boxes, scores = make_case()
+    yxyx = np.ascontiguousarray(boxes[..., [1, 0, 3, 2]])
+    on = {k: cla.to_device(queue, v) for k, v in (("b", boxes), ("s", scores), ("y", yxyx))}
+    load = busy(os.cpu_count() or 1) if opts.load else []
+    rows = []
+
+    def finished(fn):
+        def call():
+            out = fn()
+            queue.finish()
+            return out
+        return call
+
+    try:
+        for name, score, per_class, per_image in CASES:
+            padded = finished(lambda: visionops.batched_nms_padded(
+                on["b"], on["s"], IOU, score, per_class, per_image))
+            onnx = finished(lambda: visionops.onnx_nms(on["y"], on["s"], per_class, IOU, score))
+            same = all(np.array_equal(o.get(), r) for o, r in zip(
+                padded() + onnx(),
+                visionops.batched_nms_padded(boxes, scores, IOU, score, per_class, per_image) +
+                visionops.onnx_nms(yxyx, scores, per_class, IOU, score)))
+            t = interleaved({"padded": padded, "onnx": onnx}, reps, opts.blocks)
+            rows.append((name, t["padded"], t["onnx"], same))
+    finally:
+        for p in load:
+            p.kill()
+    print(f"batched_nms_padded and onnx_nms on OpenCL ({queue.device.name.strip()}), B = 8, "
+          f"8,400 boxes, 80 classes, float32, background load: "
+          f"{f'{len(load)} busy processes' if load else 'none'}, "
+          f"{'back to back' if opts.blocks else 'interleaved rounds'}, {reps} reps")
+    print("| case | batched_nms_padded | onnx_nms | outputs == the CPU's |")
+    print("|---|---|---|---|")
+    for name, vp, vo, same in rows:
+        print(f"| {name} | {vp:.2f} ms | {vo:.2f} ms | {'yes' if same else 'NO'} |")
+
+
 def main():
-    opts, cores, reps = options(__doc__, 15, 5, blocks=True)
+    opts, cores, reps = options(__doc__, 15, 5, blocks=True, flags=(
+        ("--opencl", "visionops on OpenCL against its CPU outputs (no onnxruntime)"),))
+    if opts.opencl:
+        return main_opencl(opts, reps)
+    import onnxruntime as ort
     boxes, scores = make_case()
     yxyx = np.ascontiguousarray(boxes[..., [1, 0, 3, 2]])  # ONNX's corner order
-    cases = (("YOLO post-process", 0.25, 100, 100), ("evaluation", 0.001, 100, 300))
     load = busy(cores) if opts.load else []
     rows = []
     try:
-        for name, score, per_class, per_image in cases:
-            iou = 0.45
+        for name, score, per_class, per_image in CASES:
+            iou = IOU
             feeds = {"boxes": yxyx, "scores": scores, "max": np.array([per_class], np.int64),
                      "iou": np.array([iou], np.float32), "score": np.array([score], np.float32)}
             want = ort_session(1).run(None, feeds)[0]

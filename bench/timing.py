@@ -44,9 +44,10 @@ def busy(count):
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
-def options(doc, reps, quick_reps, blocks=False):
-    """The scripts' options (--quick, --load, --reps, and --blocks where the
-    script times back to back too), parsed: (opts, cores, repetitions)."""
+def options(doc, reps, quick_reps, blocks=False, flags=()):
+    """The scripts' options (--quick, --load, --reps, --blocks where the
+    script times back to back too, and the script's own on/off `flags`,
+    (name, help) pairs), parsed: (opts, cores, repetitions)."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--load", action="store_true", help="one busy process per core")
@@ -54,5 +55,7 @@ def options(doc, reps, quick_reps, blocks=False):
     if blocks:
         ap.add_argument("--blocks", action="store_true",
                         help="time each call back to back (warm caches) instead of in rounds")
+    for name, text in flags:
+        ap.add_argument(name, action="store_true", help=text)
     opts = ap.parse_args()
     return opts, os.cpu_count() or 1, opts.reps or (quick_reps if opts.quick else reps)

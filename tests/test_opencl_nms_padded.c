@@ -1,7 +1,8 @@
 /* batched_nms_padded and onnx_nms on OpenCL against the CPU, bit for bit,
  * beyond the cross-backend harness's samples: a YOLO-like case (B = 2, M =
  * 2000, C = 20, scores with ties), the no-threshold case (every box a
- * candidate, NaN scores among them), class-agnostic and per-class boxes,
+ * candidate, NaN scores among them), dense clusters at the greedy pass's
+ * tile edges, class-agnostic and per-class boxes,
  * strided inputs, the problems in chunks under tiny workspace limits, and
  * empty inputs (M = 0, C = 0, caps 0). Linked statically for the backend's
  * memory functions. Skipped (77) without an OpenCL device; float64 only
@@ -165,6 +166,24 @@ static void yolo_cases(DLDataType dt) {
   const args none_onnx = {1, 0.5, NULL, 400, 0, 0, 1, 0};
   compare("no threshold onnx", &all, &none_onnx, limits, 3);
   free_problem(&all);
+  /* tile edges (the devices' greedy pass takes 64 candidates a tile) and
+   * dense clusters: every box a candidate, the centres in a 100-pixel
+   * square, so the tiles suppress inside themselves and against the boxes
+   * kept before them */
+  const int64_t sizes[6] = {63, 64, 65, 128, 129, 1500};
+  for (int s = 0; s < 6; s++) {
+    problem cl = make_problem(dt, 2, sizes[s], 3, 0, 0, 60 + (uint64_t)s);
+    for (int64_t i = 0; i < vt_numel(&cl.boxes->dl); i += 4)
+      for (int k = 0; k < 2; k++)
+        vt_set(&cl.boxes->dl, i + k, 270 + vt_get(&cl.boxes->dl, i + k) / 6.4);
+    const args dense = {0, 0.5, NULL, -1, 400, -1, 2, 0};
+    compare("dense tiles padded", &cl, &dense, limits, 3);
+    const args dense_cap = {0, 0.3, NULL, 70, 150, -1, 2, 0};
+    compare("dense tiles padded, 70 a class", &cl, &dense_cap, limits, 3);
+    const args dense_onnx = {1, 0.5, NULL, 1000, 0, 0, 1, 0};
+    compare("dense tiles onnx", &cl, &dense_onnx, limits, 3);
+    free_problem(&cl);
+  }
   /* per-class boxes [B, M, C, 4] */
   problem pc = make_problem(dt, 2, 200, 5, 1, 0, 33);
   const double low = 0.05;

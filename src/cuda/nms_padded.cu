@@ -1,7 +1,7 @@
 // CUDA batched_nms_padded and onnx_nms (vo_nms_padded_params): the work
 // items of kernels/nms_padded.h, the ones OpenCL runs (opencl/nms_padded.c,
 // whose tests on PoCL vouch for them), launched on the call's stream: per
-// chunk of (image, class) problems a thread a problem, then the padded
+// chunk of (image, class) problems a block a problem, then the padded
 // ranks and padding, or the onnx offsets (one thread) and rows. The chunk
 // is as many problems as the context's workspace limit holds slots for
 // beyond the state kept for every problem (vo_k_np_chunk). Nothing waits
@@ -13,17 +13,21 @@
 namespace {
 
 constexpr int kThreads = 256;
-// Problems are long sequential work: small blocks spread them over the SMs.
-constexpr int kProblemThreads = 64;
+// A problem's block: a tile's threads (the greedy pass's phases give each
+// thread one candidate of the tile).
+constexpr int kProblemThreads = VO_K_NP_TILE;
+static_assert(kProblemThreads <= VO_K_NP_GROUP_MAX, "a problem's slot counts its threads");
 
+// Blocks stride over the chunk's problems (the loop is uniform across a
+// block, so the barriers inside are too).
 template <int DT>
 __global__ void problems_kernel(vo_k_np_args a, const void *boxes, const void *scores, char *ws,
                                 char *scratch, int64_t q0, int64_t nq) {
   typedef typename vo_k_dtype<DT>::S S;
   const S *b = static_cast<const S *>(boxes);
-  VO_CUDA_GRID_STRIDE(e, nq) {
+  for (int64_t e = blockIdx.x; e < nq; e += gridDim.x) {
     char *slot = scratch + (size_t)e * a.slot_bytes;
-    VO_K_DO(DT, vo_k_np_problem, &a, b, scores, ws, slot, q0 + e);
+    VO_K_DO(DT, vo_k_np_group, &a, b, scores, ws, slot, q0 + e, threadIdx.x, blockDim.x);
   }
 }
 
@@ -53,7 +57,7 @@ template <int DT>
 vo_status problems_launch(const vo_exec *ex, cudaStream_t stream, const vo_k_np_args &a, char *ws,
                           char *scratch, int64_t q0, int64_t nq) {
   const vo_nms_padded_params &p = ex->p.nms_padded;
-  problems_kernel<DT><<<vo_cuda_blocks(nq, kProblemThreads), kProblemThreads, 0, stream>>>(
+  problems_kernel<DT><<<(unsigned)(nq < 65535 ? nq : 65535), kProblemThreads, 0, stream>>>(
       a, vo_view_addr(p.boxes), vo_view_addr(p.scores), ws, scratch, q0, nq);
   return vo_cuda_check_launch(ex);
 }

@@ -35,12 +35,24 @@
  *
  * The devices' plan, the same on every backend (opencl/nms_padded.{c,cl},
  * cuda/nms_padded.cu only launch these): per chunk of (image, class)
- * problems one work item a problem (vo_k_np_problem_<sfx>: the candidate
- * scan into its scratch slot, a stable merge sort of (score key, item)
- * pairs, the greedy pass with the kept boxes in the slot), then the padded
- * merge (vo_k_np_rank, vo_k_np_finish) or the onnx rows (vo_k_np_offsets,
- * vo_k_np_rows). The CPU (cpu/nms_padded.c) computes the same keys, order
- * and tests with its own schedule; test_backend_ops compares bit for bit. */
+ * problems a work group a problem (vo_k_np_group_<sfx>, SPEC-NEXT 4.3):
+ * its threads scan the problem's scores together and write the candidates
+ * into its scratch slot at offsets from a prefix of their counts, sort
+ * them by (score key, item) with merge passes (vo_k_sort_group), then run
+ * the greedy pass a tile of VO_K_NP_TILE candidates at a time: each thread
+ * tests its candidates of the tile against the boxes kept so far, then
+ * builds its candidate's row of the tile's 64-bit suppression mask, and
+ * one thread walks the tile's rows, keeping what survives (the kept boxes
+ * in the slot). Then the padded merge (vo_k_np_rank, vo_k_np_finish) or
+ * the onnx rows (vo_k_np_offsets, vo_k_np_rows), a work item each. The
+ * CPU (cpu/nms_padded.c) computes the same keys, order and tests with its
+ * own schedule; test_backend_ops and test_opencl_nms_padded compare bit
+ * for bit. */
+
+/* A tile's candidates (one mask word), and the most threads a group may
+ * have (the slot holds a count for each). */
+#define VO_K_NP_TILE 64
+#define VO_K_NP_GROUP_MAX 256
 
 /* What the work items need of a call, by value (the host fills it with
  * vo_k_np_args_of; the layout is the same in C, CUDA and OpenCL C: the
@@ -49,11 +61,14 @@
  * selections [problems, cap] at sel_at, their keys at key_at, the counts
  * [problems] at count_at, onnx's offsets [problems + 1] at offset_at,
  * `total` bytes; a scratch slot per problem of a chunk: two pair arrays of
- * `items`, then cap kept boxes at kept_at, slot_bytes in all. */
+ * `items`, then cap kept boxes at kept_at, the group's counts
+ * [VO_K_NP_GROUP_MAX + 1] (int64) at group_at, the tile's mask words
+ * [VO_K_NP_TILE] (uint64), survivor flags [VO_K_NP_TILE] (int32) and boxes
+ * [VO_K_NP_TILE] at tile_at, slot_bytes in all. */
 typedef struct vo_k_np_args {
   int64_t b_s0, b_s1, b_sc, b_sk, s_s0, s_s1, s_s2;
   int64_t m_count, classes, items, max_candidates, cap, problems, k_max, batches;
-  uint64_t sel_at, key_at, count_at, offset_at, total, kept_at, slot_bytes;
+  uint64_t sel_at, key_at, count_at, offset_at, total, kept_at, group_at, tile_at, slot_bytes;
   vo_k_double_arg iou_thr, score_thr; /* float64 boxes / scores */
   float iou_thr_f32, score_thr_f32;   /* the others */
   int s_dtype, agnostic, kind, fmt, has_thr, pad;
@@ -70,7 +85,9 @@ VO_KFN void vo_k_np_layout(vo_k_np_args *a, uint64_t box_bytes) {
   a->offset_at = a->count_at + vo_k_sort_align(np * 8);
   a->total = a->offset_at + (np + 1) * 8;
   a->kept_at = vo_k_sort_align(2 * (uint64_t)a->items * sizeof(vo_k_sort_pair));
-  a->slot_bytes = a->kept_at + vo_k_sort_align(cap * box_bytes);
+  a->group_at = a->kept_at + vo_k_sort_align(cap * box_bytes);
+  a->tile_at = a->group_at + vo_k_sort_align((VO_K_NP_GROUP_MAX + 1) * 8);
+  a->slot_bytes = a->tile_at + vo_k_sort_align(VO_K_NP_TILE * (8 + 4 + box_bytes));
 }
 
 /* How many problems a chunk runs: as many slots as `limit` bytes hold
@@ -86,33 +103,34 @@ VO_KFN void vo_k_np_problem_of(const vo_k_np_args *a, int64_t q, int64_t *b, int
   *c0 = a->agnostic ? 0 : q % a->classes;
 }
 
-/* The candidates of classes [c0, c1) of image b as pairs in out; returns
- * how many. float64 scores compare in double, the others in float, with
- * the threshold of their type (vo_nms_padded_params). */
-VO_KFN int64_t vo_k_np_scan(const vo_k_np_args *a, const VO_GLOBAL void *scores, int64_t b,
-                            int64_t c0, int64_t c1, VO_GLOBAL vo_k_sort_pair *out) {
-  int64_t n = 0;
-  for (int64_t c = c0; c < c1; c++) {
-    const int64_t row = b * a->s_s0 + c * a->s_s1, item0 = (c - c0) * a->m_count;
-    for (int64_t m = 0; m < a->m_count; m++) {
-      vo_k_sort_pair e;
-      e.item = item0 + m;
+/* Whether box m of class c of image b is a candidate, and its score's
+ * key. float64 scores compare in double, the others in float, with the
+ * threshold of their type (vo_nms_padded_params). */
+VO_KFN int vo_k_np_candidate(const vo_k_np_args *a, const VO_GLOBAL void *scores, int64_t b,
+                             int64_t c, int64_t m, uint64_t *key) {
+  const int64_t at = b * a->s_s0 + c * a->s_s1 + m * a->s_s2;
 #if VO_K_FP64
-      if (a->s_dtype == VO_DT_F64) {
-        const double v = ((const VO_GLOBAL double *)scores)[row + m * a->s_s2];
-        if (a->has_thr && !(v > vo_k_double_arg_get(a->score_thr))) continue;
-        e.key = vo_k_score_key_f64(v);
-        out[n++] = e;
-        continue;
-      }
-#endif
-      const float v = (float)vo_k_load_as_double(scores, a->s_dtype, row + m * a->s_s2);
-      if (a->has_thr && !(v > a->score_thr_f32)) continue;
-      e.key = vo_k_score_key_f32(v);
-      out[n++] = e;
-    }
+  if (a->s_dtype == VO_DT_F64) {
+    const double v = ((const VO_GLOBAL double *)scores)[at];
+    if (a->has_thr && !(v > vo_k_double_arg_get(a->score_thr))) return 0;
+    *key = vo_k_score_key_f64(v);
+    return 1;
   }
-  return n;
+#endif
+  const float v = (float)vo_k_load_as_double(scores, a->s_dtype, at);
+  if (a->has_thr && !(v > a->score_thr_f32)) return 0;
+  *key = vo_k_score_key_f32(v);
+  return 1;
+}
+
+/* The item after (c, m) by `step` items ((c - c0) * m_count + m; step >=
+ * 1), without a division. */
+VO_KFN void vo_k_np_advance(const vo_k_np_args *a, int64_t step, int64_t *c, int64_t *m) {
+  *m += step;
+  while (*m >= a->m_count) {
+    *m -= a->m_count;
+    ++*c;
+  }
 }
 
 /* Element k of a scores-dtype tensor copied from element i of src as bits

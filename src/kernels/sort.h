@@ -1,11 +1,14 @@
 /*
  * The device sorts of the NMS ops in the portable dialect (kernels/compat.h):
  * records of an unsigned key and what they sort, in a work item's stable
- * bottom-up merge sort (vo_k_sort_run: one problem's candidates) or in
+ * bottom-up merge sort (vo_k_sort_run: one problem's candidates), in
  * stable merge passes over a whole array (vo_k_sort_pass: one launch per
- * doubling width). The score keys (kernels/score_key.h) make either
- * torch's stable descending sort of scores; cpu/sort.h is the CPU's sort of
- * the same records.
+ * doubling width) or in a work group's merge-path passes over records
+ * whose items are distinct (vo_k_sort_group: one problem's candidates, by
+ * key then item, so the order the records arrive in does not matter). The
+ * score keys (kernels/score_key.h) make each of them torch's stable
+ * descending sort of scores; cpu/sort.h is the CPU's sort of the same
+ * records.
  */
 #ifndef VISIONOPS_KERNELS_SORT_H
 #define VISIONOPS_KERNELS_SORT_H
@@ -59,6 +62,55 @@ VO_KFN VO_GLOBAL vo_k_sort_pair *vo_k_sort_run(VO_GLOBAL vo_k_sort_pair *p,
   }
   return src;
 }
+
+#ifdef VO_K_WORK_GROUPS
+/* Whether record x comes before y by key, then item. */
+VO_KFN int vo_k_sort_before(vo_k_sort_pair x, vo_k_sort_pair y) {
+  return x.key < y.key || (x.key == y.key && x.item < y.item);
+}
+
+/* Work-group function, thread lid of size (every thread calls it with the
+ * same arrays and n): p[0..n) sorted by key, then item (the items must be
+ * distinct: the order is then total and does not depend on p's order),
+ * ping-ponging with tmp (room for n); returns the array holding the result
+ * (the same for every thread). Merge passes of doubling width with a
+ * barrier between them; in each, thread lid writes the lid-th of `size`
+ * equal spans of the output, finding where its span starts in the two
+ * runs it merges by one binary search on the merge path, then merging
+ * sequentially: O(n / size + log n) a pass a thread, n log2(n) in all, as
+ * a sequential merge sort. */
+VO_KFN VO_GLOBAL vo_k_sort_pair *vo_k_sort_group(VO_GLOBAL vo_k_sort_pair *p,
+                                                 VO_GLOBAL vo_k_sort_pair *tmp, int64_t n,
+                                                 int64_t lid, int64_t size) {
+  VO_GLOBAL vo_k_sort_pair *src = p, *dst = tmp;
+  const int64_t span = (n + size - 1) / size;
+  const int64_t o0 = lid * span < n ? lid * span : n, o1 = o0 + span < n ? o0 + span : n;
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t o = o0; o < o1;) { /* the pairs of runs the span covers */
+      const int64_t lo = o / (2 * width) * (2 * width);
+      const int64_t mid = lo + width < n ? lo + width : n;
+      const int64_t hi = lo + 2 * width < n ? lo + 2 * width : n, end = o1 < hi ? o1 : hi;
+      const int64_t d = o - lo, la = mid - lo, lb = hi - mid;
+      int64_t i0 = d > lb ? d - lb : 0, i1 = d < la ? d : la; /* left records among the first d */
+      while (i0 < i1) {
+        const int64_t c = i0 + (i1 - i0) / 2;
+        if (vo_k_sort_before(src[mid + d - 1 - c], src[lo + c]))
+          i1 = c;
+        else
+          i0 = c + 1;
+      }
+      int64_t i = lo + i0, j = mid + d - i0;
+      for (; o < end; o++)
+        dst[o] = j >= hi || (i < mid && vo_k_sort_before(src[i], src[j])) ? src[i++] : src[j++];
+    }
+    vo_k_barrier();
+    VO_GLOBAL vo_k_sort_pair *t = src;
+    src = dst;
+    dst = t;
+  }
+  return src;
+}
+#endif /* VO_K_WORK_GROUPS */
 
 /* How many of the n ascending keys of list are < key, or <= key: a
  * record's rank among another sorted list's (the padded NMS ops' merges). */

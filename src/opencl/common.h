@@ -81,6 +81,10 @@ void vo_cl_arg_view(vo_cl_launch *l, const vo_view *v);
  * loop strides over the rest; 1 for a single-item kernel) and releases it;
  * with items <= 0 it only releases it. */
 vo_status vo_cl_launch_run(vo_cl_launch *l, int64_t items);
+/* As vo_cl_launch_run for a work-group kernel: `groups` groups of `size`
+ * work items (a power of two), or of fewer where the kernel allows fewer
+ * (then more groups: the kernel strides over the groups it needs). */
+vo_status vo_cl_launch_run_groups(vo_cl_launch *l, int64_t groups, size_t size);
 
 /* Fills `bytes` bytes of mem from byte_offset with a pattern of 1, 2, 4, 8
  * .. 128 bytes (bytes a multiple of it), on the call's queue. */

@@ -2,16 +2,17 @@
  * OpenCL batched_nms_padded and onnx_nms (vo_nms_padded_params), the host
  * glue of opencl/nms_padded.cl, whose entry points run kernels/nms_padded.h's
  * work items. Everything stays on the device, nothing is read back: per
- * chunk of (image, class) problems the problems kernel, then the padded
- * merge (ranks, padding) or the onnx rows (offsets, rows). The chunk is as
- * many problems as the context's workspace limit holds slots for beyond
- * the state kept for every problem (vo_k_np_chunk), so any size that fits
- * in memory works.
+ * chunk of (image, class) problems the problems kernel (a work group a
+ * problem), then the padded merge (ranks, padding) or the onnx rows
+ * (offsets, rows). The chunk is as many problems as the context's
+ * workspace limit holds slots for beyond the state kept for every problem
+ * (vo_k_np_chunk), so any size that fits in memory works.
  */
 #include "core/nms_padded_args.h"
 #include "opencl/common.h"
 
-/* The chunk's problems kernel, [q0, q0 + nq). */
+/* The chunk's problems kernel, [q0, q0 + nq): a group of a tile's
+ * threads a problem. */
 static vo_status vo_cl_np_problems(const vo_cl_call *c, const vo_nms_padded_params *p,
                                    const vo_k_np_args *a, cl_mem ws, cl_mem scratch, int64_t q0,
                                    int64_t nq) {
@@ -25,7 +26,7 @@ static vo_status vo_cl_np_problems(const vo_cl_call *c, const vo_nms_padded_para
   vo_cl_arg_mem(&l, scratch, 0);
   vo_cl_arg_i64(&l, q0);
   vo_cl_arg_i64(&l, nq);
-  return vo_cl_launch_run(&l, nq);
+  return vo_cl_launch_run_groups(&l, nq, VO_K_NP_TILE);
 }
 
 /* padded: the ranks' kernel, then the padding and num. */

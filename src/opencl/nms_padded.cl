@@ -2,8 +2,9 @@
  * batched_nms_padded and onnx_nms as OpenCL C entry points, one a work item
  * of kernels/nms_padded.h (the host glue is opencl/nms_padded.c; CUDA's
  * cuda/nms_padded.cu launches the same items):
- *   vo_cl_np_problems_<boxes sfx>: a work item per (image, class) problem
- *     of a chunk [q0, q0 + nq), in scratch slot q - q0;
+ *   vo_cl_np_problems_<boxes sfx>: a work group per (image, class) problem
+ *     of a chunk [q0, q0 + nq) (groups stride over them), in scratch slot
+ *     q - q0;
  *   vo_cl_np_rank / vo_cl_np_finish (padded): the selections at their
  *     ranks in their images, then the padding and num;
  *   vo_cl_np_offsets / vo_cl_np_rows (onnx): the problems' row offsets and
@@ -16,10 +17,11 @@
   __kernel void vo_cl_np_problems_##SFX(vo_k_np_args a, VO_CL_TENSOR(boxes), VO_CL_TENSOR(scores), \
                                         VO_CL_TENSOR(ws), VO_CL_TENSOR(scratch), long q0,          \
                                         long nq) {                                                 \
-    VO_CL_FOR(e, nq)                                                                               \
-    vo_k_np_problem_##SFX(&a, VO_CL_AT(const S, boxes), VO_CL_AT(const char, scores),              \
+    const int64_t lid = (int64_t)get_local_id(0), size = (int64_t)get_local_size(0);               \
+    for (int64_t e = (int64_t)get_group_id(0); e < nq; e += (int64_t)get_num_groups(0))            \
+      vo_k_np_group_##SFX(&a, VO_CL_AT(const S, boxes), VO_CL_AT(const char, scores),              \
                           VO_CL_AT(char, ws), VO_CL_AT(char, scratch) + (ulong)e * a.slot_bytes,   \
-                          q0 + e);                                                                 \
+                          q0 + e, lid, size);                                                      \
   }
 VO_CL_EACH_DTYPE(VO_CL_NP_PROBLEMS)
 

@@ -346,7 +346,8 @@ void vo_cl_arg_view(vo_cl_launch *l, const vo_view *v) {
   vo_cl_arg_mem(l, v ? (cl_mem)v->data : NULL, v ? v->byte_offset : 0);
 }
 
-vo_status vo_cl_launch_run(vo_cl_launch *l, int64_t items) {
+/* The launch over `items` work items in groups of at most `local_max`. */
+static vo_status vo_cl_launch_enqueue(vo_cl_launch *l, int64_t items, size_t local_max) {
   const vo_exec *ex = l->call->ex;
   vo_status st = VO_OK;
   if (l->err != CL_SUCCESS) {
@@ -359,7 +360,7 @@ vo_status vo_cl_launch_run(vo_cl_launch *l, int64_t items) {
       size_t max = 0;
       vo_cl.GetKernelWorkGroupInfo(l->kernel, l->call->device, CL_KERNEL_WORK_GROUP_SIZE,
                                    sizeof max, &max, NULL);
-      local = 256;
+      local = local_max;
       while (local > 1 && local > max) local /= 2;
     }
     /* Enough groups to cover the items, at most 65536: VO_CL_FOR strides
@@ -375,6 +376,14 @@ vo_status vo_cl_launch_run(vo_cl_launch *l, int64_t items) {
   vo_cl.ReleaseKernel(l->kernel);
   l->kernel = NULL;
   return st;
+}
+
+vo_status vo_cl_launch_run(vo_cl_launch *l, int64_t items) {
+  return vo_cl_launch_enqueue(l, items, 256);
+}
+
+vo_status vo_cl_launch_run_groups(vo_cl_launch *l, int64_t groups, size_t size) {
+  return vo_cl_launch_enqueue(l, groups * (int64_t)size, size);
 }
 
 vo_status vo_cl_fill(const vo_cl_call *c, cl_mem mem, uint64_t byte_offset, const void *pattern,
