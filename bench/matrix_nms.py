@@ -17,11 +17,16 @@ Reports medians at 1 and 2 threads (visionops.set_num_threads; Paddle's
 kernel is serial), each round timing both calls once in turn so that both
 sides see the same machine, and the ratio. `--load` adds one busy process
 per core.
+`--opencl` times visionops on OpenCL instead (pyopencl arrays on the first
+device, the queue finished inside each timed call), checked equal to its
+CPU outputs, without Paddle.
 Usage: PYTHONPATH=<build>/python python bench/matrix_nms.py [--quick] [--load] [--reps N]
+       [--opencl]
 """
 
+import os
+
 import numpy as np
-import paddle
 
 import visionops
 from timing import busy, interleaved, options  # bench/timing.py
@@ -47,17 +52,58 @@ def make_case(m, b=8, c=80, objects=30, seed=0):
     return boxes, scores
 
 
+KW = dict(post_threshold=0.05, nms_top_k=400, keep_top_k=100, gaussian_sigma=2.0,
+          background_label=-1, normalized=False, return_index=True)
+
+
+def main_opencl(opts, reps):
+    """The cases on OpenCL against visionops' CPU outputs."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    ctx = cl.create_some_context(interactive=False)
+    queue = cl.CommandQueue(ctx)
+    load = busy(os.cpu_count() or 1) if opts.load else []
+    rows = []
+    try:
+        for name, m, threshold, gaussian in CASES:
+            boxes, scores = make_case(m)
+            kw = dict(KW, score_threshold=threshold, use_gaussian=gaussian)
+            db, ds = cla.to_device(queue, boxes), cla.to_device(queue, scores)
+
+            def call():
+                out = visionops.matrix_nms(db, ds, **kw)
+                queue.finish()
+                return out
+            same = all(np.array_equal(g.get(), w)
+                       for g, w in zip(call(), visionops.matrix_nms(boxes, scores, **kw)))
+            rows.append((name, m, threshold, gaussian, interleaved({"vo": call}, reps)["vo"], same))
+    finally:
+        for p in load:
+            p.kill()
+    print(f"matrix_nms on OpenCL ({queue.device.name.strip()}), float32, B = 8, C = 80, "
+          f"nms_top_k 400, keep_top_k 100, background load: "
+          f"{f'{len(load)} busy processes' if load else 'none'}, {reps} reps")
+    print("| case | M | score_threshold | decay | visionops | outputs == the CPU's |")
+    print("|---|---|---|---|---|---|")
+    for name, m, thr, gauss, vo, same in rows:
+        print(f"| {name} | {m} | {thr} | {'gaussian' if gauss else 'linear'} | {vo:.1f} ms | "
+              f"{'yes' if same else 'NO'} |")
+
+
 def main():
-    opts, cores, reps = options(__doc__, 7, 3)
+    opts, cores, reps = options(__doc__, 7, 3, flags=(
+        ("--opencl", "visionops on OpenCL against its CPU outputs (no Paddle)"),))
+    if opts.opencl:
+        return main_opencl(opts, reps)
+    import paddle
     paddle.set_device("cpu")
     load = busy(cores) if opts.load else []
     rows = []
     try:
         for name, m, threshold, gaussian in CASES:
             boxes, scores = make_case(m)
-            kw = dict(score_threshold=threshold, post_threshold=0.05, nms_top_k=400,
-                      keep_top_k=100, use_gaussian=gaussian, gaussian_sigma=2.0,
-                      background_label=-1, normalized=False, return_index=True)
+            kw = dict(KW, score_threshold=threshold, use_gaussian=gaussian)
             pb, ps = paddle.to_tensor(boxes), paddle.to_tensor(scores)
             want = [t.numpy() for t in paddle.vision.ops.matrix_nms(pb, ps, **kw)]
             got = visionops.matrix_nms(boxes, scores, **kw)

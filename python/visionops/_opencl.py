@@ -255,6 +255,16 @@ def rois_from_list(op, boxes, box_len=4):
     return rois
 
 
+def prefix_rows(x, counts):
+    """The first counts[b] rows of each x[b] (x [B, K, ...], contiguous)
+    in one array, image after image: matrix_nms's padded outputs as
+    Paddle's, as ops.matrix_nms does with a NumPy mask."""
+    parts = [x[b, :n] for b, n in enumerate(counts) if n]
+    if not parts:
+        return module().empty(x.queue, (0,) + tuple(x.shape[2:]), x.dtype)
+    return module().concatenate(parts, axis=0, queue=x.queue)
+
+
 def wh_rows(rows):
     """[M, 4] pyopencl rows (a, b, w, h) as (0, 0, w, h), a new array of
     their dtype (a copy of the bits: any dtype)."""

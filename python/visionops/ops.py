@@ -920,8 +920,13 @@ def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_
             return dets, index, num
         import numpy as np
 
-        kept = index >= 0
-        out, index = dets[kept], index[kept].reshape(-1, 1).astype(np.int32)
+        if _opencl.is_array(dets):  # each image's rows are a prefix of its K
+            counts = [int(n) for n in num.get()]  # the one host sync
+            out = _opencl.prefix_rows(dets, counts)
+            index = _opencl.prefix_rows(index, counts).reshape(-1, 1).astype(np.int32)
+        else:
+            kept = index >= 0
+            out, index = dets[kept], index[kept].reshape(-1, 1).astype(np.int32)
         rois_num = num.astype(np.int32)
     return out, rois_num if return_rois_num else None, index if return_index else None
 

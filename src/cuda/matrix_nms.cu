@@ -1,9 +1,9 @@
 // CUDA matrix_nms: the work items of kernels/matrix_nms.h, the ones OpenCL
 // runs (opencl/matrix_nms.c, whose tests on PoCL vouch for them), queued on
 // the call's stream: per chunk of (image, class) problems the ranking (a
-// thread a problem), the two row passes (a thread a row) and the kept rows;
-// then the placement of every kept row and the padding. Nothing waits for
-// the stream.
+// block a problem), the two row passes (a thread a row) and the kept rows
+// (a block a problem); then the placement of every kept row and the
+// padding. Nothing waits for the stream.
 
 #include "core/matrix_nms_args.h"
 #include "cuda/portable.cuh"
@@ -11,8 +11,10 @@
 namespace {
 
 constexpr int kThreads = 256;
-// Problems are long sequential work: small blocks spread them over the SMs.
+// A problem's block: its threads scan, sort and gather the problem
+// together; small blocks spread the problems over the SMs.
 constexpr int kProblemThreads = 64;
+static_assert(kProblemThreads <= VO_K_SORT_GROUP_MAX, "a problem's slot counts its threads");
 
 // The compute type's items (T: float or double), forwarding to the
 // kernels/ header's functions of its suffix (SFX: f32 or f64).
@@ -42,12 +44,14 @@ VO_ITEMS(float, f32)
 VO_ITEMS(double, f64)
 #undef VO_ITEMS
 
+// Blocks stride over the chunk's problems (uniform across a block, so the
+// barriers inside are too).
 template <typename T>
 __global__ void problem_kernel(vo_k_mnms_args a, const void *boxes, const void *scores, char *ws,
                                char *scratch, int64_t q0, int64_t nq) {
-  VO_CUDA_GRID_STRIDE(e, nq) {
-    items<T>::problem(&a, boxes, scores, ws, scratch + (size_t)e * a.slot_bytes, q0 + e);
-  }
+  for (int64_t e = blockIdx.x; e < nq; e += gridDim.x)
+    items<T>::problem(&a, boxes, scores, ws, scratch + (size_t)e * a.slot_bytes, q0 + e,
+                      (int64_t)threadIdx.x, (int64_t)blockDim.x);
 }
 
 template <typename T>
@@ -58,7 +62,9 @@ __global__ void rows_kernel(vo_k_mnms_args a, char *ws, char *scratch, int64_t q
 
 template <typename T>
 __global__ void keep_kernel(vo_k_mnms_args a, char *ws, char *scratch, int64_t q0, int64_t nq) {
-  VO_CUDA_GRID_STRIDE(e, nq) { items<T>::keep(&a, ws, scratch + (size_t)e * a.slot_bytes, q0 + e); }
+  for (int64_t e = blockIdx.x; e < nq; e += gridDim.x)
+    items<T>::keep(&a, ws, scratch + (size_t)e * a.slot_bytes, q0 + e, (int64_t)threadIdx.x,
+                   (int64_t)blockDim.x);
 }
 
 template <typename T>
@@ -87,8 +93,9 @@ vo_status steps(const vo_exec *ex, cudaStream_t stream, const vo_k_mnms_args &a,
     if (!scratch) return VO_ERROR_OUT_OF_MEMORY;
     for (int64_t q0 = 0; st == VO_OK && q0 < a.problems; q0 += chunk) {
       const int64_t nq = a.problems - q0 < chunk ? a.problems - q0 : chunk;
-      problem_kernel<T><<<vo_cuda_blocks(nq, kProblemThreads), kProblemThreads, 0, stream>>>(
-          a, boxes, scores, ws, scratch, q0, nq);
+      const unsigned groups = (unsigned)(nq < 65535 ? nq : 65535);
+      problem_kernel<T>
+          <<<groups, kProblemThreads, 0, stream>>>(a, boxes, scores, ws, scratch, q0, nq);
       if ((st = vo_cuda_check_launch(ex)) != VO_OK) break;
       for (int second = 0; st == VO_OK && second < 2; second++) {
         rows_kernel<T><<<vo_cuda_blocks(nq * a.per_class, kThreads), kThreads, 0, stream>>>(
@@ -96,8 +103,7 @@ vo_status steps(const vo_exec *ex, cudaStream_t stream, const vo_k_mnms_args &a,
         st = vo_cuda_check_launch(ex);
       }
       if (st != VO_OK) break;
-      keep_kernel<T><<<vo_cuda_blocks(nq, kProblemThreads), kProblemThreads, 0, stream>>>(
-          a, ws, scratch, q0, nq);
+      keep_kernel<T><<<groups, kProblemThreads, 0, stream>>>(a, ws, scratch, q0, nq);
       st = vo_cuda_check_launch(ex);
     }
     if (st != VO_OK) return st;

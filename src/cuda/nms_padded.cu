@@ -16,7 +16,7 @@ constexpr int kThreads = 256;
 // A problem's block: a tile's threads (the greedy pass's phases give each
 // thread one candidate of the tile).
 constexpr int kProblemThreads = VO_K_NP_TILE;
-static_assert(kProblemThreads <= VO_K_NP_GROUP_MAX, "a problem's slot counts its threads");
+static_assert(kProblemThreads <= VO_K_SORT_GROUP_MAX, "a problem's slot counts its threads");
 
 // Blocks stride over the chunk's problems (the loop is uniform across a
 // block, so the barriers inside are too).

@@ -21,14 +21,15 @@
 /* ------------------------------------------------ the device work items
  *
  * The devices' plan (opencl/matrix_nms.{c,cl}, cuda/matrix_nms.cu launch
- * these items), per chunk of (image, class) problems: a work item per
+ * these items), per chunk of (image, class) problems: a work group per
  * problem selects its candidates (score > score_threshold), sorts them by
- * score (stable: ties by box index, as cpu/matrix_nms.c's order), keeps the
- * first nms_top_k and gathers them in the layout above
- * (vo_k_mnms_problem_<T>); the row item runs over every row of every
- * problem twice (vo_k_mnms_rows_<T>: all K_i, then all d_i); a work item
- * per problem keeps the rows whose decayed score passes post_threshold and
- * sorts them by it, stably (vo_k_mnms_keep_<T>). Then, over all problems,
+ * score (ties by box index, as cpu/matrix_nms.c's order), keeps the first
+ * nms_top_k and gathers them in the layout above (vo_k_mnms_problem_<T>,
+ * with kernels/sort.h's work-group gather and sort); the row item runs
+ * over every row of every problem twice (vo_k_mnms_rows_<T>: all K_i, then
+ * all d_i); a work group per problem keeps the rows whose decayed score
+ * passes post_threshold and sorts them by it, ties by rank
+ * (vo_k_mnms_keep_<T>). Then, over all problems,
  * each kept row's rank in its image (binary searches in the other classes'
  * sorted lists; ties to the lower class, then the higher rank) places it in
  * the padded outputs (vo_k_mnms_place_<T>), and vo_k_mnms_finish pads and
@@ -40,11 +41,13 @@
  * slots of kept key (uint64), box (int64) and decayed score (compute type);
  * cand [problems] the candidates a chunk's problem ranked. A chunk's slot:
  * two record arrays of m, the rows (the layout above's 5 * n boxes, then
- * comp, decay and score; per_class each) and the ranked boxes' indices. */
+ * comp, decay and score; per_class each), the ranked boxes' indices and the
+ * group's counts [VO_K_SORT_GROUP_MAX + 1] (int64) at group_at. */
 typedef struct vo_k_mnms_args {
   int64_t b_s0, b_s1, b_s2, s_s0, s_s1, s_s2;
   int64_t batch, classes, m, per_class, k, background, problems;
-  uint64_t count_at, key_at, box_at, score_at, cand_at, total, rows_at, ids_at, slot_bytes, tsize;
+  uint64_t count_at, key_at, box_at, score_at, cand_at, total, rows_at, ids_at, group_at;
+  uint64_t slot_bytes, tsize;
   vo_k_double_arg score_thr, post_thr, sigma; /* float64 compute */
   float score_thr_f32, post_thr_f32, sigma_f32;
   int s_dtype, b_dtype, gaussian, normalized;
@@ -63,7 +66,8 @@ VO_KFN void vo_k_mnms_layout(vo_k_mnms_args *a, uint64_t tsize) {
   a->total = a->cand_at + np * 8;
   a->rows_at = vo_k_sort_align(2 * (uint64_t)a->m * sizeof(vo_k_sort_pair));
   a->ids_at = a->rows_at + vo_k_sort_align(8 * pc * tsize);
-  a->slot_bytes = a->ids_at + vo_k_sort_align(pc * 8);
+  a->group_at = a->ids_at + vo_k_sort_align(pc * 8);
+  a->slot_bytes = a->group_at + vo_k_sort_align((VO_K_SORT_GROUP_MAX + 1) * 8);
 }
 
 /* Problems a chunk runs: as many slots as `limit` bytes hold beyond the

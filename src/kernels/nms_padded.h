@@ -49,10 +49,8 @@
  * own schedule; test_backend_ops and test_opencl_nms_padded compare bit
  * for bit. */
 
-/* A tile's candidates (one mask word), and the most threads a group may
- * have (the slot holds a count for each). */
+/* A tile's candidates (one mask word). */
 #define VO_K_NP_TILE 64
-#define VO_K_NP_GROUP_MAX 256
 
 /* What the work items need of a call, by value (the host fills it with
  * vo_k_np_args_of; the layout is the same in C, CUDA and OpenCL C: the
@@ -62,7 +60,7 @@
  * [problems] at count_at, onnx's offsets [problems + 1] at offset_at,
  * `total` bytes; a scratch slot per problem of a chunk: two pair arrays of
  * `items`, then cap kept boxes at kept_at, the group's counts
- * [VO_K_NP_GROUP_MAX + 1] (int64) at group_at, the tile's mask words
+ * [VO_K_SORT_GROUP_MAX + 1] (int64) at group_at, the tile's mask words
  * [VO_K_NP_TILE] (uint64), survivor flags [VO_K_NP_TILE] (int32) and boxes
  * [VO_K_NP_TILE] at tile_at, slot_bytes in all. */
 typedef struct vo_k_np_args {
@@ -86,7 +84,7 @@ VO_KFN void vo_k_np_layout(vo_k_np_args *a, uint64_t box_bytes) {
   a->total = a->offset_at + (np + 1) * 8;
   a->kept_at = vo_k_sort_align(2 * (uint64_t)a->items * sizeof(vo_k_sort_pair));
   a->group_at = a->kept_at + vo_k_sort_align(cap * box_bytes);
-  a->tile_at = a->group_at + vo_k_sort_align((VO_K_NP_GROUP_MAX + 1) * 8);
+  a->tile_at = a->group_at + vo_k_sort_align((VO_K_SORT_GROUP_MAX + 1) * 8);
   a->slot_bytes = a->tile_at + vo_k_sort_align(VO_K_NP_TILE * (8 + 4 + box_bytes));
 }
 

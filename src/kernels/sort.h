@@ -1,11 +1,11 @@
 /*
  * The device sorts of the NMS ops in the portable dialect (kernels/compat.h):
- * records of an unsigned key and what they sort, in a work item's stable
- * bottom-up merge sort (vo_k_sort_run: one problem's candidates), in
- * stable merge passes over a whole array (vo_k_sort_pass: one launch per
- * doubling width) or in a work group's merge-path passes over records
- * whose items are distinct (vo_k_sort_group: one problem's candidates, by
- * key then item, so the order the records arrive in does not matter). The
+ * records of an unsigned key and what they sort, in stable merge passes
+ * over a whole array (vo_k_sort_pass: one launch per doubling width) or in
+ * a work group's merge-path passes over records whose items are distinct
+ * (vo_k_sort_group: one problem's candidates, by key then item, so the
+ * order the records arrive in does not matter), after the group has
+ * gathered them (vo_k_sort_group_stretch, vo_k_sort_group_compact). The
  * score keys (kernels/score_key.h) make each of them torch's stable
  * descending sort of scores; cpu/sort.h is the CPU's sort of the same
  * records.
@@ -43,27 +43,46 @@ VO_KFN void vo_k_sort_pass(const VO_GLOBAL vo_k_sort_pair *src, VO_GLOBAL vo_k_s
   dst[lo + (e - (left ? lo : mid)) + (a - (left ? mid : lo))] = src[e];
 }
 
-/* Stable bottom-up merge sort of p[0..n) by key, ping-ponging with tmp
- * (room for n); returns the array holding the result. */
-VO_KFN VO_GLOBAL vo_k_sort_pair *vo_k_sort_run(VO_GLOBAL vo_k_sort_pair *p,
-                                               VO_GLOBAL vo_k_sort_pair *tmp, int64_t n) {
-  VO_GLOBAL vo_k_sort_pair *src = p, *dst = tmp;
-  for (int64_t width = 1; width < n; width *= 2) {
-    for (int64_t lo = 0; lo < n; lo += 2 * width) {
-      const int64_t mid = lo + width < n ? lo + width : n;
-      const int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-      int64_t i = lo, j = mid;
-      for (int64_t k = lo; k < hi; k++)
-        dst[k] = i < mid && (j >= hi || src[i].key <= src[j].key) ? src[i++] : src[j++];
-    }
-    VO_GLOBAL vo_k_sort_pair *t = src;
-    src = dst;
-    dst = t;
-  }
-  return src;
-}
+/* The most threads a group may have for the work-group functions below
+ * (a group's counts array holds VO_K_SORT_GROUP_MAX + 1). */
+#define VO_K_SORT_GROUP_MAX 256
 
 #ifdef VO_K_WORK_GROUPS
+/* Where thread lid's stretch of a spare array starts when `size` threads
+ * split items [0, n) interleaved (thread lid: items lid, lid + size, ...):
+ * after the items of the threads before it, so each thread's stretch is as
+ * long as its items and the stretches tile [0, n). */
+VO_KFN int64_t vo_k_sort_group_stretch(int64_t n, int64_t lid, int64_t size) {
+  const int64_t extra = n % size;
+  return lid * (n / size) + (lid < extra ? lid : extra);
+}
+
+/* Work-group function, thread lid of size: the `found` records at `mine`
+ * (this thread's) moved to dst after those of the threads before it, at
+ * offsets from a prefix of the counts (counts: room for size + 1). Returns
+ * how many records the group moved, the same in every thread; dst is
+ * complete and counts free again when it returns. */
+VO_KFN int64_t vo_k_sort_group_compact(VO_GLOBAL int64_t *counts,
+                                       const VO_GLOBAL vo_k_sort_pair *mine, int64_t found,
+                                       VO_GLOBAL vo_k_sort_pair *dst, int64_t lid, int64_t size) {
+  counts[lid] = found;
+  vo_k_barrier();
+  if (lid == 0) {
+    int64_t total = 0;
+    for (int64_t t = 0; t < size; t++) {
+      const int64_t v = counts[t];
+      counts[t] = total;
+      total += v;
+    }
+    counts[size] = total;
+  }
+  vo_k_barrier();
+  const int64_t at = counts[lid], total = counts[size];
+  for (int64_t f = 0; f < found; f++) dst[at + f] = mine[f];
+  vo_k_barrier();
+  return total;
+}
+
 /* Whether record x comes before y by key, then item. */
 VO_KFN int vo_k_sort_before(vo_k_sort_pair x, vo_k_sort_pair y) {
   return x.key < y.key || (x.key == y.key && x.item < y.item);

@@ -1,7 +1,8 @@
 /*
  * OpenCL matrix_nms, the host glue of opencl/matrix_nms.cl, whose entry
  * points run kernels/matrix_nms.h's work items: per chunk of (image, class)
- * problems the ranking, the two row passes and the kept rows, then the
+ * problems the ranking (a work group of 64 a problem), the two row passes
+ * and the kept rows (a group a problem again), then the
  * placement of every kept row and the padding. The chunk is as many
  * problems as the context's workspace limit holds slots for beyond the
  * state kept for every problem (vo_k_mnms_chunk). Everything stays on the
@@ -24,7 +25,7 @@ static vo_status vo_cl_mnms_chunk(const vo_cl_call *c, const vo_exec *ex, const 
   vo_cl_arg_mem(&l, scratch, 0);
   vo_cl_arg_i64(&l, q0);
   vo_cl_arg_i64(&l, nq);
-  if ((st = vo_cl_launch_run(&l, nq)) != VO_OK) return st;
+  if ((st = vo_cl_launch_run_groups(&l, nq, 64)) != VO_OK) return st;
   for (int second = 0; second < 2; second++) {
     if ((st = vo_cl_launch_begin_with(&l, c, "matrix_nms", "vo_cl_mnms_rows", sfx, a, sizeof *a)) !=
         VO_OK)
@@ -43,7 +44,7 @@ static vo_status vo_cl_mnms_chunk(const vo_cl_call *c, const vo_exec *ex, const 
   vo_cl_arg_mem(&l, scratch, 0);
   vo_cl_arg_i64(&l, q0);
   vo_cl_arg_i64(&l, nq);
-  return vo_cl_launch_run(&l, nq);
+  return vo_cl_launch_run_groups(&l, nq, 64);
 }
 
 vo_status vo_opencl_matrix_nms(const vo_exec *ex) {

@@ -275,6 +275,48 @@ def test_multi_scale_roi_align_and_deform_conv2d(rng):
 
 
 @needs_opencl
+def test_nms_family_public_functions(rng):
+    """The deployment NMS ops' public functions on pyopencl arrays equal
+    NumPy's, including the shapes they slice or gather to on the host
+    (onnx_nms's exact rows, soft_nms's kept rows, matrix_nms's Paddle
+    rows) and their padded forms."""
+    b, m, c = 3, 300, 4
+    boxes = np.stack([detections(rng, m) for _ in range(b)])
+    scores = np.stack([np.stack([distinct_scores(rng, m) for _ in range(c)])
+                       for _ in range(b)])
+    yxyx = np.ascontiguousarray(boxes[..., [1, 0, 3, 2]])
+    calls = [
+        lambda x, s, y: visionops.batched_nms_padded(x, s, 0.5, 0.2, 30, 50),
+        lambda x, s, y: visionops.batched_nms_padded(x, s, 0.5, None, -1, 40,
+                                                     class_agnostic=True),
+        lambda x, s, y: visionops.onnx_nms(y, s, 25, 0.5, 0.3),
+        lambda x, s, y: visionops.onnx_nms(y, s, 25, 0.5, 0.3, exact_shape=True),
+        lambda x, s, y: visionops.soft_nms(x[0], s[0, 0], 0.3, 0.5, 0.01, "gaussian"),
+        lambda x, s, y: visionops.soft_nms(x[0], s[0, 0], 0.3, 0.5, 0.01, padded=True),
+        lambda x, s, y: visionops.matrix_nms(x, s, 0.2, 0.1, 100, 60, background_label=-1,
+                                             return_index=True),
+        lambda x, s, y: visionops.matrix_nms(x, s, 0.2, 0.1, 100, 60, use_gaussian=True,
+                                             padded=True),
+        lambda x, s, y: visionops.matrix_nms(x, s, 0.99, 0.1, 100, 60, return_index=True),
+    ]
+    for i, call in enumerate(calls):
+        want = call(boxes, scores, yxyx)
+        got = call(dev(boxes), dev(scores), dev(yxyx))
+        assert len(got) == len(want), i
+        for g, w in zip(got, want):
+            if w is None:
+                assert g is None, i
+                continue
+            assert is_cl(g), (i, type(g))
+            g = g.get()
+            assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, g.shape, w.shape)
+            if i in (4, 7) and g.dtype == np.float32:  # gaussian scores: the device's exp
+                np.testing.assert_allclose(g, w, rtol=1e-6, atol=0, err_msg=str(i))
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=str(i))
+
+
+@needs_opencl
 def test_deform_attn(rng):
     """deform_attn on pyopencl arrays (where this build has its OpenCL
     kernel; the int64 level tensors on the device too), against NumPy."""
