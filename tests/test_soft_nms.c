@@ -151,13 +151,21 @@ static void gen(vt_rng *rng, int64_t n, double extent, int integral, double *b, 
 /* ------------------------------------------------------------ tests */
 
 static const params methods[] = {
-    {0.3, 0.5, 1e-3, 0, 1}, {0.3, 0.5, 1e-3, 1, 1}, {0.5, 0.5, 1e-3, 0, 0},
-    {0.5, 0.5, 0.05, 1, 0}, {0.3, 0.5, 1e-3, 0, 2}, {0.3, 0.1, 0.01, 1, 2},
+    {0.3, 0.5, 1e-3, 0, 1},
+    {0.3, 0.5, 1e-3, 1, 1},
+    {0.5, 0.5, 1e-3, 0, 0},
+    {0.5, 0.5, 0.05, 1, 0},
+    {0.3, 0.5, 1e-3, 0, 2},
+    {0.3, 0.1, 0.01, 1, 2},
+    /* gaussian with small sigmas: exp's arguments down to -100 (float
+     * subnormal weights) and -250 (weights 0), kept by min_score */
+    {0.3, 0.01, 1e-30, 0, 2},
+    {0.3, 0.004, 0, 0, 2},
 };
 #define NUM_METHODS ((int)(sizeof methods / sizeof methods[0]))
 
 /* float64 against the reference, kept lists exactly; float32 (integer
- * boxes) too, scores to float accuracy. */
+ * boxes) too, scores to float accuracy (but for the small sigmas). */
 static void test_reference(void) {
   vt_rng rng;
   vt_rng_seed(&rng, 17);
@@ -171,8 +179,11 @@ static void test_reference(void) {
       gen(&rng, n, 200, integral, b, s);
       for (int mi = 0; mi < NUM_METHODS; mi++) {
         const params *p = &methods[mi];
-        const int64_t k = reference(b, s, NULL, n, p, want, ws);
         const DLDataType dt = integral ? vt_f32 : vt_f64;
+        /* the small sigmas' weights underflow float32 where the float64
+         * reference keeps them, and the ties at 0 then order by index */
+        if (dt.bits == 32 && p->sigma < 0.05) continue;
+        const int64_t k = reference(b, s, NULL, n, p, want, ws);
         call c;
         call_init(&c, dt, n, b, s, NULL);
         char what[96];
@@ -377,8 +388,50 @@ static void test_errors(void) {
   call_free(&c);
 }
 
+/* Gaussian weights across exp's whole float range, the AVX2 path against
+ * the plain one bit for bit: 24 pairs of boxes far apart, each a box A
+ * (selected first) and a lower box B at IoU t with it, t from 0.55 to 0.7,
+ * so that with sigma 0.004 and min_score 0 B's weight exp(-t^2 / sigma)
+ * runs from 1e-33 through float subnormals (t about 0.59 to 0.645) to 0. */
+static void test_gaussian_range(void) {
+  enum { pairs = 24, n = 2 * pairs };
+  double b[4 * n], s[n];
+  for (int k = 0; k < pairs; k++) {
+    const double t = 0.55 + 0.15 * k / (pairs - 1), d = 10 * (1 - t) / (1 + t);
+    const double a[4] = {100.0 * k, 0, 100.0 * k + 10, 10};
+    const double bb[4] = {100.0 * k + d, 0, 100.0 * k + d + 10, 10};
+    memcpy(b + 8 * k, a, sizeof a), memcpy(b + 8 * k + 4, bb, sizeof bb);
+    s[2 * k] = 0.9 + 0.001 * k, s[2 * k + 1] = 0.8;
+  }
+  const params p = {0.3, 0.004, 0, 0, 2};
+  call plain, fast;
+  call_init(&plain, vt_f32, n, b, s, NULL);
+  call_init(&fast, vt_f32, n, b, s, NULL);
+  vo_context *sp;
+  CHECK_STATUS(vo_context_create(&sp), VO_OK);
+  CHECK_STATUS(vo_context_set_isa(sp, VO_ISA_SCALAR), VO_OK);
+  CHECK_STATUS(run(sp, &plain, 0, &p), VO_OK);
+  CHECK_STATUS(run(NULL, &fast, 0, &p), VO_OK);
+  vo_context_destroy(sp);
+  CHECK_MSG(memcmp(vt_first(fast.dets), vt_first(plain.dets), fast.dets->mem_bytes) == 0 &&
+                memcmp(vt_first(fast.keep), vt_first(plain.keep), fast.keep->mem_bytes) == 0,
+            "gaussian weights over exp's range: the AVX2 path is not the plain path's bits");
+  /* the range was covered: scores at selection that are float subnormals
+   * (weights of about 1e-39 to 1e-45) and zeros */
+  int subnormal = 0, zero = 0;
+  for (int r = 0; r < n; r++) {
+    const float got = (float)vt_get(&plain.dets->dl, 5 * r + 4);
+    subnormal += got > 0 && got < 1.17549435e-38f;
+    zero += got == 0;
+  }
+  CHECK_MSG(subnormal > 0 && zero > 0, "the weights reach %d subnormals and %d zeros", subnormal,
+            zero);
+  call_free(&plain), call_free(&fast);
+}
+
 int main(void) {
   test_reference();
+  test_gaussian_range();
   test_quirks();
   test_batched_and_threads();
   test_errors();

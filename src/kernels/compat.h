@@ -24,7 +24,11 @@
  *                     #ifdef VO_K_WORK_GROUPS and takes its thread index
  *                     and the group's size as arguments
  *   vo_k_f32_bits, vo_k_f64_bits: a float's / double's bits (the latter
- *                     where VO_K_FP64)
+ *                     where VO_K_FP64); vo_k_f32_of_bits, vo_k_f64_of_bits
+ *                     the other way
+ *   (kernels/exp.h: vo_k_exp_f32, vo_k_exp_f64, exp with the same bits on
+ *                     every backend, where C's expf / exp and the devices'
+ *                     built-ins differ by an ulp here and there)
  *   VO_K_FP64         1 where the device computes in double: C, CUDA, and
  *                     OpenCL C where the compiler defines cl_khr_fp64; 0 on
  *                     an OpenCL device without it, where no `double` may

@@ -29,6 +29,16 @@ VO_KFN uint64_t vo_k_f64_bits(double d) {
   memcpy(&u, &d, sizeof u);
   return u;
 }
+VO_KFN float vo_k_f32_of_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+VO_KFN double vo_k_f64_of_bits(uint64_t u) {
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
 
 /* The CPU's plain path gives every accumulated element one owning thread. */
 VO_KFN void vo_k_atomic_add_f32(float *p, float v) { *p += v; }

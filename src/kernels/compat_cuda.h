@@ -51,6 +51,24 @@ VO_KFN uint64_t vo_k_f64_bits(double d) {
   return u;
 #endif
 }
+VO_KFN float vo_k_f32_of_bits(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+VO_KFN double vo_k_f64_of_bits(uint64_t u) {
+#ifdef __CUDA_ARCH__
+  return __longlong_as_double((long long)u);
+#else
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+#endif
+}
 
 // Work groups (kernels/compat.h's VO_K_WORK_GROUPS): a block; the barrier
 // orders its global-memory accesses.

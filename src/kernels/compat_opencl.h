@@ -50,8 +50,10 @@ typedef uchar uint8_t;
 #define expf exp
 
 VO_KFN uint32_t vo_k_f32_bits(float f) { return as_uint(f); }
+VO_KFN float vo_k_f32_of_bits(uint32_t u) { return as_float(u); }
 #ifdef cl_khr_fp64
 VO_KFN uint64_t vo_k_f64_bits(double d) { return as_ulong(d); }
+VO_KFN double vo_k_f64_of_bits(uint64_t u) { return as_double(u); }
 #endif
 
 /* Work groups (kernels/compat.h's VO_K_WORK_GROUPS): the barrier orders

@@ -16,6 +16,7 @@
 #define VISIONOPS_KERNELS_MATRIX_NMS_H
 
 #include "kernels/compat.h"
+#include "kernels/exp.h"
 #include "kernels/sort.h"
 
 /* ------------------------------------------------ the device work items

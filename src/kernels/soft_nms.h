@@ -13,6 +13,7 @@
 #define VISIONOPS_KERNELS_SOFT_NMS_H
 
 #include "kernels/compat.h"
+#include "kernels/exp.h"
 #include "kernels/sort.h"
 
 /* The method argument's values. */
@@ -35,9 +36,8 @@
  * boxes are written at the run's slots; batched_soft_nms then orders them
  * by score, stably over their original indices (vo_k_snms_mark,
  * vo_k_snms_rank_key, merge passes), and vo_k_snms_row_<T> writes dets and
- * keep. The arithmetic is the functions above, so the decisions are the
- * CPU's; gaussian's exp is the device's own (within an ulp or two of the
- * C library's). */
+ * keep. The arithmetic is the functions above (gaussian's exp is
+ * kernels/exp.h's), so the results are the CPU's bit for bit. */
 
 /* batched_soft_nms's category key: int64 order as unsigned order. */
 VO_KFN uint64_t vo_k_snms_category_key(int64_t c) { return (uint64_t)c ^ ((uint64_t)1 << 63); }
