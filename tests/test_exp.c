@@ -1,10 +1,11 @@
-/* kernels/exp.h's portable exp, compiled as C, against the C library's: the
- * special values, the edges of the range (overflow, the subnormal results,
- * underflow to 0) and a million random arguments across the whole range,
- * within 1 ulp of exp (double) and, for float, the float of exp(double) bit
- * for bit but in at most 0.1% of cases (each within 1 ulp). The devices
- * run the same code (test_opencl_soft_nms and test_opencl_matrix_nms
- * compare the gaussian decays bit for bit), so this vouches for them. */
+/* kernels/exp.h's portable exp (the devices' exp), compiled as C, against
+ * the C library's: the special values, the edges of the range (overflow,
+ * the subnormal results, underflow to 0) and a million random arguments
+ * across the whole range, within 1 ulp of exp (double) and, for float, the
+ * float of exp(double) bit for bit but in at most 0.1% of cases (each
+ * within 1 ulp). The devices run the same code (on PoCL in
+ * test_opencl_soft_nms and test_opencl_matrix_nms, within an ulp of the
+ * CPU's C-library exp), so this vouches for them. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>

@@ -5,9 +5,8 @@
  * and finds the next selection in the same pass (cpu/soft_nms.inc). The
  * float32 AVX2 round below computes the same operations eight boxes at a
  * time (bit-identical: no FMA contraction, and gaussian's exp is the
- * portable weight's, kernels/exp.h, called per overlapping box).
- * batched_soft_nms runs its categories in parallel and merges them by
- * score at selection.
+ * portable weight, called per overlapping box). batched_soft_nms runs its
+ * categories in parallel and merges them by score at selection.
  */
 #include <math.h>
 #include <stdlib.h>

@@ -26,9 +26,9 @@
  *   vo_k_f32_bits, vo_k_f64_bits: a float's / double's bits (the latter
  *                     where VO_K_FP64); vo_k_f32_of_bits, vo_k_f64_of_bits
  *                     the other way
- *   (kernels/exp.h: vo_k_exp_f32, vo_k_exp_f64, exp with the same bits on
- *                     every backend, where C's expf / exp and the devices'
- *                     built-ins differ by an ulp here and there)
+ *   (kernels/exp.h: vo_k_exp_f32, vo_k_exp_f64, the devices' exp, the
+ *                     same bits on every device; the CPU keeps C's expf /
+ *                     exp, its references' function)
  *   VO_K_FP64         1 where the device computes in double: C, CUDA, and
  *                     OpenCL C where the compiler defines cl_khr_fp64; 0 on
  *                     an OpenCL device without it, where no `double` may

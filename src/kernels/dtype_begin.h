@@ -33,7 +33,8 @@
  *   VO_ST(p, i, v)  stores VO_T v at element i, rounded to the storage type
  *   VO_T_CEIL, VO_T_FLOOR, VO_T_ROUND (half away from zero), VO_T_SQRT,
  *   VO_T_LOG2, VO_T_ATAN, VO_T_FABS, VO_T_EXP: the compute type's functions
- *                   (VO_T_EXP: kernels/exp.h's, the same bits on every backend)
+ *                   (VO_T_EXP: the C library's on the CPU, kernels/exp.h's on
+ *                   the devices: see there)
  *   VO_T_EPS        its unit roundoff (2^-24, 2^-53)
  *   vo_t_atomic_add(p, v)  vo_k_atomic_add_f32 / _f64
  */
@@ -86,7 +87,7 @@
 #define VO_T_LOG2 log2
 #define VO_T_ATAN atan
 #define VO_T_FABS fabs
-#define VO_T_EXP vo_k_exp_f64
+#define VO_T_EXP VO_K_EXP_F64
 #define VO_T_EPS (1.0 / 9007199254740992.0)
 #define vo_t_atomic_add vo_k_atomic_add_f64
 #else
@@ -98,7 +99,7 @@
 #define VO_T_LOG2 log2f
 #define VO_T_ATAN atanf
 #define VO_T_FABS fabsf
-#define VO_T_EXP vo_k_exp_f32
+#define VO_T_EXP VO_K_EXP_F32
 #define VO_T_EPS (1.0 / 16777216.0)
 #define vo_t_atomic_add vo_k_atomic_add_f32
 #endif

@@ -1,12 +1,15 @@
 /*
- * exp in the portable dialect (kernels/compat.h), so that every backend
- * computes the same bits: C's expf / exp and the devices' exp built-ins are
- * each their own approximation (a device's differs from glibc's by an ulp
- * here and there), while this one is plain IEEE arithmetic (+, -, *, no
- * division, no contraction: every backend builds with it off) and bit
- * moves. The gaussian decays of soft_nms and matrix_nms call it
- * (kernels/dtype_begin.h's VO_T_EXP), so the CPU and the devices agree bit
- * for bit.
+ * exp in the portable dialect (kernels/compat.h) for the devices: plain
+ * IEEE arithmetic (+, -, *, no division, no contraction: every backend
+ * builds with it off) and bit moves, so every device computes the same
+ * bits, within an ulp of the C library's and nearly always the correctly
+ * rounded result, where the devices' built-ins are each their own
+ * approximation (CUDA's expf: 2 ulps). The gaussian decays of soft_nms and
+ * matrix_nms call it on the devices (VO_K_EXP_F32 / VO_K_EXP_F64, which
+ * kernels/dtype_begin.h's VO_T_EXP names). The CPU keeps the C library's
+ * expf / exp, which Paddle's matrix_nms and mmcv's soft_nms call on the CPU:
+ * matrix_nms stays bit for bit with Paddle there (its torch 2.x lane
+ * tests), and a device's gaussian scores are within an ulp of the CPU's.
  *
  *   vo_k_exp_f64   Cody and Waite's reduction x = k ln2 + r + r_lo, |r| <=
  *                  ln2 / 2, with ln2 in two parts (k ln2_hi exact) and the
@@ -35,6 +38,14 @@
 #define VISIONOPS_KERNELS_EXP_H
 
 #include "kernels/compat.h"
+
+#if defined(__CUDACC__) || defined(__OPENCL_C_VERSION__)
+#define VO_K_EXP_F32 vo_k_exp_f32
+#define VO_K_EXP_F64 vo_k_exp_f64
+#else
+#define VO_K_EXP_F32 expf
+#define VO_K_EXP_F64 exp
+#endif
 
 /* The double steps' constants: 1.5 * 2^52, which rounds a double to an
  * integer when added; 1 / ln 2; ln 2 as ln2_hi (its low 21 bits zero) +

@@ -36,8 +36,9 @@
  * boxes are written at the run's slots; batched_soft_nms then orders them
  * by score, stably over their original indices (vo_k_snms_mark,
  * vo_k_snms_rank_key, merge passes), and vo_k_snms_row_<T> writes dets and
- * keep. The arithmetic is the functions above (gaussian's exp is
- * kernels/exp.h's), so the results are the CPU's bit for bit. */
+ * keep. The arithmetic is the functions above, so the decisions are the
+ * CPU's; gaussian's exp is kernels/exp.h's on the devices, within an ulp
+ * of the C library's that the CPU calls. */
 
 /* batched_soft_nms's category key: int64 order as unsigned order. */
 VO_KFN uint64_t vo_k_snms_category_key(int64_t c) { return (uint64_t)c ^ ((uint64_t)1 << 63); }

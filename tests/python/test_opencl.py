@@ -279,8 +279,9 @@ def test_nms_family_public_functions(rng):
     """The deployment NMS ops' public functions on pyopencl arrays equal
     NumPy's, including the shapes they slice or gather to on the host
     (onnx_nms's exact rows, soft_nms's kept rows, matrix_nms's Paddle
-    rows) and their padded forms, bit for bit (the gaussian decays too:
-    kernels/exp.h's exp on both)."""
+    rows) and their padded forms, bit for bit but the gaussian decays
+    (within 2 float ulps: kernels/exp.h's exp on the device, the C
+    library's on the CPU)."""
     b, m, c = 3, 300, 4
     boxes = np.stack([detections(rng, m) for _ in range(b)])
     scores = np.stack([np.stack([distinct_scores(rng, m) for _ in range(c)])
@@ -311,7 +312,10 @@ def test_nms_family_public_functions(rng):
             assert is_cl(g), (i, type(g))
             g = g.get()
             assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, g.shape, w.shape)
-            np.testing.assert_array_equal(g, w, err_msg=str(i))
+            if i in (4, 7) and g.dtype == np.float32:  # gaussian: the devices' exp
+                np.testing.assert_allclose(g, w, rtol=5e-7, atol=0, err_msg=str(i))
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=str(i))
 
 
 @needs_opencl
