@@ -2,11 +2,11 @@
  * OpenCL matrix_nms, the host glue of opencl/matrix_nms.cl, whose entry
  * points run kernels/matrix_nms.h's work items: per chunk of (image, class)
  * problems the ranking (a work group of 64 a problem), the two row passes
- * and the kept rows (a group a problem again), then the
- * placement of every kept row and the padding. The chunk is as many
- * problems as the context's workspace limit holds slots for beyond the
- * state kept for every problem (vo_k_mnms_chunk). Everything stays on the
- * device; nothing is read back.
+ * and the kept rows (a group a problem again), then the placement of every
+ * kept row and the padding. The chunk is as many problems as the context's
+ * workspace limit holds slots for beyond the state kept for every problem
+ * (vo_k_mnms_chunk). Everything stays on the device; nothing is read
+ * back.
  */
 #include "core/matrix_nms_args.h"
 #include "opencl/common.h"
