@@ -30,7 +30,8 @@ static const vo_kernel_fn vo_opencl_kernels[VO_NUM_OPS] = {
 
 static vo_cl_device vo_cl_list[VO_CL_MAX_DEVICES];
 static int vo_cl_count;
-static int vo_cl_no_fp64; /* VISIONOPS_OPENCL_NO_FP64=1 (device.h) */
+static int vo_cl_no_fp64;            /* VISIONOPS_OPENCL_NO_FP64=1 (device.h) */
+static size_t vo_cl_group_cap = 256; /* VISIONOPS_OPENCL_MAX_GROUP (device.h) */
 static char vo_cl_list_why[512];
 static pthread_once_t vo_cl_list_once = PTHREAD_ONCE_INIT;
 
@@ -43,10 +44,18 @@ static int vo_cl_has_ext(const char *exts, const char *name) {
 
 int vo_cl_fp64_forced_off(void) { return vo_cl_no_fp64; }
 
+size_t vo_cl_max_group(void) { return vo_cl_group_cap; }
+
 static void vo_cl_list_devices(void) {
   const char *why = NULL;
   const char *no_fp64 = getenv("VISIONOPS_OPENCL_NO_FP64");
   vo_cl_no_fp64 = no_fp64 && strcmp(no_fp64, "1") == 0;
+  const char *max_group = getenv("VISIONOPS_OPENCL_MAX_GROUP");
+  if (max_group) {
+    char *end;
+    const long g = strtol(max_group, &end, 10);
+    if (end != max_group && *end == '\0' && g >= 1 && g <= 256) vo_cl_group_cap = (size_t)g;
+  }
   if (!vo_cl_load(&why)) {
     snprintf(vo_cl_list_why, sizeof vo_cl_list_why, "%s", why);
     return;

@@ -28,6 +28,13 @@ typedef struct vo_cl_device {
  * backend as one without. Whether it is on (after vo_cl_devices). */
 int vo_cl_fp64_forced_off(void);
 
+/* The testing aid VISIONOPS_OPENCL_MAX_GROUP=N (1 to 256, read with the
+ * devices) caps the work-group size of every launch at N, so that a device
+ * allowing large groups such as PoCL runs the work-group kernels as a
+ * small device would (threads fewer than a tile's candidates, groups
+ * striding). The cap, 256 without it (after vo_cl_devices). */
+size_t vo_cl_max_group(void);
+
 /* Whether device d (NULL: not one of the list) is PoCL's. */
 int vo_cl_is_pocl(const vo_cl_device *d);
 /* The lock file in PoCL's kernel cache directory that serialises

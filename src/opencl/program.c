@@ -360,7 +360,7 @@ static vo_status vo_cl_launch_enqueue(vo_cl_launch *l, int64_t items, size_t loc
       size_t max = 0;
       vo_cl.GetKernelWorkGroupInfo(l->kernel, l->call->device, CL_KERNEL_WORK_GROUP_SIZE,
                                    sizeof max, &max, NULL);
-      local = local_max;
+      local = local_max < vo_cl_max_group() ? local_max : vo_cl_max_group();
       while (local > 1 && local > max) local /= 2;
     }
     /* Enough groups to cover the items, at most 65536: VO_CL_FOR strides
