@@ -29,7 +29,7 @@ import os
 import numpy as np
 
 import visionops
-from timing import busy, interleaved, options  # bench/timing.py
+from timing import busy, finished, interleaved, opencl_queue, options  # bench/timing.py
 
 # name, M, score_threshold, use_gaussian
 CASES = (("SOLO-like", 1000, 0.05, True), ("YOLO-like", 8400, 0.05, False),
@@ -58,11 +58,9 @@ KW = dict(post_threshold=0.05, nms_top_k=400, keep_top_k=100, gaussian_sigma=2.0
 
 def main_opencl(opts, reps):
     """The cases on OpenCL against visionops' CPU outputs."""
-    import pyopencl as cl
     import pyopencl.array as cla
 
-    ctx = cl.create_some_context(interactive=False)
-    queue = cl.CommandQueue(ctx)
+    queue = opencl_queue()
     load = busy(os.cpu_count() or 1) if opts.load else []
     rows = []
     try:
@@ -70,11 +68,7 @@ def main_opencl(opts, reps):
             boxes, scores = make_case(m)
             kw = dict(KW, score_threshold=threshold, use_gaussian=gaussian)
             db, ds = cla.to_device(queue, boxes), cla.to_device(queue, scores)
-
-            def call():
-                out = visionops.matrix_nms(db, ds, **kw)
-                queue.finish()
-                return out
+            call = finished(queue, lambda: visionops.matrix_nms(db, ds, **kw))
             same = all(np.array_equal(g.get(), w)
                        for g, w in zip(call(), visionops.matrix_nms(boxes, scores, **kw)))
             rows.append((name, m, threshold, gaussian, interleaved({"vo": call}, reps)["vo"], same))

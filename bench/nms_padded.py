@@ -35,7 +35,7 @@ import os
 import numpy as np
 
 import visionops
-from timing import busy, interleaved, options  # bench/timing.py
+from timing import busy, finished, interleaved, opencl_queue, options  # bench/timing.py
 
 CASES = (("YOLO post-process", 0.25, 100, 100), ("evaluation", 0.001, 100, 300))
 IOU = 0.45
@@ -86,29 +86,20 @@ def ort_session(threads):
 
 def main_opencl(opts, reps):
     """The two calls on OpenCL against the CPU's outputs."""
-    import pyopencl as cl
     import pyopencl.array as cla
 
-    ctx = cl.create_some_context(interactive=False)
-    queue = cl.CommandQueue(ctx)
+    queue = opencl_queue()
     boxes, scores = make_case()
     yxyx = np.ascontiguousarray(boxes[..., [1, 0, 3, 2]])
     on = {k: cla.to_device(queue, v) for k, v in (("b", boxes), ("s", scores), ("y", yxyx))}
     load = busy(os.cpu_count() or 1) if opts.load else []
     rows = []
-
-    def finished(fn):
-        def call():
-            out = fn()
-            queue.finish()
-            return out
-        return call
-
     try:
         for name, score, per_class, per_image in CASES:
-            padded = finished(lambda: visionops.batched_nms_padded(
+            padded = finished(queue, lambda: visionops.batched_nms_padded(
                 on["b"], on["s"], IOU, score, per_class, per_image))
-            onnx = finished(lambda: visionops.onnx_nms(on["y"], on["s"], per_class, IOU, score))
+            onnx = finished(queue,
+                            lambda: visionops.onnx_nms(on["y"], on["s"], per_class, IOU, score))
             same = all(np.array_equal(o.get(), r) for o, r in zip(
                 padded() + onnx(),
                 visionops.batched_nms_padded(boxes, scores, IOU, score, per_class, per_image) +

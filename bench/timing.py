@@ -39,6 +39,24 @@ def interleaved(fns, reps, blocks=False):
     return {k: 1e3 * statistics.median(v) for k, v in times.items()}
 
 
+def opencl_queue():
+    """A pyopencl queue on the first OpenCL device (pyopencl imported here:
+    only the scripts' --opencl modes need it)."""
+    import pyopencl as cl
+
+    return cl.CommandQueue(cl.create_some_context(interactive=False))
+
+
+def finished(queue, fn):
+    """fn, then waiting for queue: a timed call that includes the device's
+    work."""
+    def call():
+        out = fn()
+        queue.finish()
+        return out
+    return call
+
+
 def busy(count):
     """`count` processes spinning on a core each (kill them when done)."""
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
