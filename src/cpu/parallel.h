@@ -32,10 +32,16 @@ void vo_cpu_run(int threads, vo_cpu_task fn, void *arg);
 /* Nonzero on a pool worker, or on a caller inside its own region. */
 int vo_cpu_in_region(void);
 
-/* Pieces [0, n) handed out `grain` at a time, in increasing order. */
+/* Pieces [0, n) handed out `grain` at a time, in increasing order. The
+ * counter has a cache line to itself (with n and grain, which every claim
+ * reads anyway): a region's state struct holds it beside the pointers its
+ * participants read on every piece, and a claim by one thread then made the
+ * others' reads of those pointers cache misses (perf: a quarter of
+ * batched_nms_padded's per-problem time at 2 threads, outside its scan). */
 typedef struct vo_cpu_range {
-  atomic_llong next;
+  _Alignas(64) atomic_llong next;
   int64_t n, grain;
+  char pad[64 - sizeof(atomic_llong) - 2 * sizeof(int64_t)];
 } vo_cpu_range;
 
 static inline void vo_cpu_range_init(vo_cpu_range *r, int64_t n, int64_t grain) {
