@@ -6,6 +6,7 @@
  * never repeat these checks.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -205,14 +206,18 @@ static int vo_same_device(DLDevice a, DLDevice b) {
 }
 
 vo_status vo_expect_shape(const vo_exec *ex, int arg, int ndim, const int64_t *dims,
-                          const char *what) {
+                          const char *what, ...) {
   const vo_view *v = &ex->inputs[arg];
   int ok = v->ndim == ndim;
   for (int i = 0; ok && i < ndim; i++) ok = dims[i] < 0 || dims[i] == v->shape[i];
   if (ok) return VO_OK;
-  char buf[160];
+  char layout[160], buf[160];
+  va_list ap;
+  va_start(ap, what);
+  vsnprintf(layout, sizeof layout, what, ap);
+  va_end(ap);
   return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must have shape [%s], got %s", ex->op_name,
-                 vo_arg_name(ex, arg), what, vo_shape_str(v->shape, v->ndim, buf, sizeof buf));
+                 vo_arg_name(ex, arg), layout, vo_shape_str(v->shape, v->ndim, buf, sizeof buf));
 }
 
 /* Schema check of the boxed arguments, tensor views, device agreement and

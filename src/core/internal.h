@@ -512,9 +512,15 @@ const char *vo_shape_str(const int64_t *shape, int ndim, char *buf, size_t size)
 
 /* Shape check helpers for check functions: the view has rank ndim and each
  * dims[i] >= 0 matches (-1 means any). Fails with
- * "<op>: <arg> must have shape [<what>], got [..]". */
+ * "<op>: <arg> must have shape [<what>], got [..]", `what` a printf format
+ * of the arguments after it, formatted only then (a successful call's
+ * checks format nothing). */
 vo_status vo_expect_shape(const vo_exec *ex, int arg, int ndim, const int64_t *dims,
-                          const char *what);
+                          const char *what, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
 /* Name of argument `arg` of ex's op in its schema. */
 const char *vo_arg_name(const vo_exec *ex, int arg);
 

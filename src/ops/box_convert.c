@@ -6,7 +6,6 @@
  * for the axis-aligned pairs with cxcywh on one side, which torch's true
  * division promotes to float32 (kernels/box_convert.h).
  */
-#include <stdio.h>
 
 #include "kernels/box_convert.h"
 #include "ops/common.h"
@@ -34,9 +33,8 @@ static vo_status check_formats(const vo_exec *ex, int boxes_arg, int in_arg) {
                    "do not convert into each other (as in torchvision)",
                    ex->op_name, format_names[in_fmt], in_fmt, format_names[out_fmt], out_fmt);
   const int64_t dims[2] = {-1, vo_k_box_format_size(in_fmt)};
-  char what[32];
-  snprintf(what, sizeof what, "N, %d (%s)", vo_k_box_format_size(in_fmt), format_names[in_fmt]);
-  return vo_expect_shape(ex, boxes_arg, 2, dims, what);
+  return vo_expect_shape(ex, boxes_arg, 2, dims, "N, %d (%s)", vo_k_box_format_size(in_fmt),
+                         format_names[in_fmt]);
 }
 
 vo_status vo_check_box_convert(vo_exec *ex) {
@@ -63,10 +61,10 @@ vo_status vo_check_box_convert_backward(vo_exec *ex) {
   const int out_fmt = (int)ex->args[BARG_OUT_FMT].u.i;
   const int64_t n = ex->inputs[BARG_BOXES].shape[0];
   const int64_t grad_dims[2] = {n, vo_k_box_format_size(out_fmt)};
-  char what[64];
-  snprintf(what, sizeof what, "%lld, %d (the rows of boxes, %s)", (long long)n,
-           vo_k_box_format_size(out_fmt), format_names[out_fmt]);
-  if ((st = vo_expect_shape(ex, BARG_GRAD, 2, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, BARG_GRAD, 2, grad_dims, "%lld, %d (the rows of boxes, %s)",
+                            (long long)n, vo_k_box_format_size(out_fmt), format_names[out_fmt])) !=
+      VO_OK)
+    return st;
   if ((st = vo_expect_float(ex, BARG_BOXES)) != VO_OK) return st;
   /* grad (the forward's output dtype, usually) may be of any floating
    * dtype, read at its own precision (SPEC section 5). */

@@ -5,7 +5,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "ops/common.h"
@@ -54,6 +53,11 @@ vo_status vo_expect_float_beside(const vo_exec *ex, int arg, const char *like_na
 
 vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like) {
   return vo_expect_float_beside(ex, arg, vo_arg_name(ex, like), ex->inputs[like].dtype);
+}
+
+vo_status vo_expect_dims4(const vo_exec *ex, int arg, const int64_t dims[4]) {
+  return vo_expect_shape(ex, arg, 4, dims, "%lld, %lld, %lld, %lld", (long long)dims[0],
+                         (long long)dims[1], (long long)dims[2], (long long)dims[3]);
 }
 
 vo_status vo_expect_dtype(const vo_exec *ex, int arg, vo_dtype want) {
@@ -277,8 +281,9 @@ static vo_status vo_check_roi_backward(vo_exec *ex, const vo_roi_layout *l, int6
   enum { GRAD = 0, ROIS = 1 };
   vo_status st;
   const int64_t any4[4] = {-1, -1, -1, -1};
-  const char *grad_layout = l->grouped ? "K, C/(PH*PW), PH, PW" : "K, C, PH, PW";
-  if ((st = vo_expect_shape(ex, GRAD, 4, any4, grad_layout)) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, GRAD, 4, any4,
+                            l->grouped ? "K, C/(PH*PW), PH, PW" : "K, C, PH, PW")) != VO_OK)
+    return st;
   if ((st = vo_expect_float(ex, GRAD)) != VO_OK) return st;
   if ((st = vo_check_roi_args(ex, ROIS, GRAD, l)) != VO_OK) return st;
   if ((st = vo_expect_input_sizes(ex, l->batch_size, sizes)) != VO_OK) return st;
@@ -288,12 +293,10 @@ static vo_status vo_check_roi_backward(vo_exec *ex, const vo_roi_layout *l, int6
       (st = vo_check_channel_groups(ex, l->batch_size + 1, sizes[1], ph, pw)) != VO_OK)
     return st;
   const int64_t grad_dims[4] = {k, l->grouped ? sizes[1] / (ph * pw) : sizes[1], ph, pw};
-  char what[96]; /* K from rois; C or C/(PH*PW), PH, PW from the int arguments */
-  snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)k, (long long)grad_dims[1],
-           (long long)ph, (long long)pw);
-  if ((st = vo_expect_shape(ex, GRAD, 4, grad_dims, what)) != VO_OK) return st;
+  /* K from rois; C or C/(PH*PW), PH, PW from the int arguments */
+  if ((st = vo_expect_dims4(ex, GRAD, grad_dims)) != VO_OK) return st;
   if (l->index >= 0) {
-    if ((st = vo_expect_shape(ex, l->index, 4, grad_dims, what)) != VO_OK) return st;
+    if ((st = vo_expect_dims4(ex, l->index, grad_dims)) != VO_OK) return st;
     if ((st = vo_expect_dtype(ex, l->index, VO_I32)) != VO_OK) return st;
   }
   if ((st = vo_declare_roi_rows_check(ex, l, sizes[0])) != VO_OK) return st;

@@ -25,6 +25,8 @@ vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like);
  * item, e.g. "features[0]"), named like_name, of dtype like_dtype. */
 vo_status vo_expect_float_beside(const vo_exec *ex, int arg, const char *like_name,
                                  vo_dtype like_dtype);
+/* Argument `arg` has the 4-D shape dims (all known; vo_expect_shape). */
+vo_status vo_expect_dims4(const vo_exec *ex, int arg, const int64_t dims[4]);
 /* Argument `arg` has dtype `dt`. */
 vo_status vo_expect_dtype(const vo_exec *ex, int arg, vo_dtype dt);
 /* Argument `arg` (a float) is not NaN / not infinite. */

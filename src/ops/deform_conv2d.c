@@ -2,7 +2,6 @@
  * deform_conv2d and deform_conv2d_backward: argument checks, output shapes
  * and typed wrappers (SPEC section 3; schemas as torchvision's).
  */
-#include <stdio.h>
 
 #include "ops/common.h"
 
@@ -143,9 +142,7 @@ static vo_status vo_check_deform_common(vo_exec *ex, int b) {
     return st;
   if (has_bias) {
     const int64_t bias_dims[1] = {cout};
-    char what[32];
-    snprintf(what, sizeof what, "%lld", (long long)cout);
-    if ((st = vo_expect_shape(ex, bs, 1, bias_dims, what)) != VO_OK) return st;
+    if ((st = vo_expect_shape(ex, bs, 1, bias_dims, "%lld", (long long)cout)) != VO_OK) return st;
     if ((st = vo_expect_same_dtype(ex, bs, in)) != VO_OK) return st;
   }
   const int64_t out_dims[4] = {n, cout, hout, wout};
@@ -198,10 +195,7 @@ vo_status vo_check_deform_conv2d_backward(vo_exec *ex) {
   if ((st = vo_expect_same_dtype(ex, 0, ARG_INPUT + 1)) != VO_OK) return st;
   vo_deform_conv2d_params *p = &ex->p.deform_conv2d;
   const int64_t grad_dims[4] = {p->batch, p->out_channels, p->out_h, p->out_w};
-  char what[96];
-  snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)grad_dims[0],
-           (long long)grad_dims[1], (long long)grad_dims[2], (long long)grad_dims[3]);
-  if ((st = vo_expect_shape(ex, 0, 4, grad_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_dims4(ex, 0, grad_dims)) != VO_OK) return st;
   const int64_t taps = p->kernel_h * p->kernel_w;
   const int64_t gin[4] = {p->batch, p->in_channels, p->height, p->width};
   const int64_t gw[4] = {p->out_channels, p->in_channels / p->groups, p->kernel_h, p->kernel_w};

@@ -102,9 +102,11 @@ static vo_status vo_check_msra_common(vo_exec *ex, int features_arg, int rois_ar
   /* rois: any floating dtype beside the features (SPEC section 5); the
    * backward's grad has the features' dtype, as the forward's output. */
   const vo_dtype feat = ex->list_inputs[0].dtype;
-  char first_level[48];
-  snprintf(first_level, sizeof first_level, "%s[0]", vo_arg_name(ex, features_arg));
-  if ((st = vo_expect_float_beside(ex, rois_arg, first_level, feat)) != VO_OK) return st;
+  if (!vo_dtype_is_float(ex->inputs[rois_arg].dtype)) { /* the message's name, only then */
+    char first_level[48];
+    snprintf(first_level, sizeof first_level, "%s[0]", vo_arg_name(ex, features_arg));
+    return vo_expect_float_beside(ex, rois_arg, first_level, feat);
+  }
   if (like >= 0 && ex->inputs[like].dtype != feat)
     return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must have the dtype of %s[0] (%s), got %s",
                    ex->op_name, vo_arg_name(ex, like), vo_arg_name(ex, features_arg),
@@ -154,10 +156,8 @@ vo_status vo_check_multi_scale_roi_align_backward(vo_exec *ex) {
   vo_multi_scale_roi_align_params *p = &ex->p.multi_scale_roi_align;
   const int64_t grad_dims[4] = {p->rois->shape[0], p->features[0].shape[1], p->pooled_height,
                                 p->pooled_width};
-  char what[96]; /* K from rois, C from the features, PH, PW from the ints */
-  snprintf(what, sizeof what, "%lld, %lld, %lld, %lld", (long long)grad_dims[0],
-           (long long)grad_dims[1], (long long)grad_dims[2], (long long)grad_dims[3]);
-  if ((st = vo_expect_shape(ex, ARG_B_GRAD, 4, grad_dims, what)) != VO_OK) return st;
+  /* K from rois, C from the features, PH, PW from the ints */
+  if ((st = vo_expect_dims4(ex, ARG_B_GRAD, grad_dims)) != VO_OK) return st;
   /* One gradient per level, shaped like that level. */
   ex->num_outputs = p->num_levels;
   for (int l = 0; l < p->num_levels; l++) vo_set_output(ex, l, ex->dtype, 4, p->features[l].shape);

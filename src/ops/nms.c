@@ -5,7 +5,6 @@
  * also nms_rotated's) are here.
  */
 #include <math.h>
-#include <stdio.h>
 
 #include "ops/common.h"
 
@@ -23,20 +22,16 @@ float vo_nms_threshold_f32(double t) {
 vo_status vo_expect_nms_tensors(vo_exec *ex, int box_columns, int idxs_arg) {
   vo_status st;
   const int64_t box_dims[2] = {-1, box_columns};
-  char layout[16]; /* "N, 4" */
-  snprintf(layout, sizeof layout, "N, %d", box_columns);
-  if ((st = vo_expect_shape(ex, ARG_BOXES, 2, box_dims, layout)) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, ARG_BOXES, 2, box_dims, "N, %d", box_columns)) != VO_OK) return st;
   if ((st = vo_expect_float(ex, ARG_BOXES)) != VO_OK) return st;
-  const int64_t n = ex->inputs[ARG_BOXES].shape[0];
-  char what[32]; /* the rows of boxes */
-  snprintf(what, sizeof what, "%lld", (long long)n);
+  const int64_t n = ex->inputs[ARG_BOXES].shape[0]; /* the rows of boxes */
   const int64_t vec_dims[1] = {n};
-  if ((st = vo_expect_shape(ex, ARG_SCORES, 1, vec_dims, what)) != VO_OK) return st;
+  if ((st = vo_expect_shape(ex, ARG_SCORES, 1, vec_dims, "%lld", (long long)n)) != VO_OK) return st;
   /* Scores are only ordered: any floating dtype, compared at its own
    * precision; the IoU computes in the boxes' precision. */
   if ((st = vo_expect_float_companion(ex, ARG_SCORES, ARG_BOXES)) != VO_OK) return st;
   if (idxs_arg >= 0) {
-    if ((st = vo_expect_shape(ex, idxs_arg, 1, vec_dims, what)) != VO_OK) return st;
+    if ((st = vo_expect_shape(ex, idxs_arg, 1, vec_dims, "%lld", (long long)n)) != VO_OK) return st;
     if ((st = vo_expect_dtype(ex, idxs_arg, VO_I64)) != VO_OK) return st;
   }
   return VO_OK;

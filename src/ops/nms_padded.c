@@ -12,7 +12,6 @@
  *     inputs are (float64 boxes / scores compare in double).
  * Both run the nms_padded kernel (vo_nms_padded_params).
  */
-#include <stdio.h>
 
 #include "kernels/nms_padded.h"
 #include "ops/common.h"
@@ -39,14 +38,14 @@ static vo_status vo_check_np_tensors(vo_exec *ex, int allow_per_class, vo_nms_pa
   p->per_class_boxes = boxes->ndim == 4;
   const int64_t scores_dims[3] = {p->batches, p->per_class_boxes ? boxes->shape[2] : -1,
                                   p->boxes_per_image};
-  char what[96]; /* B and M from boxes; C from boxes when they are per class */
+  /* B and M from boxes; C from boxes when they are per class */
   if (p->per_class_boxes)
-    snprintf(what, sizeof what, "%lld, %lld, %lld", (long long)p->batches,
-             (long long)scores_dims[1], (long long)p->boxes_per_image);
+    st = vo_expect_shape(ex, ARG_SCORES, 3, scores_dims, "%lld, %lld, %lld", (long long)p->batches,
+                         (long long)scores_dims[1], (long long)p->boxes_per_image);
   else
-    snprintf(what, sizeof what, "%lld, C, %lld", (long long)p->batches,
-             (long long)p->boxes_per_image);
-  if ((st = vo_expect_shape(ex, ARG_SCORES, 3, scores_dims, what)) != VO_OK) return st;
+    st = vo_expect_shape(ex, ARG_SCORES, 3, scores_dims, "%lld, C, %lld", (long long)p->batches,
+                         (long long)p->boxes_per_image);
+  if (st != VO_OK) return st;
   if ((st = vo_expect_float_companion(ex, ARG_SCORES, ARG_BOXES)) != VO_OK) return st;
   p->classes = ex->inputs[ARG_SCORES].shape[1];
   p->boxes = boxes;
