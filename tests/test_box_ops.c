@@ -363,6 +363,45 @@ static void random_nms_case(const run_ctx *rc, DLDataType dt, int64_t n, box_mod
   free(keep);
 }
 
+/* nms on contiguous float32 boxes and scores, n rows (the selection's
+ * vector fill, eight rows a step), scores that include NaN, -0 and +0,
+ * infinities, negatives and ties, each in several lane positions. */
+static void special_scores_nms_case(const run_ctx *rc, int64_t n, int disjoint, uint64_t seed) {
+  static const double specials[] = {NAN, -0.0, 0.0, INFINITY, -INFINITY, -0.5, 0.25, 0.25};
+  const int num_specials = (int)(sizeof specials / sizeof specials[0]);
+  vt_rng rng;
+  vt_rng_seed(&rng, seed);
+  double *boxes = malloc(sizeof(double) * 4 * (size_t)n), *scores = malloc(sizeof(double) * (size_t)n);
+  int64_t *ref = malloc(sizeof(int64_t) * (size_t)n), *keep = malloc(sizeof(int64_t) * (size_t)n);
+  gen_boxes(&rng, n, BOXES_CLUSTERED, boxes);
+  if (disjoint) /* every box kept: the output is the whole score order */
+    for (int64_t i = 0; i < n; i++) {
+      const double b[4] = {10.0 * (double)i, 0, 10.0 * (double)i + 5, 5};
+      memcpy(boxes + 4 * i, b, sizeof b);
+    }
+  gen_scores(&rng, n, 0, scores);
+  for (int64_t i = 0; i < n; i++)
+    if (vt_rng_int(&rng, 3) == 0) scores[i] = specials[vt_rng_int(&rng, num_specials)];
+  vt_tensor *tb = make_input(vt_f32, n, 4, LAYOUT_CONTIGUOUS, boxes);
+  vt_tensor *ts = make_input(vt_f32, n, 0, LAYOUT_CONTIGUOUS, scores);
+  vt_read_all(&tb->dl, boxes);
+  vt_read_all(&ts->dl, scores);
+  const int64_t ref_kept = vr_nms(boxes, scores, n, 0.5, 1, ref);
+  int64_t num_kept = -1;
+  char what[160];
+  snprintf(what, sizeof what, "%s nms float32 n=%lld special scores%s seed %llu", rc->backend->name,
+           (long long)n, disjoint ? ", disjoint boxes" : "", (unsigned long long)seed);
+  if (CHECK_MSG(run_nms(rc, tb, ts, NULL, 0.5, keep, &num_kept) == VO_OK, "%s: %s", what,
+                vo_last_error()))
+    expect_keep(what, keep, num_kept, ref, ref_kept, n);
+  vt_tensor_free(tb);
+  vt_tensor_free(ts);
+  free(boxes);
+  free(scores);
+  free(ref);
+  free(keep);
+}
+
 static void random_nms_cases(const run_ctx *rc) {
   static const double thresholds[3] = {0.3, 0.5, 0.7};
   for (int d = 0; d < NUM_DTYPES; d++) {
@@ -391,6 +430,9 @@ static void random_nms_cases(const run_ctx *rc) {
         random_nms_case(rc, *dtypes[d], sizes[k], (box_mode)(seed % 4), 0, select_thresholds[t],
                         (layout)(seed % NUM_LAYOUTS), seed);
       }
+  for (int64_t n = 7; n <= 41; n += 2)
+    for (int disjoint = 0; disjoint < 2; disjoint++)
+      special_scores_nms_case(rc, n, disjoint, 900 + 2 * (uint64_t)n + (uint64_t)disjoint);
 }
 
 /* ------------------------------------------------------------ hand-checked NMS */
