@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -224,7 +225,7 @@ vo_status vo_expect_shape(const vo_exec *ex, int arg, int ndim, const int64_t *d
  * the op's own check. Leaves ex ready for output validation. */
 static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info *op,
                             const vo_value *args, int num_args, int shape_only) {
-  memset(ex, 0, sizeof *ex);
+  memset(ex, 0, offsetof(vo_exec, inputs)); /* (the views: below, as they are made) */
   if (!op) return vo_fail(VO_ERROR_INVALID_ARGUMENT, "visionops: op is NULL (unknown op name?)");
   const vo_op_entry *e = vo_registry_op(op->index);
   if (!e || &e->info != op)
@@ -290,6 +291,7 @@ static vo_status vo_prepare(vo_exec *ex, const vo_context *ctx, const vo_op_info
                        items ? "" : " (NULL items)");
     }
     ex->args[i] = v;
+    if (v.kind != VO_VALUE_TENSOR) memset(&ex->inputs[i], 0, sizeof ex->inputs[i]);
     /* Every tensor of the call, list items included, gets a view and must
      * share the first tensor's device. */
     int num_tensors = v.kind == VO_VALUE_TENSOR        ? 1

@@ -87,8 +87,10 @@ vo_status vo_cl_call_begin(const vo_exec *ex, vo_cl_call *c) {
                      "%s: tensor %d of the list is float64: that needs an OpenCL device with "
                      "cl_khr_fp64, which %s lacks%s",
                      ex->op_name, i, device, why);
+  /* The outputs as the check described them: the value checks also begin
+   * a call, before the dispatcher has made the outputs' views. */
   for (int i = 0; i < ex->num_outputs; i++)
-    if (ex->outputs[i].dtype == VO_F64)
+    if (vo_dtype_from_dl(ex->out_desc[i].dtype) == VO_F64)
       return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
                      "%s: output %d is float64: that needs an OpenCL device with cl_khr_fp64, "
                      "which %s lacks%s",
