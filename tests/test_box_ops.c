@@ -371,7 +371,8 @@ static void special_scores_nms_case(const run_ctx *rc, int64_t n, int disjoint, 
   const int num_specials = (int)(sizeof specials / sizeof specials[0]);
   vt_rng rng;
   vt_rng_seed(&rng, seed);
-  double *boxes = malloc(sizeof(double) * 4 * (size_t)n), *scores = malloc(sizeof(double) * (size_t)n);
+  double *boxes = malloc(sizeof(double) * 4 * (size_t)n),
+         *scores = malloc(sizeof(double) * (size_t)n);
   int64_t *ref = malloc(sizeof(int64_t) * (size_t)n), *keep = malloc(sizeof(int64_t) * (size_t)n);
   gen_boxes(&rng, n, BOXES_CLUSTERED, boxes);
   if (disjoint) /* every box kept: the output is the whole score order */

@@ -414,6 +414,14 @@ typedef struct vo_nms_live {
   int64_t live, dead; /* entries [0, live), of which `dead` are dead */
 } vo_nms_live;
 
+/* The least of the eight unsigned lanes of v. */
+__attribute__((target("avx2"), always_inline)) static inline uint32_t vo_nms_least_lane(__m256i v) {
+  v = _mm256_min_epu32(v, _mm256_permute2x128_si256(v, v, 1));
+  v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0x4e));
+  v = _mm256_min_epu32(v, _mm256_shuffle_epi32(v, 0xb1));
+  return (uint32_t)_mm256_cvtsi256_si32(v);
+}
+
 /* The position of the first entry of [0, live) with key `key` (one is). */
 __attribute__((target("avx2"))) static int64_t vo_nms_select_find(const uint32_t *keys,
                                                                   uint32_t key) {
@@ -492,10 +500,7 @@ __attribute__((target("avx2,fma,popcnt"), always_inline)) static inline int64_t 
   /* The least key, then its first entry: entries stay in index order, so
    * ties go to the lowest index. (Reduced in registers: through an array,
    * gcc kept `least` on the stack in the loop, a store-to-load chain.) */
-  least = _mm256_min_epu32(least, _mm256_permute2x128_si256(least, least, 1));
-  least = _mm256_min_epu32(least, _mm256_shuffle_epi32(least, 0x4e));
-  least = _mm256_min_epu32(least, _mm256_shuffle_epi32(least, 0xb1));
-  const uint32_t next = (uint32_t)_mm256_cvtsi256_si32(least);
+  const uint32_t next = vo_nms_least_lane(least);
   return next == VO_NMS_DEAD ? -1 : vo_nms_select_find(keys, next);
 }
 
@@ -557,8 +562,10 @@ __attribute__((target("avx2,fma"))) static int64_t vo_nms_select_fill_avx2(const
     const __m256 nan = _mm256_cmp_ps(score, score, _CMP_UNORD_Q);
     score = _mm256_andnot_ps(_mm256_cmp_ps(score, zero, _CMP_EQ_OQ), score);
     const __m256i bits = _mm256_castps_si256(score);
-    const __m256i flipped = _mm256_xor_si256(bits, _mm256_or_si256(_mm256_srai_epi32(bits, 31), top));
-    const __m256i key = _mm256_andnot_si256(_mm256_castps_si256(nan), _mm256_xor_si256(flipped, ones));
+    const __m256i flipped =
+        _mm256_xor_si256(bits, _mm256_or_si256(_mm256_srai_epi32(bits, 31), top));
+    const __m256i key =
+        _mm256_andnot_si256(_mm256_castps_si256(nan), _mm256_xor_si256(flipped, ones));
     _mm256_storeu_si256((__m256i *)(s->key + i), key);
     _mm256_storeu_si256((__m256i *)(s->index + i), index);
     index = _mm256_add_epi32(index, eight);
@@ -572,10 +579,7 @@ __attribute__((target("avx2"))) static uint32_t vo_nms_select_least(const uint32
   __m256i least = _mm256_set1_epi32(-1);
   for (int64_t j = 0; j < live; j += 8)
     least = _mm256_min_epu32(least, _mm256_loadu_si256((const __m256i *)(keys + j)));
-  least = _mm256_min_epu32(least, _mm256_permute2x128_si256(least, least, 1));
-  least = _mm256_min_epu32(least, _mm256_shuffle_epi32(least, 0x4e));
-  least = _mm256_min_epu32(least, _mm256_shuffle_epi32(least, 0xb1));
-  return (uint32_t)_mm256_cvtsi256_si32(least);
+  return vo_nms_least_lane(least);
 }
 
 static vo_status vo_nms_select(const vo_exec *ex) {
@@ -597,12 +601,15 @@ static vo_status vo_nms_select(const vo_exec *ex) {
   if (boxes->dtype == VO_F32 && boxes->stride[0] == 4 && boxes->stride[1] == 1 && sv && ss == 1)
     filled = vo_nms_select_fill_avx2(vo_view_addr(boxes), sv, n, &s);
   vo_cpu_boxes_f32 b = {s.coord[0], s.coord[1], s.coord[2], s.coord[3]};
-  if (filled == 0) vo_cpu_gather_boxes_f32(boxes, NULL, n, &b);
-  for (int64_t i = filled; i < n; i++) {
-    if (filled > 0) { /* the last rows of the fast fill's contiguous boxes */
+  if (filled == 0) {
+    vo_cpu_gather_boxes_f32(boxes, NULL, n, &b);
+  } else { /* the fast fill's last rows */
+    for (int64_t i = filled; i < n; i++) {
       const float *r = (const float *)vo_view_addr(boxes) + 4 * i;
       b.x1[i] = r[0], b.y1[i] = r[1], b.x2[i] = r[2], b.y2[i] = r[3];
     }
+  }
+  for (int64_t i = filled; i < n; i++) {
     s.coord[4][i] = vo_k_nms_box_of_f32(b.x1[i], b.y1[i], b.x2[i], b.y2[i]).area;
     const float score = sv ? sv[i * ss] : (float)vo_load_host(scores, i * ss);
     s.key[i] = (uint32_t)vo_k_score_key_f32(score);
