@@ -107,6 +107,12 @@ static const struct {
     {"uint8", kDLUInt, 8},     {"bool", 6 /* kDLBool, DLPack >= 0.8 */, 8},
 };
 
+/* Interned at import: the names every call looks up or hands back (made
+ * from C strings on each call, they were a string allocation per tensor
+ * and per output). */
+static PyObject *dlpack_method;
+static PyObject *dtype_name_objects[sizeof dtype_names / sizeof dtype_names[0]];
+
 static const char *dtype_name(DLDataType t) {
   for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
     if (dtype_names[i].code == t.code && dtype_names[i].bits == t.bits && t.lanes == 1)
@@ -281,8 +287,8 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   if (PyCapsule_CheckExact(obj)) {
     Py_INCREF(obj);
     capsule = obj;
-  } else if (PyObject_HasAttrString(obj, "__dlpack__")) {
-    capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
+  } else if (PyObject_HasAttr(obj, dlpack_method)) {
+    capsule = PyObject_CallMethodNoArgs(obj, dlpack_method);
     if (!capsule) {
       /* NumPy will not export read-only arrays; read them in place. */
       if (writable || !PyErr_ExceptionMatches(PyExc_BufferError) || !PyObject_CheckBuffer(obj))
@@ -332,7 +338,7 @@ static DLTensor *described_tensor(store *s, const vo_tensor_desc *d, void *data,
 
 static int is_tensor_like(PyObject *o) {
   if (PyLong_Check(o) || PyFloat_Check(o)) return 0; /* NumPy scalars export buffers too */
-  return PyCapsule_CheckExact(o) || PyDict_Check(o) || PyObject_HasAttrString(o, "__dlpack__") ||
+  return PyCapsule_CheckExact(o) || PyDict_Check(o) || PyObject_HasAttr(o, dlpack_method) ||
          PyObject_CheckBuffer(o);
 }
 
@@ -415,6 +421,11 @@ static PyObject *describe(const vo_tensor_desc *d) {
   for (int i = 0; shape && i < d->ndim; i++)
     PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(d->shape[i]));
   if (!shape) return NULL;
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (dtype_names[i].code == d->dtype.code && dtype_names[i].bits == d->dtype.bits &&
+        d->dtype.lanes == 1)
+      return Py_BuildValue("(NO(ii))", shape, dtype_name_objects[i], (int)d->device.device_type,
+                           (int)d->device.device_id);
   return Py_BuildValue("(Ns(ii))", shape, dtype_name(d->dtype), (int)d->device.device_type,
                        (int)d->device.device_id);
 }
@@ -755,6 +766,9 @@ static PyObject *add_exception(PyObject *m, const char *name, PyObject *bases, c
 PyMODINIT_FUNC PyInit__C(void) {
   PyObject *m = PyModule_Create(&module);
   if (!m) return NULL;
+  if (!(dlpack_method = PyUnicode_InternFromString("__dlpack__"))) goto fail;
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (!(dtype_name_objects[i] = PyUnicode_InternFromString(dtype_names[i].name))) goto fail;
   if (PyModule_AddStringConstant(m, "version", vo_version()) != 0) goto fail;
   Error = add_exception(m, "VisionOpsError", PyExc_RuntimeError,
                         "An error of the visionops C library (a RuntimeError, as torchvision's).");
