@@ -40,12 +40,14 @@ def is_array(x):
 
 
 def any_array(args):
-    """Whether any argument (or list item) is a pyopencl array."""
+    """Whether any argument (or list item) is a pyopencl array. Every call
+    asks it, so an argument of a type already known not to be pyopencl's
+    costs one dict lookup here."""
     for a in args:
         if isinstance(a, (list, tuple)):
             if any(is_array(b) for b in a):
                 return True
-        elif is_array(a):
+        elif _FROM_PYOPENCL.get(type(a)) is not False and is_array(a):
             return True
     return False
 
