@@ -113,11 +113,12 @@ static const struct {
 static PyObject *dlpack_method;
 static PyObject *dtype_name_objects[sizeof dtype_names / sizeof dtype_names[0]];
 
-static const char *dtype_name(DLDataType t) {
+/* The entry of dtype_names for t, or -1. */
+static int dtype_index(DLDataType t) {
   for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
     if (dtype_names[i].code == t.code && dtype_names[i].bits == t.bits && t.lanes == 1)
-      return dtype_names[i].name;
-  return "unknown";
+      return (int)i;
+  return -1;
 }
 
 static int dtype_from_name(const char *name, DLDataType *out) {
@@ -421,12 +422,11 @@ static PyObject *describe(const vo_tensor_desc *d) {
   for (int i = 0; shape && i < d->ndim; i++)
     PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(d->shape[i]));
   if (!shape) return NULL;
-  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
-    if (dtype_names[i].code == d->dtype.code && dtype_names[i].bits == d->dtype.bits &&
-        d->dtype.lanes == 1)
-      return Py_BuildValue("(NO(ii))", shape, dtype_name_objects[i], (int)d->device.device_type,
-                           (int)d->device.device_id);
-  return Py_BuildValue("(Ns(ii))", shape, dtype_name(d->dtype), (int)d->device.device_type,
+  const int i = dtype_index(d->dtype);
+  if (i < 0)
+    return Py_BuildValue("(Ns(ii))", shape, "unknown", (int)d->device.device_type,
+                         (int)d->device.device_id);
+  return Py_BuildValue("(NO(ii))", shape, dtype_name_objects[i], (int)d->device.device_type,
                        (int)d->device.device_id);
 }
 

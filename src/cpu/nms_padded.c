@@ -360,8 +360,8 @@ vo_status vo_cpu_nms_padded(const vo_exec *ex) {
   s.scratch = (char *)(s.offset + np + 1);
 
   if (s.cap > 0) {
-    /* ~20 us a piece: a claim per problem made YOLO's 640 problems of
-     * 2 us 640 contended atomic operations. */
+    /* ~20 us a piece: one problem a claim was 640 contended atomic
+     * operations for a YOLO head's 640 problems of ~2 us each. */
     vo_cpu_range_init(&s.todo, s.problems, (int64_t)(20000.0 / problem_ns) + 1);
     vo_cpu_run(threads, vo_np_problems_worker, &s);
   } else {
