@@ -5,6 +5,8 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/common.h"
@@ -40,19 +42,24 @@ vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like) {
  * also float64 rois or float16 scores). Kernels read it at its own precision
  * and compute in the data tensor's (vo_compute_dtype); the output takes the
  * data tensor's dtype. */
-vo_status vo_expect_float_beside(const vo_exec *ex, int arg, const char *like_name,
-                                 vo_dtype like_dtype) {
+vo_status vo_expect_float_beside(const vo_exec *ex, int arg, vo_dtype like_dtype,
+                                 const char *like_name, ...) {
   vo_dtype dt = ex->inputs[arg].dtype;
   if (vo_dtype_is_float(dt)) return VO_OK;
+  char name[96];
+  va_list ap;
+  va_start(ap, like_name);
+  vsnprintf(name, sizeof name, like_name, ap);
+  va_end(ap);
   return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE,
                  "%s: %s must be float32, float64, float16 or bfloat16 (any floating dtype beside "
                  "%s's %s), got %s",
-                 ex->op_name, vo_arg_name(ex, arg), like_name, vo_dtype_name(like_dtype),
+                 ex->op_name, vo_arg_name(ex, arg), name, vo_dtype_name(like_dtype),
                  vo_dtype_name(dt));
 }
 
 vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like) {
-  return vo_expect_float_beside(ex, arg, vo_arg_name(ex, like), ex->inputs[like].dtype);
+  return vo_expect_float_beside(ex, arg, ex->inputs[like].dtype, "%s", vo_arg_name(ex, like));
 }
 
 vo_status vo_expect_dims4(const vo_exec *ex, int arg, const int64_t dims[4]) {

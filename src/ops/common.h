@@ -22,9 +22,14 @@ vo_status vo_expect_same_dtype(const vo_exec *ex, int arg, int like);
  * tensor of any precision beside data tensor `like` (SPEC section 5). */
 vo_status vo_expect_float_companion(const vo_exec *ex, int arg, int like);
 /* The same beside a data tensor that is not an argument of its own (a list
- * item, e.g. "features[0]"), named like_name, of dtype like_dtype. */
-vo_status vo_expect_float_beside(const vo_exec *ex, int arg, const char *like_name,
-                                 vo_dtype like_dtype);
+ * item, e.g. "features[0]") of dtype like_dtype, named by the printf format
+ * like_name and its arguments (formatted only for the message). */
+vo_status vo_expect_float_beside(const vo_exec *ex, int arg, vo_dtype like_dtype,
+                                 const char *like_name, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 /* Argument `arg` has the 4-D shape dims (all known; vo_expect_shape). */
 vo_status vo_expect_dims4(const vo_exec *ex, int arg, const int64_t dims[4]);
 /* Argument `arg` has dtype `dt`. */

@@ -4,7 +4,6 @@
  * pyramid, chosen as torchvision's MultiScaleRoIAlign chooses it.
  */
 #include <math.h>
-#include <stdio.h>
 
 #include "ops/common.h"
 
@@ -102,11 +101,9 @@ static vo_status vo_check_msra_common(vo_exec *ex, int features_arg, int rois_ar
   /* rois: any floating dtype beside the features (SPEC section 5); the
    * backward's grad has the features' dtype, as the forward's output. */
   const vo_dtype feat = ex->list_inputs[0].dtype;
-  if (!vo_dtype_is_float(ex->inputs[rois_arg].dtype)) { /* the message's name, only then */
-    char first_level[48];
-    snprintf(first_level, sizeof first_level, "%s[0]", vo_arg_name(ex, features_arg));
-    return vo_expect_float_beside(ex, rois_arg, first_level, feat);
-  }
+  if ((st = vo_expect_float_beside(ex, rois_arg, feat, "%s[0]", vo_arg_name(ex, features_arg))) !=
+      VO_OK)
+    return st;
   if (like >= 0 && ex->inputs[like].dtype != feat)
     return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must have the dtype of %s[0] (%s), got %s",
                    ex->op_name, vo_arg_name(ex, like), vo_arg_name(ex, features_arg),
