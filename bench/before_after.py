@@ -8,6 +8,7 @@ hit both alike. Prints a Markdown table of medians and the B/A time ratio
     /usr/bin/python3 bench/before_after.py BEFORE/libvisionops.so AFTER/libvisionops.so
 """
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -39,11 +40,18 @@ def main():
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--quick", action="store_true", help="the small cases of make bench --quick")
     p.add_argument("--filter", default="", help="only ops whose name contains this")
+    p.add_argument("--dcn", action="append", default=[], metavar="N,CIN,H,W,COUT",
+                   help="deform_conv2d's shape instead of make bench's (repeatable)")
     opts = p.parse_args()
     sizes = QUICK if opts.quick else Sizes()
+    if opts.dcn:
+        cases_of = [dataclasses.replace(sizes, dcn=tuple(int(v) for v in d.split(",")))
+                    for d in opts.dcn]
+    else:
+        cases_of = [sizes]
     libs = [Lib(opts.before), Lib(opts.after)]
     wanted = lambda op: opts.filter in op  # noqa: E731
-    cases = [all_cases(vo, sizes, wanted) for vo in libs]
+    cases = [[c for s in cases_of for c in all_cases(vo, s, wanted)] for vo in libs]
     cores = os.cpu_count() or 1
     print("| op | case | threads | before (ms) | after (ms) | after/before |")
     print("|---|---|---|---|---|---|")

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/deform_conv2d_geom.h"
 #include "cuda/deform_conv2d_math.cuh"
 
 extern "C" {
@@ -232,63 +233,61 @@ void check_deform(const dcn_case &t, DLDataType dt, vt_rng *rng, const char *des
     std::vector<double> fwd((size_t)(t.n * t.cout * plane)), gin_fast((size_t)(t.n * t.cin * hw));
     std::vector<double> gin_det(gin_fast.size());
     std::vector<T> gw((size_t)(t.cout * cgk), (T)0);
-    for (int64_t n = 0; n < t.n; n++) {
-      std::vector<T> acc_fast((size_t)(t.cin * hw), (T)0), acc_det(acc_fast);
-      for (int64_t p0 = 0; p0 < plane; p0 += t.tile) {
-        const int64_t len = std::min(t.tile, plane - p0);
-        a.n = n;
-        a.p0 = p0;
-        a.len = len;
-        std::vector<T> cols((size_t)(t.cin * taps * len)), obuf((size_t)(t.cout * len));
-        std::vector<T> gbuf(obuf.size()), dcol(cols.size());
-        for (int64_t i = 0; i < (int64_t)cols.size(); i++)
-          cols[(size_t)i] = D::im2col_at(a, input, offset, mask, i);
-        for (int64_t i = 0; i < (int64_t)gbuf.size(); i++) gbuf[(size_t)i] = D::grad_at(a, gr, i);
-        gemm_cm<T>(vo_dcn_gemm_forward(cgk, coutg, len, t.groups), cols.data(), wmat.data(), 0,
-                   obuf.data());
-        gemm_cm<T>(vo_dcn_gemm_grad_weight(cgk, coutg, len, t.groups), cols.data(), gbuf.data(), 1,
-                   gw.data());
-        gemm_cm<T>(vo_dcn_gemm_grad_cols(cgk, coutg, len, t.groups), gbuf.data(), wmat.data(), 0,
-                   dcol.data());
-        for (int64_t i = 0; i < t.cout * len; i++) {
-          const int64_t co = i / len, l = i % len;
-          const T b = bv.data ? D::load(static_cast<const S *>(bv.data), co * bv.stride[0]) : (T)0;
-          fwd[(size_t)((n * t.cout + co) * plane + p0 + l)] = stored(obuf[(size_t)i] + b, dt);
-        }
-        for (int64_t i = 0; i < (int64_t)dcol.size(); i++)
-          D::col2im_at(a, offset, mask, dcol.data(), i, acc_fast.data());
-        // The deterministic col2im: keys, stable sort, runs, gather.
-        for (int64_t g = 0; g < t.og; g++) {
-          std::vector<std::pair<unsigned long long, uint32_t>> e((size_t)(4 * taps * len));
-          for (int64_t i = 0; i < taps * len; i++) {
-            int64_t k[4];
-            D::col2im_keys_at(a, offset, mask, g, i, k);
-            for (int j = 0; j < 4; j++)
-              e[(size_t)(4 * i + j)] = {(unsigned long long)k[j], (uint32_t)(4 * i + j)};
-          }
-          std::stable_sort(
-              e.begin(), e.end(),
-              [](const std::pair<unsigned long long, uint32_t> &x,
-                 const std::pair<unsigned long long, uint32_t> &y) { return x.first < y.first; });
-          std::vector<uint32_t> vals(e.size()), begin((size_t)hw, 0), end((size_t)hw, 0);
-          for (size_t i = 0; i < e.size(); i++) {
-            vals[i] = e[i].second;
-            const unsigned long long k = e[i].first;
-            if (k == (unsigned long long)hw) continue;
-            if (i == 0 || e[i - 1].first != k) begin[k] = (uint32_t)i;
-            if (i + 1 == e.size() || e[i + 1].first != k) end[k] = (uint32_t)(i + 1);
-          }
-          for (int64_t i = 0; i < per_og * hw; i++) {
-            const int64_t c = g * per_og + i / hw, q = i % hw;
-            if (begin[(size_t)q] < end[(size_t)q])
-              D::col2im_gather_at(a, offset, mask, dcol.data(), c, vals.data(), begin[(size_t)q],
-                                  end[(size_t)q], acc_det.data() + c * hw + q);
-          }
-        }
+    // The driver's walk: the images' gradients accumulate in per-tile
+    // buffers (as the half types' float32 images) stored as tiles complete.
+    std::vector<T> acc_fast, acc_det;
+    while (vo_dcn_next_tile(&a, t.tile)) {
+      const int64_t len = a.len, images = vo_k_dcn_tile_images(&a), keys = images * hw;
+      if (a.p0 == 0) {
+        acc_fast.assign((size_t)(images * t.cin * hw), (T)0);
+        acc_det = acc_fast;
       }
-      for (int64_t i = 0; i < t.cin * hw; i++) {
-        gin_fast[(size_t)(n * t.cin * hw + i)] = stored(acc_fast[(size_t)i], dt);
-        gin_det[(size_t)(n * t.cin * hw + i)] = stored(acc_det[(size_t)i], dt);
+      std::vector<T> cols((size_t)(t.cin * taps * len)), obuf((size_t)(t.cout * len));
+      std::vector<T> gbuf(obuf.size()), dcol(cols.size());
+      for (int64_t i = 0; i < (int64_t)cols.size(); i++)
+        cols[(size_t)i] = D::im2col_at(a, input, offset, mask, i);
+      for (int64_t i = 0; i < (int64_t)gbuf.size(); i++) gbuf[(size_t)i] = D::grad_at(a, gr, i);
+      gemm_cm<T>(vo_dcn_gemm_forward(cgk, coutg, len, t.groups), cols.data(), wmat.data(), 0,
+                 obuf.data());
+      gemm_cm<T>(vo_dcn_gemm_grad_weight(cgk, coutg, len, t.groups), cols.data(), gbuf.data(), 1,
+                 gw.data());
+      gemm_cm<T>(vo_dcn_gemm_grad_cols(cgk, coutg, len, t.groups), gbuf.data(), wmat.data(), 0,
+                 dcol.data());
+      for (int64_t i = 0; i < t.cout * len; i++) {
+        const int64_t co = i / len, q = a.p0 + i % len, n = a.n + q / plane;
+        const T b = bv.data ? D::load(static_cast<const S *>(bv.data), co * bv.stride[0]) : (T)0;
+        fwd[(size_t)((n * t.cout + co) * plane + q % plane)] = stored(obuf[(size_t)i] + b, dt);
+      }
+      for (int64_t i = 0; i < (int64_t)dcol.size(); i++)
+        D::col2im_at(a, offset, mask, dcol.data(), i, acc_fast.data());
+      // The deterministic col2im: keys, stable sort, runs, gather.
+      for (int64_t g = 0; g < t.og; g++) {
+        std::vector<std::pair<unsigned long long, uint32_t>> e((size_t)(4 * taps * len));
+        for (int64_t i = 0; i < taps * len; i++) {
+          int64_t k[4];
+          D::col2im_keys_at(a, offset, mask, g, i, k);
+          for (int j = 0; j < 4; j++)
+            e[(size_t)(4 * i + j)] = {(unsigned long long)k[j], (uint32_t)(4 * i + j)};
+        }
+        std::stable_sort(
+            e.begin(), e.end(),
+            [](const std::pair<unsigned long long, uint32_t> &x,
+               const std::pair<unsigned long long, uint32_t> &y) { return x.first < y.first; });
+        std::vector<uint32_t> vals(e.size()), begin((size_t)keys, 0), end((size_t)keys, 0);
+        for (size_t i = 0; i < e.size(); i++) {
+          vals[i] = e[i].second;
+          const unsigned long long k = e[i].first;
+          if (k == (unsigned long long)keys) continue;
+          if (i == 0 || e[i - 1].first != k) begin[k] = (uint32_t)i;
+          if (i + 1 == e.size() || e[i + 1].first != k) end[k] = (uint32_t)(i + 1);
+        }
+        for (int64_t i = 0; i < per_og * keys; i++)
+          D::col2im_gather_item_at(a, offset, mask, dcol.data(), g, vals.data(), begin.data(),
+                                   end.data(), i, acc_det.data());
+      }
+      for (int64_t i = 0; i < vo_dcn_tile_completes(&a) * t.cin * hw; i++) {
+        gin_fast[(size_t)(a.n * t.cin * hw + i)] = stored(acc_fast[(size_t)i], dt);
+        gin_det[(size_t)(a.n * t.cin * hw + i)] = stored(acc_det[(size_t)i], dt);
       }
     }
     std::vector<double> gwd(gw.size());
@@ -327,9 +326,16 @@ void deform_suite(DLDataType dt, uint64_t seed) {
     t.mask = it % 2 == 0;
     t.bias = it % 3 != 2;
     t.strided = it % 4 == 1;
+    // parts of an image, or (when it is small) 1 to 3 whole images
     t.tile = 1 + vt_rng_int(&rng, 7);
     if (t.h + 2 * t.ph < t.dh * (t.kh - 1) + 1) t.ph = t.dh * (t.kh - 1);
     if (t.w + 2 * t.pw < t.dw * (t.kw - 1) + 1) t.pw = t.dw * (t.kw - 1);
+    if (it % 3 == 0) {
+      t.n = 2 + vt_rng_int(&rng, 4);
+      const int64_t ho = (t.h + 2 * t.ph - (t.dh * (t.kh - 1) + 1)) / t.sh + 1;
+      const int64_t wo = (t.w + 2 * t.pw - (t.dw * (t.kw - 1) + 1)) / t.sw + 1;
+      t.tile = ho * wo * (1 + vt_rng_int(&rng, 3));
+    }
     char desc[512];
     snprintf(
         desc, sizeof desc,

@@ -460,6 +460,80 @@ static void tiny_workspace(void) {
   vo_context_destroy(tiny);
 }
 
+/* Tiles of several images (a tile takes whole small images together, as many
+ * as the workspace holds, fewer at the batch's end) give what tiles of part
+ * of one image give, forward and backward, in every dtype: a sweep of
+ * workspace limits from a few columns per tile to the whole batch in one
+ * (the half types' float32 accumulators then hold several images). */
+static void tiles_of_several_images(void) {
+  static const size_t limits[] = {6000,  12000, 24000, 36000,  48000,  64000,
+                                  80000, 96000, 128000, 160000, 1 << 20};
+  const int nlim = (int)(sizeof limits / sizeof limits[0]);
+  for (int d = 0; d < NUM_DTYPES; d++) {
+    const DLDataType dt = *dtypes[d];
+    vt_rng rng;
+    vt_rng_seed(&rng, 11 + (uint64_t)d);
+    problem p = unusual(5);
+    p.has_mask = p.has_bias = 1;
+    fill_random(&p, dt, &rng);
+    double *want = calloc((size_t)n_out(&p), sizeof(double));
+    double *mag = calloc((size_t)n_out(&p), sizeof(double));
+    double *got = calloc((size_t)n_out(&p), sizeof(double));
+    double *grad = calloc((size_t)n_out(&p), sizeof(double));
+    for (int64_t i = 0; i < n_out(&p); i++) grad[i] = vt_round_to(dt, vt_rng_uniform(&rng, -1, 1));
+    ref_forward(&p, 0, want, mag);
+    grads first = grads_new(&p), g = grads_new(&p);
+    int have_first = 0, ran = 0;
+    const double tol = tol_of(dt) * 4;
+    for (int k = 0; k < nlim; k++) {
+      vo_context *ctx = NULL;
+      CHECK_STATUS(vo_context_create(&ctx), VO_OK);
+      CHECK_STATUS(vo_context_set_num_threads(ctx, 1 + k % 2), VO_OK);
+      CHECK_STATUS(vo_context_set_workspace_limit(ctx, limits[k]), VO_OK);
+      char what[160];
+      const vo_status fs = run_forward(ctx, &p, dt, k % 3 == 1, got);
+      if (fs == VO_ERROR_OUT_OF_MEMORY) { /* not one column fits: the sweep's start */
+        CHECK_ERROR_HAS("workspace limit");
+        vo_context_destroy(ctx);
+        continue;
+      }
+      ran++;
+      snprintf(what, sizeof what, "several images %s limit %zu forward", vt_dtype_name(dt),
+               limits[k]);
+      if (CHECK_STATUS(fs, VO_OK)) compare(what, got, want, mag, n_out(&p), tol_of(dt));
+      if (CHECK_STATUS(run_backward(ctx, &p, dt, k % 3 == 2, grad, &g), VO_OK)) {
+        if (!have_first) {
+          grads_free(&first);
+          first = g;
+          g = grads_new(&p);
+          have_first = 1;
+        } else {
+          const double *gv[5] = {g.gx, g.gw, g.goff, g.gmask, g.gbias};
+          const double *fv[5] = {first.gx, first.gw, first.goff, first.gmask, first.gbias};
+          const int64_t counts[5] = {n_x(&p), n_w(&p), n_off(&p), n_mask(&p), p.cout};
+          static const char *const names[5] = {"grad_input", "grad_weight", "grad_offset",
+                                               "grad_mask", "grad_bias"};
+          for (int j = 0; j < 5; j++) {
+            snprintf(what, sizeof what, "several images %s limit %zu %s", vt_dtype_name(dt),
+                     limits[k], names[j]);
+            compare(what, gv[j], fv[j], NULL, counts[j], tol);
+          }
+        }
+      }
+      vo_context_destroy(ctx);
+    }
+    CHECK_MSG(ran >= nlim - 2, "several images %s: only %d of %d limits ran", vt_dtype_name(dt),
+              ran, nlim);
+    grads_free(&first);
+    grads_free(&g);
+    free(want);
+    free(mag);
+    free(got);
+    free(grad);
+    free_problem(&p);
+  }
+}
+
 /* NaN offsets sample zero and crash nothing. */
 static void nan_offsets(void) {
   vt_rng rng;
@@ -621,6 +695,7 @@ int main(void) {
   plain_convolution();
   backward_vs_finite_differences(ctxs, 3);
   tiny_workspace();
+  tiles_of_several_images();
   nan_offsets();
   empty_shapes();
   errors();

@@ -309,6 +309,22 @@ static void check_case(const dcn_case *k, DLDataType dt, uint64_t seed) {
       if (det[0][i] && det[r][i]) identical(what, det[0][i], det[r][i]);
   }
   for (int r = 0; r < 3; r++) free_all(det[r]);
+  /* Tiles of whole images, fewer than the batch (several small images to a
+   * product, the last tile shorter): limits from the tiled one up. */
+  for (size_t limit = tiled_limit * 3 / 2; k->n > 2 && limit < tiled_limit * 40;
+       limit = limit * 3 / 2) {
+    for (int d = 0; d < 2; d++) {
+      vo_context *ctx = NULL;
+      if (!CHECK_STATUS(vo_context_create(&ctx), VO_OK)) die("vo_context_create");
+      CHECK_STATUS(vo_context_set_workspace_limit(ctx, limit), VO_OK);
+      CHECK_STATUS(vo_context_set_deterministic(ctx, d), VO_OK);
+      snprintf(what, sizeof what, "%s, %zu-byte workspace%s", label, limit,
+               d ? ", deterministic" : "");
+      check_call(&c, ctx, what, got);
+      free_all(got);
+      vo_context_destroy(ctx);
+    }
+  }
   check_too_small(&c, label);
   vo_context_destroy(tiled);
   vo_context_destroy(tiled_det);
@@ -354,6 +370,7 @@ int main(int argc, char **argv) {
   static const dcn_case cases[] = {
       {"groups 2, offset groups 3, mask, bias", 2, 6, 9, 11, 8, 3, 2, 1, 2, 1, 1, 1, 2, 2, 3, 1, 1},
       {"no mask, no bias", 1, 4, 7, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+      {"5 small images, offset groups 2, mask", 5, 4, 4, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1},
   };
   const DLDataType dts[] = {vt_f32, vt_f64, vt_f16, vt_bf16};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)

@@ -1,6 +1,7 @@
 /*
  * The portable deform_conv2d math's view of a call (kernels/deform_conv2d.h's
- * vo_k_dcn_geom) made from its params, for the CPU and CUDA backends alike.
+ * vo_k_dcn_geom) made from its params, and the walk over its column tiles,
+ * for every backend alike.
  */
 #ifndef VISIONOPS_DEFORM_CONV2D_GEOM_H
 #define VISIONOPS_DEFORM_CONV2D_GEOM_H
@@ -45,6 +46,52 @@ static inline vo_k_dcn_geom vo_dcn_geom_of(const vo_deform_conv2d_params *p) {
   a.has_mask = p->mask != NULL;
   a.has_bias = p->bias != NULL;
   return a;
+}
+
+/* The devices' (CUDA, OpenCL) tiles of small images are this many columns
+ * wide or more: enough work items per launch and products wide enough to
+ * fill a GPU, where one 7x7 image's product is 49 columns. */
+#define VO_DCN_DEVICE_COLUMNS 4096
+
+/* How many whole images a tile should hold so that its products are at
+ * least `columns` wide (small images: one image's product is too narrow to
+ * run a GEMM at speed); at most the batch and INT32_MAX columns (BLAS
+ * sizes are int), at least 1. */
+static inline int64_t vo_dcn_images_wanted(const vo_deform_conv2d_params *p, int64_t columns) {
+  const int64_t plane = p->out_h * p->out_w;
+  if (plane <= 0) return 1;
+  int64_t k = (columns + plane - 1) / plane;
+  if (k > p->batch) k = p->batch;
+  if (k > INT32_MAX / plane) k = INT32_MAX / plane;
+  return k < 1 ? 1 : k;
+}
+
+/* Moves a to the call's next column tile of at most `tile` columns: the
+ * next part of the current image while tile is under the plane, else the
+ * next tile / plane whole images (fewer at the end of the batch). Start from
+ * vo_dcn_geom_of's empty tile; 0 after the last. */
+static inline int vo_dcn_next_tile(vo_k_dcn_geom *a, int64_t tile) {
+  const int64_t plane = a->out_h * a->out_w;
+  if (plane <= 0 || tile < 1) return 0;
+  const int64_t q = a->p0 + a->len;
+  a->n += q / plane;
+  a->p0 = q % plane;
+  if (a->n >= a->batch) return 0;
+  if (tile >= plane) {
+    const int64_t k = tile / plane < a->batch - a->n ? tile / plane : a->batch - a->n;
+    a->len = k * plane;
+  } else {
+    a->len = plane - a->p0 < tile ? plane - a->p0 : tile;
+  }
+  return 1;
+}
+
+/* How many images the current tile completes (its last column is their
+ * last pixel), counted from a->n: what a backward accumulating the input
+ * gradient apart can now store. */
+static inline int64_t vo_dcn_tile_completes(const vo_k_dcn_geom *a) {
+  const int64_t plane = a->out_h * a->out_w, end = a->p0 + a->len;
+  return end % plane == 0 ? end / plane : 0;
 }
 
 #endif /* VISIONOPS_DEFORM_CONV2D_GEOM_H */

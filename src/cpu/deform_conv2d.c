@@ -2,7 +2,8 @@
  * CPU deform_conv2d: deformable im2col / col2im (the per-element math of
  * kernels/deform_conv2d.h, scheduled over OpenMP threads) around OpenBLAS
  * matrix products (or, built without it, cpu/gemm.c's), on column tiles sized
- * to the workspace limit. The per-dtype driver is cpu/deform_conv2d.inc.
+ * to the workspace limit, several small images to a tile. The per-dtype
+ * driver is cpu/deform_conv2d.inc.
  */
 #include <math.h>
 #include <pthread.h>
@@ -45,37 +46,59 @@ static void vo_dcn_blas_serial(void) {}
 static void vo_dcn_blas_restore(void) {}
 #endif
 
-/* Columns per tile so that `fixed` + `per_col` * L elements of `elem` bytes
- * stay under the workspace limit; 0 when not even one column fits. */
-static int64_t vo_dcn_tile(const vo_exec *ex, int64_t fixed, int64_t per_col, size_t elem) {
+/* Small images take a tile together until it is this many columns wide:
+ * wider products keep both threads of a GEMM busy, narrower tiles keep the
+ * columns in cache (256 was the best of 1 image, 256, 512, 1,024 and 4,096
+ * columns: bench/RESULTS.md, "deform_conv2d: tiles of several images"). */
+#define VO_DCN_CPU_COLUMNS 256
+
+/* Columns per tile so that `fixed` + `per_col` * L elements, plus
+ * `per_image` for each image the tile holds, of `elem` bytes stay under the
+ * workspace limit: a part of one image when a whole one does not fit, else
+ * whole images, as many as vo_dcn_images_wanted asks and the limit allows.
+ * 0 when not even one column fits. */
+static int64_t vo_dcn_tile(const vo_exec *ex, int64_t fixed, int64_t per_col, int64_t per_image,
+                           size_t elem) {
+  const vo_deform_conv2d_params *p = &ex->p.deform_conv2d;
   const int64_t budget = (int64_t)(ex->ctx->workspace_limit / elem);
-  const int64_t plane = ex->p.deform_conv2d.out_h * ex->p.deform_conv2d.out_w;
+  const int64_t plane = p->out_h * p->out_w;
   if (per_col == 0) return plane; /* no channels: nothing to tile */
-  if (budget < fixed + per_col) return 0;
-  int64_t l = (budget - fixed) / per_col;
+  if (budget < fixed + per_image + per_col) return 0;
+  int64_t l = (budget - fixed - per_image) / per_col;
   if (l > INT32_MAX) l = INT32_MAX; /* BLAS takes int sizes */
-  return l < plane ? l : plane;
+  if (l < plane) return l;
+  /* per_col * plane <= budget here, so the product does not overflow */
+  int64_t k = (budget - fixed) / (per_col * plane + per_image);
+  const int64_t want = vo_dcn_images_wanted(p, VO_DCN_CPU_COLUMNS);
+  if (k > want) k = want;
+  return (k < 1 ? 1 : k) * plane;
 }
 
-static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t fixed, int64_t per_col, size_t elem) {
-  const int64_t need = (fixed + per_col) * (int64_t)elem;
+/* Images a tile of `tile` columns holds at most. */
+static int64_t vo_dcn_tile_images_max(const vo_exec *ex, int64_t tile) {
+  const int64_t plane = ex->p.deform_conv2d.out_h * ex->p.deform_conv2d.out_w;
+  return plane > 0 && tile > plane ? tile / plane : 1;
+}
+
+static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t need_elems, size_t elem) {
+  const int64_t need = need_elems * (int64_t)elem;
   return vo_fail(VO_ERROR_OUT_OF_MEMORY,
                  "%s: workspace limit %zu bytes is below the %lld bytes one output column needs",
                  ex->op_name, ex->ctx->workspace_limit, (long long)need);
 }
 
-/* The workspace for the largest tile the limit allows (*tile columns):
- * `fixed` + `per_col` * tile elements of `elem` bytes. NULL, the error set,
- * when not even one column fits or the allocation fails. */
-static void *vo_dcn_workspace(const vo_exec *ex, int64_t fixed, int64_t per_col, size_t elem,
-                              int64_t *tile) {
-  *tile = vo_dcn_tile(ex, fixed, per_col, elem);
+/* The workspace for the largest tile the limit allows (*tile columns, as
+ * vo_dcn_tile chooses). NULL, the error set, when not even one column fits
+ * or the allocation fails. */
+static void *vo_dcn_workspace(const vo_exec *ex, int64_t fixed, int64_t per_col, int64_t per_image,
+                              size_t elem, int64_t *tile) {
+  *tile = vo_dcn_tile(ex, fixed, per_col, per_image, elem);
   if (*tile < 1) {
-    (void)vo_dcn_too_small(ex, fixed, per_col, elem);
+    (void)vo_dcn_too_small(ex, fixed + per_col + per_image, elem);
     return NULL;
   }
-  return vo_workspace_alloc(ex->ctx, ex->device, (size_t)(fixed + per_col * *tile) * elem,
-                            ex->op_name);
+  const int64_t elems = fixed + per_col * *tile + per_image * vo_dcn_tile_images_max(ex, *tile);
+  return vo_workspace_alloc(ex->ctx, ex->device, (size_t)elems * elem, ex->op_name);
 }
 
 /* Each compute type's BLAS product, for deform_conv2d.inc's VO_TN(vo_dcn_blas). */

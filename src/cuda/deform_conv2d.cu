@@ -1,7 +1,8 @@
 // CUDA deform_conv2d and deform_conv2d_backward: deformable im2col / col2im
 // kernels (the portable math of kernels/deform_conv2d.h) around cuBLAS
 // products (loaded at first use, cuda/cublas_loader.cuh), on column tiles of
-// output pixels sized to the context's workspace limit, as the CPU backend.
+// output pixels sized to the context's workspace limit, as the CPU backend:
+// part of one image, or several small images to a product.
 // Half types compute in float32. The backward's col2im is atomic, or in a
 // deterministic context a stable sort of every contribution by its target
 // followed by a fixed-order gather (the CPU's summation order).
@@ -42,7 +43,7 @@ __global__ void im2col_kernel(vo_k_dcn_geom a, const typename D::S *input,
   VO_CUDA_GRID_STRIDE(i, n) { cols[i] = D::im2col_at(a, input, offset, mask, i); }
 }
 
-// out[n, co, p0 + l] = obuf[co, l] + bias[co].
+// out[image, co, pixel] of column l = obuf[co, l] + bias[co].
 template <typename D>
 __global__ void epilogue_kernel(vo_k_dcn_geom a, const typename D::T *obuf,
                                 const typename D::S *bias, int64_t n, typename D::S *out) {
@@ -92,18 +93,16 @@ __global__ void segments_kernel(const unsigned long long *keys, int64_t n, unsig
   }
 }
 
-// One thread per (channel of offset group g, plane element): the element's
-// contributions in sorted order, added to acc (the image's [Cin, H, W]).
+// One thread per (channel of offset group g, plane element of the tile's
+// images): the element's contributions in sorted order, added to acc (the
+// images' [Cin, H, W]).
 template <typename D>
 __global__ void col2im_gather_kernel(vo_k_dcn_geom a, const typename D::S *offset,
                                      const typename D::S *mask, const typename D::T *dcol,
                                      int64_t g, const uint32_t *vals, const uint32_t *begin,
                                      const uint32_t *end, int64_t n, typename D::T *acc) {
-  const int64_t hw = a.height * a.width, per_og = a.in_channels / a.offset_groups;
   VO_CUDA_GRID_STRIDE(i, n) {
-    const int64_t c = g * per_og + i / hw, q = i % hw;
-    const int64_t b = begin[q], e = end[q];
-    if (b < e) D::col2im_gather_at(a, offset, mask, dcol, c, vals, b, e, acc + c * hw + q);
+    D::col2im_gather_item_at(a, offset, mask, dcol, g, vals, begin, end, i, acc);
   }
 }
 
@@ -218,6 +217,27 @@ int64_t choose_tile(size_t limit, int64_t cap, F bytes) {
   return lo;
 }
 
+// The tile length: the largest part of one image whose workspace fits or,
+// when a whole image fits, as many whole images as vo_dcn_images_wanted asks
+// (VO_DCN_DEVICE_COLUMNS) and the limit allows; at most cap columns. 0 when
+// not even one column fits.
+template <typename F>
+int64_t choose_tile_images(const vo_deform_conv2d_params &p, size_t limit, int64_t cap, F bytes) {
+  const int64_t plane = p.out_h * p.out_w;
+  const int64_t tile = choose_tile(limit, cap < plane ? cap : plane, bytes);
+  if (tile < plane) return tile;
+  int64_t k = vo_dcn_images_wanted(&p, VO_DCN_DEVICE_COLUMNS);
+  if (k > cap / plane) k = cap / plane;
+  if (k <= 1) return tile;
+  return plane * choose_tile(limit, k, [&](int64_t m) { return bytes(m * plane); });
+}
+
+// Images a tile of len columns holds at most.
+int64_t images_of(const vo_deform_conv2d_params &p, int64_t len) {
+  const int64_t plane = p.out_h * p.out_w;
+  return plane > 0 && len > plane ? len / plane : 1;
+}
+
 // The tensors' first elements as D's storage type (NULL without the tensor).
 template <typename D>
 typename D::S *addr(const vo_view *v) {
@@ -252,7 +272,7 @@ struct run_forward {
     const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
     vo_k_dcn_geom a = vo_dcn_geom_of(&p);
     const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
-    const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
+    const int64_t coutg = p.out_channels / p.groups;
     if (p.out->numel == 0) return VO_OK;
     const size_t limit = ex->ctx->workspace_limit, cbws = cublas_workspace(limit);
     auto bytes = [&](int64_t len) {
@@ -263,7 +283,7 @@ struct run_forward {
       c.take<char>(cbws);
       return c.used;
     };
-    const int64_t tile = choose_tile(limit, plane < INT32_MAX ? plane : INT32_MAX, bytes);
+    const int64_t tile = choose_tile_images(p, limit, INT32_MAX, bytes);
     if (tile < 1) return too_small(ex, bytes(1));
     vo_cuda_workspace ws(ex);
     char *base = static_cast<char *>(ws.alloc(bytes(tile)));
@@ -282,27 +302,21 @@ struct run_forward {
     if (product && (st = vo_cublas_bind(ex, stream, cublas_ws, cbws, &h)) != VO_OK) return st;
     const typename D::S *input = addr<D>(p.input), *offset = addr<D>(p.offset);
     const typename D::S *mask = addr<D>(p.mask);
-    for (int64_t n = 0; n < p.batch; n++) {
-      for (int64_t p0 = 0; p0 < plane; p0 += tile) {
-        const int64_t len = plane - p0 < tile ? plane - p0 : tile;
-        a.n = n;
-        a.p0 = p0;
-        a.len = len;
-        VO_DCN_LAUNCH(im2col_kernel<D>, p.in_channels * taps * len, a, input, offset, mask,
-                      p.in_channels * taps * len, cols);
-        if (product) {
-          // row-major obuf_g[coutg, len] = W_g[coutg, cgk] * cols_g[cgk, len]
-          st =
-              run_gemm(ex, h, vo_dcn_gemm_forward(cgk, coutg, len, p.groups), cols, wt, (T)0, obuf);
-          if (st != VO_OK) return st;
-        } else {
-          st = vo_cuda_check(
-              ex, cudaMemsetAsync(obuf, 0, (size_t)(p.out_channels * len) * sizeof(T), stream));
-          if (st != VO_OK) return st;
-        }
-        VO_DCN_LAUNCH(epilogue_kernel<D>, p.out_channels * len, a, obuf, addr<D>(p.bias),
-                      p.out_channels * len, addr<D>(p.out));
+    while (vo_dcn_next_tile(&a, tile)) {
+      const int64_t len = a.len;
+      VO_DCN_LAUNCH(im2col_kernel<D>, p.in_channels * taps * len, a, input, offset, mask,
+                    p.in_channels * taps * len, cols);
+      if (product) {
+        // row-major obuf_g[coutg, len] = W_g[coutg, cgk] * cols_g[cgk, len]
+        st = run_gemm(ex, h, vo_dcn_gemm_forward(cgk, coutg, len, p.groups), cols, wt, (T)0, obuf);
+        if (st != VO_OK) return st;
+      } else {
+        st = vo_cuda_check(
+            ex, cudaMemsetAsync(obuf, 0, (size_t)(p.out_channels * len) * sizeof(T), stream));
+        if (st != VO_OK) return st;
       }
+      VO_DCN_LAUNCH(epilogue_kernel<D>, p.out_channels * len, a, obuf, addr<D>(p.bias),
+                    p.out_channels * len, addr<D>(p.out));
     }
     return VO_OK;
   }
@@ -317,19 +331,24 @@ struct run_backward {
     const vo_deform_conv2d_params &p = ex->p.deform_conv2d;
     vo_k_dcn_geom a = vo_dcn_geom_of(&p);
     const int64_t taps = p.kernel_h * p.kernel_w, cgk = p.in_channels / p.groups * taps;
-    const int64_t coutg = p.out_channels / p.groups, plane = p.out_h * p.out_w;
+    const int64_t coutg = p.out_channels / p.groups;
     const int64_t og = p.offset_groups, per_og = p.in_channels / og;
     const int64_t hw = p.height * p.width, in_plane = p.in_channels * hw;
     const bool direct = sizeof(S) != 2;  // float32/64 accumulate in grad_input itself
     const bool det = ex->ctx->deterministic != 0;
     const bool col2im = p.in_channels > 0 && hw > 0;
     const size_t limit = ex->ctx->workspace_limit, cbws = cublas_workspace(limit);
-    int key_bits = 1;  // keys are plane indices or the sentinel hw
-    while (key_bits < 63 && ((int64_t)1 << key_bits) <= hw) key_bits++;
+    // The bits of a tile of len columns' keys: plane elements of its images
+    // or the sentinel images * hw.
+    auto key_bits_of = [&](int64_t len) {
+      int bits = 1;
+      while (bits < 63 && ((int64_t)1 << bits) <= images_of(p, len) * hw) bits++;
+      return bits;
+    };
 
-    // CUB's scratch for sorting `items` (key, entry) pairs; 0 on failure,
-    // which the sort itself then reports.
-    auto sort_temp = [&](int64_t items) {
+    // CUB's scratch for sorting `items` (key, entry) pairs of key_bits bits;
+    // 0 on failure, which the sort itself then reports.
+    auto sort_temp = [&](int64_t items, int key_bits) {
       size_t temp = 0;
       cub::DoubleBuffer<unsigned long long> k(nullptr, nullptr);
       cub::DoubleBuffer<uint32_t> v(nullptr, nullptr);
@@ -342,30 +361,32 @@ struct run_backward {
     };
     auto bytes = [&](int64_t len) {
       carver c = carver::sizing();
-      const int64_t entries = 4 * taps * len;
-      c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));         // wt
-      c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));         // gw
-      c.take<float>(direct ? 0 : (size_t)in_plane * sizeof(float));  // acc
-      c.take<T>((size_t)(p.out_channels * len) * sizeof(T));         // gbuf
-      c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));   // cols
-      c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));   // dcol
-      c.take<char>(cbws);                                            // cuBLAS
+      const int64_t entries = 4 * taps * len, images = images_of(p, len);
+      c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));                    // wt
+      c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));                    // gw
+      c.take<float>(direct ? 0 : (size_t)(images * in_plane) * sizeof(float));  // acc
+      c.take<T>((size_t)(p.out_channels * len) * sizeof(T));                    // gbuf
+      c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));              // cols
+      c.take<T>((size_t)(p.in_channels * taps * len) * sizeof(T));              // dcol
+      c.take<char>(cbws);                                                       // cuBLAS
       if (det && col2im) {
         c.take<unsigned long long>((size_t)entries * 8);  // keys, double-buffered
         c.take<unsigned long long>((size_t)entries * 8);
         c.take<uint32_t>((size_t)entries * 4);  // entry ids, double-buffered
         c.take<uint32_t>((size_t)entries * 4);
-        c.take<uint32_t>((size_t)hw * 4);  // run begin / end per target
-        c.take<uint32_t>((size_t)hw * 4);
-        c.take<char>(sort_temp(entries));
+        c.take<uint32_t>((size_t)(images * hw) * 4);  // run begin / end per target
+        c.take<uint32_t>((size_t)(images * hw) * 4);
+        c.take<char>(sort_temp(entries, key_bits_of(len)));
       }
       return c.used;
     };
-    int64_t cap = plane < INT32_MAX ? plane : INT32_MAX;
+    int64_t cap = INT32_MAX;  // cuBLAS's int sizes; the entry ids are 32-bit
     if (det && cap > (int64_t)(UINT32_MAX / 4) / taps) cap = (int64_t)(UINT32_MAX / 4) / taps;
     if (cap < 1) cap = 1;
-    const int64_t tile = choose_tile(limit, cap, bytes);
+    const int64_t tile = choose_tile_images(p, limit, cap, bytes);
     if (tile < 1) return too_small(ex, bytes(1));
+    const int64_t max_images = images_of(p, tile);
+    const int key_bits = key_bits_of(tile);
     vo_cuda_workspace ws(ex);
     char *base = static_cast<char *>(ws.alloc(bytes(tile)));
     if (!base) return VO_ERROR_OUT_OF_MEMORY;
@@ -373,7 +394,7 @@ struct run_backward {
     carver c = carver::over(base);
     T *wt = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
     T *gw = c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));
-    float *acc_ws = c.take<float>(direct ? 0 : (size_t)in_plane * sizeof(float));
+    float *acc_ws = c.take<float>(direct ? 0 : (size_t)(max_images * in_plane) * sizeof(float));
     T *gbuf = c.take<T>((size_t)(p.out_channels * tile) * sizeof(T));
     T *cols = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
     T *dcol = c.take<T>((size_t)(p.in_channels * taps * tile) * sizeof(T));
@@ -387,9 +408,9 @@ struct run_backward {
       keys1 = c.take<unsigned long long>((size_t)max_entries * 8);
       vals0 = c.take<uint32_t>((size_t)max_entries * 4);
       vals1 = c.take<uint32_t>((size_t)max_entries * 4);
-      run_begin = c.take<uint32_t>((size_t)hw * 4);
-      run_end = c.take<uint32_t>((size_t)hw * 4);
-      sort_bytes = sort_temp(max_entries);
+      run_begin = c.take<uint32_t>((size_t)(max_images * hw) * 4);
+      run_end = c.take<uint32_t>((size_t)(max_images * hw) * 4);
+      sort_bytes = sort_temp(max_entries, key_bits);
       sort_ws = c.take<char>(sort_bytes);
     }
 
@@ -419,66 +440,62 @@ struct run_backward {
     const S *grad = addr<D>(p.grad), *input = addr<D>(p.input), *offset = addr<D>(p.offset);
     const S *mask = addr<D>(p.mask);
     S *grad_offset = addr<D>(p.grad_offset), *grad_mask = addr<D>(p.grad_mask);
-    for (int64_t n = 0; n < p.batch; n++) {
-      T *acc =
-          direct ? reinterpret_cast<T *>(grad_input) + n * in_plane : reinterpret_cast<T *>(acc_ws);
-      if (!direct && in_plane > 0) {
-        st =
-            vo_cuda_check(ex, cudaMemsetAsync(acc_ws, 0, (size_t)in_plane * sizeof(float), stream));
+    while (vo_dcn_next_tile(&a, tile)) {
+      const int64_t len = a.len, rows = p.in_channels * taps * len;
+      const int64_t images = vo_k_dcn_tile_images(&a), keys = images * hw;
+      // float32/64 accumulate in grad_input's images from a.n, the half
+      // types in float32 images of the workspace, zeroed as an image begins
+      // and stored once the tile completes it
+      T *acc = direct ? reinterpret_cast<T *>(grad_input) + a.n * in_plane
+                      : reinterpret_cast<T *>(acc_ws);
+      if (!direct && a.p0 == 0 && in_plane > 0) {
+        st = vo_cuda_check(
+            ex, cudaMemsetAsync(acc_ws, 0, (size_t)(images * in_plane) * sizeof(float), stream));
         if (st != VO_OK) return st;
       }
-      for (int64_t p0 = 0; p0 < plane; p0 += tile) {
-        const int64_t len = plane - p0 < tile ? plane - p0 : tile;
-        const int64_t rows = p.in_channels * taps * len;
-        a.n = n;
-        a.p0 = p0;
-        a.len = len;
-        VO_DCN_LAUNCH((matrix_kernel<D, true>), p.out_channels * len, a, grad, p.out_channels * len,
-                      gbuf);
-        VO_DCN_LAUNCH(im2col_kernel<D>, rows, a, input, offset, mask, rows, cols);
-        if (product) {
-          // row-major gw_g[coutg, cgk] += gbuf_g[coutg, len] * cols_g[cgk, len]^T
-          st = run_gemm(ex, h, vo_dcn_gemm_grad_weight(cgk, coutg, len, p.groups), cols, gbuf, (T)1,
-                        gw);
-          if (st != VO_OK) return st;
-          // row-major dcol_g[cgk, len] = W_g[coutg, cgk]^T * gbuf_g[coutg, len]
-          st = run_gemm(ex, h, vo_dcn_gemm_grad_cols(cgk, coutg, len, p.groups), gbuf, wt, (T)0,
-                        dcol);
-          if (st != VO_OK) return st;
-        } else if (rows > 0) {
-          st = vo_cuda_check(ex, cudaMemsetAsync(dcol, 0, (size_t)rows * sizeof(T), stream));
-          if (st != VO_OK) return st;
-        }
-        VO_DCN_LAUNCH(offset_grad_kernel<D>, og * taps * len, a, input, offset, mask, dcol,
-                      og * taps * len, grad_offset, grad_mask);
-        if (!col2im) continue;
-        if (!det) {
-          VO_DCN_LAUNCH(col2im_atomic_kernel<D>, rows, a, offset, mask, dcol, rows, acc);
-          continue;
-        }
-        const int64_t entries = 4 * taps * len;
-        for (int64_t g = 0; g < og; g++) {
-          VO_DCN_LAUNCH(col2im_keys_kernel<D>, taps * len, a, offset, mask, g, taps * len, keys0,
-                        vals0);
-          cub::DoubleBuffer<unsigned long long> dk(keys0, keys1);
-          cub::DoubleBuffer<uint32_t> dv(vals0, vals1);
-          size_t temp = sort_bytes;
-          st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairs(sort_ws, temp, dk, dv, entries, 0,
-                                                                 key_bits, stream));
-          if (st != VO_OK) return st;
-          st = vo_cuda_check(ex, cudaMemsetAsync(run_begin, 0, (size_t)hw * 4, stream));
-          if (st != VO_OK) return st;
-          st = vo_cuda_check(ex, cudaMemsetAsync(run_end, 0, (size_t)hw * 4, stream));
-          if (st != VO_OK) return st;
-          VO_DCN_LAUNCH(segments_kernel, entries, dk.Current(), entries, (unsigned long long)hw,
-                        run_begin, run_end);
-          VO_DCN_LAUNCH(col2im_gather_kernel<D>, per_og * hw, a, offset, mask, dcol, g,
-                        dv.Current(), run_begin, run_end, per_og * hw, acc);
-        }
+      VO_DCN_LAUNCH((matrix_kernel<D, true>), p.out_channels * len, a, grad, p.out_channels * len,
+                    gbuf);
+      VO_DCN_LAUNCH(im2col_kernel<D>, rows, a, input, offset, mask, rows, cols);
+      if (product) {
+        // row-major gw_g[coutg, cgk] += gbuf_g[coutg, len] * cols_g[cgk, len]^T
+        st = run_gemm(ex, h, vo_dcn_gemm_grad_weight(cgk, coutg, len, p.groups), cols, gbuf, (T)1,
+                      gw);
+        if (st != VO_OK) return st;
+        // row-major dcol_g[cgk, len] = W_g[coutg, cgk]^T * gbuf_g[coutg, len]
+        st =
+            run_gemm(ex, h, vo_dcn_gemm_grad_cols(cgk, coutg, len, p.groups), gbuf, wt, (T)0, dcol);
+        if (st != VO_OK) return st;
+      } else if (rows > 0) {
+        st = vo_cuda_check(ex, cudaMemsetAsync(dcol, 0, (size_t)rows * sizeof(T), stream));
+        if (st != VO_OK) return st;
       }
+      VO_DCN_LAUNCH(offset_grad_kernel<D>, og * taps * len, a, input, offset, mask, dcol,
+                    og * taps * len, grad_offset, grad_mask);
+      if (col2im && !det)
+        VO_DCN_LAUNCH(col2im_atomic_kernel<D>, rows, a, offset, mask, dcol, rows, acc);
+      const int64_t entries = 4 * taps * len;
+      for (int64_t g = 0; col2im && det && g < og; g++) {
+        VO_DCN_LAUNCH(col2im_keys_kernel<D>, taps * len, a, offset, mask, g, taps * len, keys0,
+                      vals0);
+        cub::DoubleBuffer<unsigned long long> dk(keys0, keys1);
+        cub::DoubleBuffer<uint32_t> dv(vals0, vals1);
+        size_t temp = sort_bytes;
+        st = vo_cuda_check(ex, cub::DeviceRadixSort::SortPairs(sort_ws, temp, dk, dv, entries, 0,
+                                                               key_bits, stream));
+        if (st != VO_OK) return st;
+        st = vo_cuda_check(ex, cudaMemsetAsync(run_begin, 0, (size_t)keys * 4, stream));
+        if (st != VO_OK) return st;
+        st = vo_cuda_check(ex, cudaMemsetAsync(run_end, 0, (size_t)keys * 4, stream));
+        if (st != VO_OK) return st;
+        VO_DCN_LAUNCH(segments_kernel, entries, dk.Current(), entries, (unsigned long long)keys,
+                      run_begin, run_end);
+        VO_DCN_LAUNCH(col2im_gather_kernel<D>, per_og * keys, a, offset, mask, dcol, g,
+                      dv.Current(), run_begin, run_end, per_og * keys, acc);
+      }
+      const int64_t done = vo_dcn_tile_completes(&a) * in_plane;
       if (!direct)
-        VO_DCN_LAUNCH(store_kernel<D>, in_plane, reinterpret_cast<const T *>(acc_ws), in_plane,
-                      grad_input + n * in_plane);
+        VO_DCN_LAUNCH(store_kernel<D>, done, reinterpret_cast<const T *>(acc_ws), done,
+                      grad_input + a.n * in_plane);
     }
     if (p.out_channels > 0) {
       const unsigned int blocks = (unsigned int)(p.out_channels < 65535 ? p.out_channels : 65535);

@@ -15,8 +15,11 @@
 #include "kernels/compat.h"
 
 /* What the functions need of a call, by value: sizes, the strides (in
- * elements) of the operands, and the current column tile, output pixels
- * [p0, p0 + len) of image n. Columns (cols, dcol) are
+ * elements) of the operands, and the current column tile. Column l of the
+ * tile is output pixel p0 + l counted from image n's first, running on into
+ * the images after n: a tile is part of one image (p0 + len <= the plane)
+ * or whole images (p0 = 0, len a multiple of the plane), so that one product
+ * spans several small images. Columns (cols, dcol) are
  * [in_channels * kernel_h * kernel_w, len], row c * taps + t; the outputs
  * are contiguous. */
 typedef struct vo_k_dcn_geom {
@@ -30,6 +33,20 @@ typedef struct vo_k_dcn_geom {
   int has_bias; /* without a bias, 0 */
   int64_t n, p0, len;
 } vo_k_dcn_geom;
+
+/* The image of column l, counted from the tile's first (a->n), and its
+ * pixel in that image's output plane. */
+VO_KFN int64_t vo_k_dcn_column_image(const vo_k_dcn_geom *a, int64_t l, int64_t *pix) {
+  const int64_t plane = a->out_h * a->out_w, q = a->p0 + l;
+  *pix = q % plane;
+  return q / plane;
+}
+
+/* How many images the tile's columns touch (1 for part of one image). */
+VO_KFN int64_t vo_k_dcn_tile_images(const vo_k_dcn_geom *a) {
+  const int64_t plane = a->out_h * a->out_w;
+  return plane > 0 ? (a->p0 + a->len + plane - 1) / plane : 1;
+}
 
 #define VO_S_F32
 #include "kernels/dtype_begin.h"

@@ -137,17 +137,23 @@ static size_t vo_dcn_temp_of(vo_dcn_plan *q, const vo_dcn_gemm *s) {
   return bytes;
 }
 
+/* Images a tile of len columns holds at most. */
+static int64_t vo_dcn_images_of(const vo_dcn_plan *q, int64_t len) {
+  return len > q->plane ? len / q->plane : 1;
+}
+
 /* Lays out a tile of len columns; its bytes in all (block and temporary). */
 static uint64_t vo_dcn_layout(vo_dcn_plan *q, int64_t len) {
   const vo_deform_conv2d_params *p = q->p;
   const uint64_t es = q->es, rows = (uint64_t)(p->in_channels * q->taps * len);
+  const uint64_t images = (uint64_t)vo_dcn_images_of(q, len);
   const uint64_t weights = (uint64_t)(p->out_channels * q->cgk) * es;
   const uint64_t entries = 4 * (uint64_t)(q->taps * len);
   const int sorting = q->backward && q->det && q->col2im;
   uint64_t used = 0;
   q->wt = vo_dcn_take(&used, weights);
   q->gw = vo_dcn_take(&used, q->backward ? weights : 0);
-  q->acc = vo_dcn_take(&used, q->backward && !q->direct ? (uint64_t)q->in_plane * 4 : 0);
+  q->acc = vo_dcn_take(&used, q->backward && !q->direct ? images * (uint64_t)q->in_plane * 4 : 0);
   q->mat = vo_dcn_take(&used, (uint64_t)(p->out_channels * len) * es); /* obuf or gbuf */
   q->cols = vo_dcn_take(&used, rows * es);
   q->dcol = vo_dcn_take(&used, q->backward ? rows * es : 0);
@@ -155,8 +161,8 @@ static uint64_t vo_dcn_layout(vo_dcn_plan *q, int64_t len) {
   q->keys1 = vo_dcn_take(&used, sorting ? entries * 8 : 0);
   q->vals0 = vo_dcn_take(&used, sorting ? entries * 4 : 0);
   q->vals1 = vo_dcn_take(&used, sorting ? entries * 4 : 0);
-  q->run_begin = vo_dcn_take(&used, sorting ? (uint64_t)q->hw * 4 : 0);
-  q->run_end = vo_dcn_take(&used, sorting ? (uint64_t)q->hw * 4 : 0);
+  q->run_begin = vo_dcn_take(&used, sorting ? images * (uint64_t)q->hw * 4 : 0);
+  q->run_end = vo_dcn_take(&used, sorting ? images * (uint64_t)q->hw * 4 : 0);
   q->block = used;
   size_t temp = 0;
   if (vo_dcn_has_product(q)) {
@@ -189,6 +195,25 @@ static int64_t vo_dcn_choose_tile(vo_dcn_plan *q, size_t limit, int64_t cap) {
   return q->st == VO_OK ? lo : 0;
 }
 
+/* The tile: the largest part of one image whose workspace fits or, when a
+ * whole image fits, as many whole images as vo_dcn_images_wanted asks
+ * (VO_DCN_DEVICE_COLUMNS) and the limit allows; at most cap columns. */
+static int64_t vo_dcn_choose_tile_images(vo_dcn_plan *q, size_t limit, int64_t cap) {
+  const int64_t tile = vo_dcn_choose_tile(q, limit, cap < q->plane ? cap : q->plane);
+  if (tile < q->plane) return tile;
+  int64_t k = vo_dcn_images_wanted(q->p, VO_DCN_DEVICE_COLUMNS);
+  if (k > cap / q->plane) k = cap / q->plane;
+  int64_t lo = 1, hi = k + 1; /* lo images fit; find the most up to k */
+  while (hi - lo > 1 && q->st == VO_OK) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (vo_dcn_layout(q, mid * q->plane) <= limit)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return q->st == VO_OK ? lo * q->plane : 0;
+}
+
 static vo_status vo_dcn_plan_make(vo_dcn_plan *q, const vo_cl_call *c, int backward,
                                   int64_t *tile) {
   const vo_exec *ex = c->ex;
@@ -213,12 +238,12 @@ static vo_status vo_dcn_plan_make(vo_dcn_plan *q, const vo_cl_call *c, int backw
   /* CLBlast's kernels take element offsets as int: a block under 2 GiB. */
   size_t limit = ex->ctx->workspace_limit;
   if (limit > (size_t)INT32_MAX) limit = (size_t)INT32_MAX;
-  int64_t cap = q->plane < INT32_MAX ? q->plane : INT32_MAX;
+  int64_t cap = INT32_MAX;
   /* The deterministic col2im's entry ids are 32-bit. */
   if (backward && q->det && cap > (int64_t)(UINT32_MAX / 4) / q->taps)
     cap = (int64_t)(UINT32_MAX / 4) / q->taps;
   if (cap < 1) cap = 1;
-  *tile = vo_dcn_choose_tile(q, limit, cap);
+  *tile = vo_dcn_choose_tile_images(q, limit, cap);
   if (q->st != VO_OK) return q->st;
   if (*tile < 1) {
     const uint64_t need = vo_dcn_layout(q, 1);
@@ -321,28 +346,23 @@ vo_status vo_opencl_deform_conv2d(const vo_exec *ex) {
   }
   vo_k_dcn_geom a = vo_dcn_geom_of(p);
   st = vo_dcn_weight(&q, &w, &a);
-  for (int64_t n = 0; n < p->batch && st == VO_OK; n++) {
-    for (int64_t p0 = 0; p0 < q.plane && st == VO_OK; p0 += tile) {
-      const int64_t len = q.plane - p0 < tile ? q.plane - p0 : tile;
-      a.n = n;
-      a.p0 = p0;
-      a.len = len;
-      st = vo_dcn_im2col(&q, &w, &a);
-      if (st == VO_OK && vo_dcn_has_product(&q)) {
-        const vo_dcn_gemm s = vo_dcn_gemm_forward(&q, len);
-        st = vo_dcn_gemm_run(&q, &w, &s);
-      } else if (st == VO_OK) {
-        st = vo_dcn_zero(&q, w.block, q.mat, (uint64_t)(p->out_channels * len) * q.es);
-      }
-      vo_cl_launch l;
-      if (st == VO_OK) st = vo_dcn_begin(&l, &q, "epilogue", &a);
-      if (st == VO_OK) {
-        vo_dcn_arg_ws(&l, &w, q.mat);
-        vo_cl_arg_view(&l, p->bias);
-        vo_cl_arg_i64(&l, p->out_channels * len);
-        vo_cl_arg_view(&l, p->out);
-        st = vo_cl_launch_run(&l, p->out_channels * len);
-      }
+  while (st == VO_OK && vo_dcn_next_tile(&a, tile)) {
+    const int64_t len = a.len;
+    st = vo_dcn_im2col(&q, &w, &a);
+    if (st == VO_OK && vo_dcn_has_product(&q)) {
+      const vo_dcn_gemm s = vo_dcn_gemm_forward(&q, len);
+      st = vo_dcn_gemm_run(&q, &w, &s);
+    } else if (st == VO_OK) {
+      st = vo_dcn_zero(&q, w.block, q.mat, (uint64_t)(p->out_channels * len) * q.es);
+    }
+    vo_cl_launch l;
+    if (st == VO_OK) st = vo_dcn_begin(&l, &q, "epilogue", &a);
+    if (st == VO_OK) {
+      vo_dcn_arg_ws(&l, &w, q.mat);
+      vo_cl_arg_view(&l, p->bias);
+      vo_cl_arg_i64(&l, p->out_channels * len);
+      vo_cl_arg_view(&l, p->out);
+      st = vo_cl_launch_run(&l, p->out_channels * len);
     }
   }
   vo_dcn_ws_free(ex, &w);
@@ -357,6 +377,7 @@ static vo_status vo_dcn_col2im_sorted(const vo_dcn_plan *q, const vo_dcn_ws *w,
   const vo_deform_conv2d_params *p = q->p;
   const int64_t items = q->taps * a->len, entries = 4 * items;
   const int64_t per_og = p->in_channels / p->offset_groups;
+  const int64_t keys = vo_k_dcn_tile_images(a) * q->hw; /* targets; also the sentinel */
   vo_status st = VO_OK;
   for (int64_t g = 0; g < p->offset_groups && st == VO_OK; g++) {
     vo_cl_launch l;
@@ -386,11 +407,11 @@ static vo_status vo_dcn_col2im_sorted(const vo_dcn_plan *q, const vo_dcn_ws *w,
       vals_in = vals_out;
       vals_out = t;
     }
-    if (st == VO_OK) st = vo_dcn_zero(q, w->block, q->run_begin, (uint64_t)q->hw * 4);
-    if (st == VO_OK) st = vo_dcn_zero(q, w->block, q->run_end, (uint64_t)q->hw * 4);
+    if (st == VO_OK) st = vo_dcn_zero(q, w->block, q->run_begin, (uint64_t)keys * 4);
+    if (st == VO_OK) st = vo_dcn_zero(q, w->block, q->run_end, (uint64_t)keys * 4);
     if (st == VO_OK) st = vo_cl_launch_begin(&l, q->c, "deform_conv2d", "vo_cl_dcn_segments");
     if (st != VO_OK) break;
-    const cl_ulong none = (cl_ulong)q->hw;
+    const cl_ulong none = (cl_ulong)keys;
     vo_dcn_arg_ws(&l, w, keys_in);
     vo_cl_arg_i64(&l, entries);
     vo_cl_arg(&l, &none, sizeof none);
@@ -405,16 +426,17 @@ static vo_status vo_dcn_col2im_sorted(const vo_dcn_plan *q, const vo_dcn_ws *w,
     vo_dcn_arg_ws(&l, w, vals_in);
     vo_dcn_arg_ws(&l, w, q->run_begin);
     vo_dcn_arg_ws(&l, w, q->run_end);
-    vo_cl_arg_i64(&l, per_og * q->hw);
+    vo_cl_arg_i64(&l, per_og * keys);
     vo_cl_arg_mem(&l, acc, acc_at);
-    st = vo_cl_launch_run(&l, per_og * q->hw);
+    st = vo_cl_launch_run(&l, per_og * keys);
   }
   return st;
 }
 
 /* The backward of one tile (a->n, a->p0, a->len): its gradient matrix and
  * columns, grad_weight's product into gw, the columns' gradient dcol, the
- * offset and mask gradients, and col2im into acc (mem at acc_at). */
+ * offset and mask gradients, and col2im into acc (mem at acc_at, the tile's
+ * first image). */
 static vo_status vo_dcn_backward_tile(const vo_dcn_plan *q, const vo_dcn_ws *w,
                                       const vo_k_dcn_geom *a, cl_mem acc, uint64_t acc_at) {
   const vo_deform_conv2d_params *p = q->p;
@@ -488,22 +510,19 @@ static vo_status vo_dcn_backward(const vo_dcn_plan *q, const vo_dcn_ws *w, int64
                      (uint64_t)p->grad_mask->numel * ss);
   if (st == VO_OK) st = vo_dcn_weight(q, w, &a);
   if (st == VO_OK) st = vo_dcn_zero(q, w->block, q->gw, weights * q->es);
-  for (int64_t n = 0; n < p->batch && st == VO_OK; n++) {
-    /* float32 / float64 accumulate in grad_input's image n, the half types
-     * in a float32 image of the workspace stored once it is complete. */
+  while (st == VO_OK && vo_dcn_next_tile(&a, tile)) {
+    /* float32 / float64 accumulate in grad_input's images from a.n, the
+     * half types in float32 images of the workspace, zeroed as an image
+     * begins and stored once the tile completes it. */
+    const uint64_t image_at = p->grad_input->byte_offset + (uint64_t)(a.n * q->in_plane) * ss;
     cl_mem acc = q->direct ? grad_input : w->block;
-    const uint64_t acc_at =
-        q->direct ? p->grad_input->byte_offset + (uint64_t)(n * q->in_plane) * ss : q->acc;
-    if (!q->direct) st = vo_dcn_zero(q, w->block, q->acc, (uint64_t)q->in_plane * 4);
-    for (int64_t p0 = 0; p0 < q->plane && st == VO_OK; p0 += tile) {
-      a.n = n;
-      a.p0 = p0;
-      a.len = q->plane - p0 < tile ? q->plane - p0 : tile;
-      st = vo_dcn_backward_tile(q, w, &a, acc, acc_at);
-    }
+    const uint64_t acc_at = q->direct ? image_at : q->acc;
+    if (!q->direct && a.p0 == 0)
+      st = vo_dcn_zero(q, w->block, q->acc, (uint64_t)(vo_k_dcn_tile_images(&a) * q->in_plane) * 4);
+    if (st == VO_OK) st = vo_dcn_backward_tile(q, w, &a, acc, acc_at);
     if (st == VO_OK && !q->direct)
-      st = vo_dcn_store(q, w, q->acc, q->in_plane, grad_input,
-                        p->grad_input->byte_offset + (uint64_t)(n * q->in_plane) * ss);
+      st =
+          vo_dcn_store(q, w, q->acc, vo_dcn_tile_completes(&a) * q->in_plane, grad_input, image_at);
   }
   if (st == VO_OK && p->out_channels > 0) {
     vo_cl_launch l;

@@ -44,7 +44,7 @@
     __global T *cols = VO_CL_AT(T, cols);                                                          \
     VO_CL_FOR(i, n) cols[i] = vo_k_dcn_im2col_at_##SFX(&a, input, offset, mask, i);                \
   }                                                                                                \
-  /* out[n, co, p0 + l] = obuf[co, l] + bias[co]. */                                               \
+  /* out[image, co, pixel] of column l = obuf[co, l] + bias[co]. */                                \
   __kernel void vo_cl_dcn_epilogue_##SFX(vo_k_dcn_geom a, VO_CL_TENSOR(obuf), VO_CL_TENSOR(bias),  \
                                          long n, VO_CL_TENSOR(out)) {                              \
     const __global T *obuf = VO_CL_AT(const T, obuf);                                              \
@@ -63,7 +63,7 @@
       vo_k_dcn_offset_grad_at_##SFX(&a, input, offset, mask, dcol, i, grad_offset, grad_mask);     \
     }                                                                                              \
   }                                                                                                \
-  /* Fast col2im: atomic adds into acc, the image's [Cin, H, W] gradient. */                       \
+  /* Fast col2im: atomic adds into acc, the tile's images' [Cin, H, W]. */                         \
   __kernel void vo_cl_dcn_col2im_atomic_##SFX(vo_k_dcn_geom a, VO_CL_TENSOR(offset),               \
                                               VO_CL_TENSOR(mask), VO_CL_TENSOR(dcol), long n,      \
                                               VO_CL_TENSOR(acc)) {                                 \
@@ -89,7 +89,8 @@
     }                                                                                              \
   }                                                                                                \
   /* Deterministic col2im, step 3: one work item per (channel of offset group                      \
-   * g, plane element) adds the element's sorted contributions to acc. */                          \
+   * g, plane element of the tile's images) adds the element's sorted                              \
+   * contributions to acc. */                                                                      \
   __kernel void vo_cl_dcn_col2im_gather_##SFX(vo_k_dcn_geom a, VO_CL_TENSOR(offset),               \
                                               VO_CL_TENSOR(mask), VO_CL_TENSOR(dcol), long g,      \
                                               VO_CL_TENSOR(vals), VO_CL_TENSOR(run_begin),         \
@@ -100,12 +101,9 @@
     const __global uint *run_begin = VO_CL_AT(const uint, run_begin);                              \
     const __global uint *run_end = VO_CL_AT(const uint, run_end);                                  \
     __global T *acc = VO_CL_AT(T, acc);                                                            \
-    const int64_t hw = a.height * a.width, per_og = a.in_channels / a.offset_groups;               \
     VO_CL_FOR(i, n) {                                                                              \
-      const int64_t c = g * per_og + i / hw, q = i % hw;                                           \
-      const int64_t b = run_begin[q], e = run_end[q];                                              \
-      if (b < e)                                                                                   \
-        vo_k_dcn_col2im_gather_at_##SFX(&a, offset, mask, dcol, c, vals, b, e, acc + c * hw + q);  \
+      vo_k_dcn_col2im_gather_item_at_##SFX(&a, offset, mask, dcol, g, vals, run_begin, run_end, i, \
+                                           acc);                                                   \
     }                                                                                              \
   }                                                                                                \
   /* grad_bias[co] = the sum of grad[:, co]: a work group per channel, a                           \
