@@ -228,7 +228,8 @@ void check_deform(const dcn_case &t, DLDataType dt, vt_rng *rng, const char *des
     a.groups = t.groups;
     a.offset_groups = t.og;
     std::vector<T> wmat((size_t)(t.cout * cgk));
-    for (int64_t i = 0; i < t.cout * cgk; i++) wmat[(size_t)i] = D::weight_at(a, weight, i);
+    for (int64_t i = 0; i < t.cout * cgk; i++)  // as the kernel: runs of 1
+      D::weight_run(a, weight, i, 1, wmat.data() + i);
     const int64_t hw = t.h * t.w, per_og = t.cin / t.og;
     std::vector<double> fwd((size_t)(t.n * t.cout * plane)), gin_fast((size_t)(t.n * t.cin * hw));
     std::vector<double> gin_det(gin_fast.size());
@@ -246,7 +247,8 @@ void check_deform(const dcn_case &t, DLDataType dt, vt_rng *rng, const char *des
       std::vector<T> gbuf(obuf.size()), dcol(cols.size());
       for (int64_t i = 0; i < (int64_t)cols.size(); i++)
         cols[(size_t)i] = D::im2col_at(a, input, offset, mask, i);
-      for (int64_t i = 0; i < (int64_t)gbuf.size(); i++) gbuf[(size_t)i] = D::grad_at(a, gr, i);
+      for (int64_t i = 0; i < (int64_t)gbuf.size(); i++)  // as the kernel: runs of 1
+        D::grad_run(a, gr, i / len, i % len, 1, gbuf.data() + i);
       gemm_cm<T>(vo_dcn_gemm_forward(cgk, coutg, len, t.groups), cols.data(), wmat.data(), 0,
                  obuf.data());
       gemm_cm<T>(vo_dcn_gemm_grad_weight(cgk, coutg, len, t.groups), cols.data(), gbuf.data(), 1,

@@ -30,9 +30,9 @@ __global__ void matrix_kernel(vo_k_dcn_geom a, const typename D::S *src, int64_t
                               typename D::T *out) {
   VO_CUDA_GRID_STRIDE(i, n) {
     if constexpr (kGrad)
-      out[i] = D::grad_at(a, src, i);
+      D::grad_run(a, src, i / a.len, i % a.len, 1, out + i);
     else
-      out[i] = D::weight_at(a, src, i);
+      D::weight_run(a, src, i, 1, out + i);
   }
 }
 
@@ -47,7 +47,7 @@ __global__ void im2col_kernel(vo_k_dcn_geom a, const typename D::S *input,
 template <typename D>
 __global__ void epilogue_kernel(vo_k_dcn_geom a, const typename D::T *obuf,
                                 const typename D::S *bias, int64_t n, typename D::S *out) {
-  VO_CUDA_GRID_STRIDE(i, n) { D::epilogue_at(a, obuf, bias, i, out); }
+  VO_CUDA_GRID_STRIDE(i, n) { D::epilogue_run(a, obuf, bias, i / a.len, i % a.len, 1, out); }
 }
 
 template <typename D>

@@ -38,8 +38,21 @@ typedef struct vo_k_dcn_geom {
  * pixel in that image's output plane. */
 VO_KFN int64_t vo_k_dcn_column_image(const vo_k_dcn_geom *a, int64_t l, int64_t *pix) {
   const int64_t plane = a->out_h * a->out_w, q = a->p0 + l;
+  if (a->p0 + a->len <= plane) { /* part of one image: no division */
+    *pix = q;
+    return 0;
+  }
   *pix = q % plane;
   return q / plane;
+}
+
+/* How many columns from l on lie in l's image (at most the tile's rest):
+ * the run the row functions below take at once. */
+VO_KFN int64_t vo_k_dcn_run_length(const vo_k_dcn_geom *a, int64_t l) {
+  int64_t pix;
+  (void)vo_k_dcn_column_image(a, l, &pix);
+  const int64_t left = a->out_h * a->out_w - pix;
+  return a->len - l < left ? a->len - l : left;
 }
 
 /* How many images the tile's columns touch (1 for part of one image). */

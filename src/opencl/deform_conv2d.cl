@@ -28,14 +28,14 @@
                                        VO_CL_TENSOR(out)) {                                        \
     const __global S *weight = VO_CL_AT(const S, weight);                                          \
     __global T *out = VO_CL_AT(T, out);                                                            \
-    VO_CL_FOR(i, n) out[i] = vo_k_dcn_weight_at_##SFX(&a, weight, i);                              \
+    VO_CL_FOR(i, n) vo_k_dcn_weight_run_##SFX(&a, weight, i, 1, out + i);                          \
   }                                                                                                \
   /* The tile's incoming gradient as a [Cout, len] matrix. */                                      \
   __kernel void vo_cl_dcn_grad_##SFX(vo_k_dcn_geom a, VO_CL_TENSOR(grad), long n,                  \
                                      VO_CL_TENSOR(out)) {                                          \
     const __global S *grad = VO_CL_AT(const S, grad);                                              \
     __global T *out = VO_CL_AT(T, out);                                                            \
-    VO_CL_FOR(i, n) out[i] = vo_k_dcn_grad_at_##SFX(&a, grad, i);                                  \
+    VO_CL_FOR(i, n) vo_k_dcn_grad_run_##SFX(&a, grad, i / a.len, i % a.len, 1, out + i);           \
   }                                                                                                \
   __kernel void vo_cl_dcn_im2col_##SFX(vo_k_dcn_geom a, VO_CL_TENSOR(input), VO_CL_TENSOR(offset), \
                                        VO_CL_TENSOR(mask), long n, VO_CL_TENSOR(cols)) {           \
@@ -50,7 +50,7 @@
     const __global T *obuf = VO_CL_AT(const T, obuf);                                              \
     const __global S *bias = VO_CL_AT(const S, bias);                                              \
     __global S *out = VO_CL_AT(S, out);                                                            \
-    VO_CL_FOR(i, n) vo_k_dcn_epilogue_at_##SFX(&a, obuf, bias, i, out);                            \
+    VO_CL_FOR(i, n) vo_k_dcn_epilogue_run_##SFX(&a, obuf, bias, i / a.len, i % a.len, 1, out);     \
   }                                                                                                \
   __kernel void vo_cl_dcn_offset_grad_##SFX(                                                       \
       vo_k_dcn_geom a, VO_CL_TENSOR(input), VO_CL_TENSOR(offset), VO_CL_TENSOR(mask),              \
