@@ -2,7 +2,8 @@
  * build without OpenBLAS: against a float64 reference for every transpose
  * combination and odd sizes (blocks of 256 columns and their remainders),
  * beta = 0 never reading C, splitting C's columns changing no bit, and, in
- * a build with OpenBLAS, against OpenBLAS's own product. */
+ * a build with OpenBLAS, against OpenBLAS's own product; the CPU backend's
+ * description names the product and, with OpenBLAS, the kernels it runs. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,8 +119,34 @@ static void check_double(int ta, int tb) {
   CHECK_MSG(bad == 0, "dgemm ta=%d tb=%d: %d wrong elements", ta, tb, bad);
 }
 
+/* `visionops info`'s CPU line names the product, OpenBLAS's kernels, and a
+ * way out when OpenBLAS took its SSE3 kernels on a CPU with AVX2. */
+static void check_description(void) {
+  const char *detail = NULL;
+  for (int i = 0; i < vo_backend_count(); i++) {
+    vo_backend_info b;
+    if (vo_backend_status(i, &b) == VO_OK && b.device_type == kDLCPU) detail = b.detail;
+  }
+  if (!CHECK_MSG(detail != NULL, "no CPU backend")) return;
+  printf("CPU backend: %s\n", detail);
+  CHECK_MSG(strstr(detail, "deform_conv2d GEMM " VO_CPU_GEMM_NAME) != NULL,
+            "the CPU description lacks its product: %s", detail);
+#ifdef VISIONOPS_HAVE_BLAS
+  char kernels[96];
+  snprintf(kernels, sizeof kernels, "(%s kernels", openblas_get_corename());
+  CHECK_MSG(strstr(detail, kernels) != NULL, "the CPU description lacks OpenBLAS's %s): %s",
+            kernels, detail);
+#if defined(__x86_64__) || defined(__i386__)
+  if (strcmp(openblas_get_corename(), "Prescott") == 0 && __builtin_cpu_supports("avx2"))
+    CHECK_MSG(strstr(detail, "OPENBLAS_CORETYPE=") != NULL,
+              "SSE3 kernels on an AVX2 CPU without the hint: %s", detail);
+#endif
+#endif
+}
+
 int main(void) {
   printf("deform_conv2d's CPU product in this build: %s\n", VO_CPU_GEMM_NAME);
+  check_description();
   vt_rng rng;
   vt_rng_seed(&rng, 20261201);
   static const int sizes[][3] = {{1, 1, 1},   {3, 5, 2},    {7, 256, 9}, {4, 257, 33},
