@@ -1,7 +1,11 @@
 // The CUDA backend's descriptor: its kernel table, the once-only availability
-// probe and the default stream-ordered allocator.
+// probe and the default allocator, a visionops-owned stream-ordered pool per
+// device.
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda/common.cuh"
 
@@ -78,19 +82,74 @@ int probe(char *detail, size_t n) {
   return 1;
 }
 
+// The default allocator's pools: one visionops-owned stream-ordered pool
+// per device that keeps up to VISIONOPS_CUDA_CACHE_BYTES (256 MiB unless set;
+// 0 keeps none) of freed workspace across synchronisations. The device's
+// default pool gives everything back at each synchronisation, so every call
+// after one paid the driver's allocation again; changing that pool's
+// release threshold instead would change it for every other library in the
+// process. Created at a device's first allocation; never destroyed (as
+// cuBLAS's handles of the main thread: no CUDA work at process exit), so a
+// library unloaded and loaded again leaves the old pool's kept blocks to the
+// driver. A device without pool support, or a failed creation, falls back
+// to the default pool.
+constexpr int kMaxPoolDevices = 64;
+pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+cudaMemPool_t pools[kMaxPoolDevices];
+bool pools_tried[kMaxPoolDevices];
+
+uint64_t cache_bytes() {
+  const char *v = getenv("VISIONOPS_CUDA_CACHE_BYTES");
+  char *end = nullptr;
+  const unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+  return v && end != v && *end == 0 ? (uint64_t)n : (uint64_t)256 << 20;
+}
+
+cudaMemPool_t pool_of(int device) {
+  if (device < 0 || device >= kMaxPoolDevices) return nullptr;
+  pthread_mutex_lock(&pools_lock);
+  if (!pools_tried[device]) {
+    pools_tried[device] = true;
+    int supported = 0;
+    cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    uint64_t keep = cache_bytes();
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) ==
+            cudaSuccess &&
+        supported && cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
+      if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess)
+        pools[device] = pool;
+      else
+        (void)cudaMemPoolDestroy(pool);
+    }
+    (void)cudaGetLastError();  // nothing of this may reach the op's launch check
+  }
+  cudaMemPool_t pool = pools[device];
+  pthread_mutex_unlock(&pools_lock);
+  return pool;
+}
+
 // The op has made `device` current; NULL (the context default) means the
 // per-thread stream, the same one the kernels run on.
 void *default_alloc(DLDevice device, size_t size, void *stream) {
-  (void)device;
   void *p = nullptr;
   const cudaStream_t s = stream ? (cudaStream_t)stream : cudaStreamPerThread;
-  if (cudaMallocAsync(&p, size, s) != cudaSuccess) {
+  const cudaMemPool_t pool = pool_of(device.device_id);
+  const cudaError_t e =
+      pool ? cudaMallocFromPoolAsync(&p, size, pool, s) : cudaMallocAsync(&p, size, s);
+  if (e != cudaSuccess) {
     (void)cudaGetLastError();  // an allocation failure is reported as OOM, not later
     return nullptr;
   }
   return p;
 }
 
+// cudaFreeAsync returns a block to the pool it came from.
 void default_free(DLDevice device, void *ptr, void *stream) {
   (void)device;
   if (!ptr) return;
