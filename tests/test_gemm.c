@@ -1,6 +1,7 @@
-/* The built-in matrix product (src/cpu/gemm.c) that deform_conv2d uses in a
- * build without OpenBLAS: against a float64 reference for every transpose
- * combination and odd sizes (blocks of 256 columns and their remainders),
+/* visionops' own matrix products (src/cpu/gemm.c) that deform_conv2d uses in
+ * a build without OpenBLAS, and for float32 where OpenBLAS runs generic
+ * kernels (AVX2 / AVX-512 tiles on such CPUs): against a float64 reference
+ * for every transpose combination and odd sizes (blocks of 256 columns and their remainders),
  * beta = 0 never reading C, splitting C's columns changing no bit, and, in
  * a build with OpenBLAS, against OpenBLAS's own product; the CPU backend's
  * description names the product and, with OpenBLAS, the kernels it runs. */
@@ -119,6 +120,28 @@ static void check_double(int ta, int tb) {
   CHECK_MSG(bad == 0, "dgemm ta=%d tb=%d: %d wrong elements", ta, tb, bad);
 }
 
+/* The AVX-512 and AVX2 tiles give the same bits (one FMA a term, in the
+ * same order). */
+static void check_widths(vt_rng *rng) {
+  const int m = 11, n = 83, k = 301;
+  float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
+  float *c1 = malloc(sizeof(float) * m * n), *c2 = malloc(sizeof(float) * m * n);
+  if (!a || !b || !c1 || !c2) exit(2);
+  for (int i = 0; i < m * k; i++) a[i] = (float)vt_rng_uniform(rng, -1, 1);
+  for (int i = 0; i < k * n; i++) b[i] = (float)vt_rng_uniform(rng, -1, 1);
+  vo_cpu_sgemm_test_narrow(0);
+  vo_cpu_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c1, n);
+  vo_cpu_sgemm_test_narrow(1);
+  vo_cpu_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c2, n);
+  int differ = 0;
+  for (int i = 0; i < m * n; i++) differ += !same_bits(c1[i], c2[i]);
+  CHECK_MSG(differ == 0, "AVX-512 and AVX2 tiles: %d of %d elements differ", differ, m * n);
+  free(a);
+  free(b);
+  free(c1);
+  free(c2);
+}
+
 /* `visionops info`'s CPU line names the product, OpenBLAS's kernels, and a
  * way out when OpenBLAS took its SSE3 kernels on a CPU with AVX2. */
 static void check_description(void) {
@@ -149,15 +172,21 @@ int main(void) {
   check_description();
   vt_rng rng;
   vt_rng_seed(&rng, 20261201);
-  static const int sizes[][3] = {{1, 1, 1},   {3, 5, 2},    {7, 256, 9}, {4, 257, 33},
-                                 {2, 600, 1}, {6, 513, 18}, {5, 3, 0},   {1, 1000, 64}};
-  for (int ta = 0; ta < 2; ta++)
-    for (int tb = 0; tb < 2; tb++) {
-      for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        check_case(&rng, ta, tb, sizes[s][0], sizes[s][1], sizes[s][2], 0);
-        check_case(&rng, ta, tb, sizes[s][0], sizes[s][1], sizes[s][2], 1);
+  static const int sizes[][3] = {{1, 1, 1},    {3, 5, 2}, {7, 256, 9},   {4, 257, 33}, {2, 600, 1},
+                                 {6, 513, 18}, {5, 3, 0}, {1, 1000, 64}, {13, 70, 700}};
+  /* On an AVX-512 CPU, the AVX2 tiles too (the same sums: the same bits). */
+  for (int narrow = 0; narrow < 1 + vo_cpu_sgemm_is_avx512(); narrow++) {
+    vo_cpu_sgemm_test_narrow(narrow);
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+          check_case(&rng, ta, tb, sizes[s][0], sizes[s][1], sizes[s][2], 0);
+          check_case(&rng, ta, tb, sizes[s][0], sizes[s][1], sizes[s][2], 1);
+        }
+        if (!narrow) check_double(ta, tb);
       }
-      check_double(ta, tb);
-    }
+  }
+  if (vo_cpu_sgemm_is_avx512()) check_widths(&rng);
+  vo_cpu_sgemm_test_narrow(0);
   return vt_finish("test_gemm");
 }

@@ -29,40 +29,9 @@ static const vo_kernel_fn vo_cpu_kernels[VO_NUM_OPS] = {
 #undef VO_OP
 };
 
-/* What runs deform_conv2d's products: OpenBLAS and the kernels it chose for
- * this CPU. OpenBLAS picks them by CPU model, and a release older than the
- * CPU takes its SSE3 kernels (Debian 12's 0.3.21 on Emerald Rapids, model
- * 207: 30 GFLOP/s a core where its SkylakeX kernels give 139; bench/
- * RESULTS.md), which only the environment can change before it loads. */
-static void vo_cpu_gemm_name(char *out, size_t size) {
-#ifdef VISIONOPS_HAVE_BLAS
-  static const char *const generic[] = {"Prescott", "Core2",  "Penryn",     "Dunnington",
-                                        "Nehalem",  "Katmai", "Coppermine", "Northwood",
-                                        "Banias",   "Atom"};
-  const char *core = openblas_get_corename();
-  int fallback = 0;
-  for (size_t i = 0; core && i < sizeof generic / sizeof generic[0]; i++)
-    fallback |= strcmp(core, generic[i]) == 0;
-#if defined(__x86_64__) || defined(__i386__)
-  const int avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
-#else
-  const int avx512 = 0, avx2 = 0;
-#endif
-  if (fallback && (avx2 || avx512))
-    snprintf(out, size,
-             "OpenBLAS (%s kernels: it does not know this CPU; OPENBLAS_CORETYPE=%s in the "
-             "environment runs its products several times faster)",
-             core, avx512 ? "SkylakeX" : "Haswell");
-  else
-    snprintf(out, size, "OpenBLAS (%s kernels)", core ? core : "unknown");
-#else
-  snprintf(out, size, "%s", VO_CPU_GEMM_NAME);
-#endif
-}
-
 static int vo_cpu_probe(char *detail, size_t size) {
-  char gemm[256];
-  vo_cpu_gemm_name(gemm, sizeof gemm);
+  char gemm[320];
+  vo_cpu_gemm_describe(gemm, sizeof gemm);
 #ifdef VISIONOPS_HAVE_OPENMP
   snprintf(detail, size, "%d threads (OpenMP), ISA %s, deform_conv2d GEMM %s",
            omp_get_max_threads(), vo_cpu_isa(NULL), gemm);

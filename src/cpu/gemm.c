@@ -1,16 +1,34 @@
 /*
- * The plain C matrix product deform_conv2d uses when visionops is built
- * without OpenBLAS (see gemm.h). Rows of C are computed in blocks of
- * VO_GEMM_BLOCK columns accumulated in a local array, so the inner loop runs
- * over contiguous columns and vectorises; A^T and B^T only change how an
- * element is addressed. Nothing is parallel here: the caller splits C's
- * columns over its threads. Built with OpenBLAS too, for test_gemm.
+ * visionops' own matrix products (see gemm.h): for float32 on a CPU with
+ * AVX2 and FMA, 6 x 16 register tiles over packed 16-column panels of B;
+ * otherwise, and for float64, a plain C product whose rows of C are computed
+ * in blocks of VO_GEMM_BLOCK columns accumulated in a local array, so the
+ * inner loop runs over contiguous columns and vectorises. A^T and B^T only
+ * change how an element is addressed. Nothing is parallel here: the caller
+ * splits C's columns over its threads. Built with OpenBLAS too: test_gemm
+ * checks both against it, and deform_conv2d takes the AVX2 product where
+ * OpenBLAS runs generic kernels (gemm.h).
  */
 #include "cpu/gemm.h"
 
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VO_GEMM_HAVE_AVX2 1
+#endif
 
 enum { VO_GEMM_BLOCK = 256 };
+
+/* Set by tests (vo_cpu_sgemm_test_narrow) to run the AVX2 tiles on an
+ * AVX-512 CPU. */
+static int vo_sgemm_narrow;
+
+void vo_cpu_sgemm_test_narrow(int narrow) { vo_sgemm_narrow = narrow; }
 
 #define VO_S_F32
 #include "kernels/dtype_begin.h"
@@ -22,9 +40,174 @@ enum { VO_GEMM_BLOCK = 256 };
 #include "cpu/gemm.inc"
 #include "kernels/dtype_end.h"
 
+#ifdef VO_GEMM_HAVE_AVX2
+enum { VO_GEMM_MR = 6, VO_GEMM_NR_MAX = 32 };
+
+/* The AVX-512 tile: 6 x 32, the same sums as the AVX2 one (one FMA a term,
+ * ascending p), so the two give the same bits. */
+__attribute__((target("avx512f"))) static void vo_sgemm_tile_avx512(
+    int64_t k, const float *const *ar, int64_t sa_p, const float *panel, float *acc) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
+  for (int64_t p = 0; p < k; p++, panel += 32) {
+    const __m512 b0 = _mm512_load_ps(panel), b1 = _mm512_load_ps(panel + 16);
+    const int64_t at = p * sa_p;
+    __m512 x = _mm512_set1_ps(a0[at]);
+    c00 = _mm512_fmadd_ps(x, b0, c00);
+    c01 = _mm512_fmadd_ps(x, b1, c01);
+    x = _mm512_set1_ps(a1[at]);
+    c10 = _mm512_fmadd_ps(x, b0, c10);
+    c11 = _mm512_fmadd_ps(x, b1, c11);
+    x = _mm512_set1_ps(a2[at]);
+    c20 = _mm512_fmadd_ps(x, b0, c20);
+    c21 = _mm512_fmadd_ps(x, b1, c21);
+    x = _mm512_set1_ps(a3[at]);
+    c30 = _mm512_fmadd_ps(x, b0, c30);
+    c31 = _mm512_fmadd_ps(x, b1, c31);
+    x = _mm512_set1_ps(a4[at]);
+    c40 = _mm512_fmadd_ps(x, b0, c40);
+    c41 = _mm512_fmadd_ps(x, b1, c41);
+    x = _mm512_set1_ps(a5[at]);
+    c50 = _mm512_fmadd_ps(x, b0, c50);
+    c51 = _mm512_fmadd_ps(x, b1, c51);
+  }
+  _mm512_storeu_ps(acc + 0, c00);
+  _mm512_storeu_ps(acc + 16, c01);
+  _mm512_storeu_ps(acc + 32, c10);
+  _mm512_storeu_ps(acc + 48, c11);
+  _mm512_storeu_ps(acc + 64, c20);
+  _mm512_storeu_ps(acc + 80, c21);
+  _mm512_storeu_ps(acc + 96, c30);
+  _mm512_storeu_ps(acc + 112, c31);
+  _mm512_storeu_ps(acc + 128, c40);
+  _mm512_storeu_ps(acc + 144, c41);
+  _mm512_storeu_ps(acc + 160, c50);
+  _mm512_storeu_ps(acc + 176, c51);
+}
+
+/* acc[r][0, 16) = sum over p in ascending order of a_r[p * sa_p] *
+ * panel[p][0, 16), one FMA a term, for the 6 rows a_r of A. */
+__attribute__((target("avx2,fma"))) static void vo_sgemm_tile_avx2(int64_t k,
+                                                                   const float *const *ar,
+                                                                   int64_t sa_p, const float *panel,
+                                                                   float *acc) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
+  for (int64_t p = 0; p < k; p++, panel += 16) {
+    const __m256 b0 = _mm256_load_ps(panel), b1 = _mm256_load_ps(panel + 8);
+    const int64_t at = p * sa_p;
+    __m256 x = _mm256_broadcast_ss(a0 + at);
+    c00 = _mm256_fmadd_ps(x, b0, c00);
+    c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a1 + at);
+    c10 = _mm256_fmadd_ps(x, b0, c10);
+    c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a2 + at);
+    c20 = _mm256_fmadd_ps(x, b0, c20);
+    c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a3 + at);
+    c30 = _mm256_fmadd_ps(x, b0, c30);
+    c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a4 + at);
+    c40 = _mm256_fmadd_ps(x, b0, c40);
+    c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a5 + at);
+    c50 = _mm256_fmadd_ps(x, b0, c50);
+    c51 = _mm256_fmadd_ps(x, b1, c51);
+  }
+  _mm256_storeu_ps(acc + 0, c00);
+  _mm256_storeu_ps(acc + 8, c01);
+  _mm256_storeu_ps(acc + 16, c10);
+  _mm256_storeu_ps(acc + 24, c11);
+  _mm256_storeu_ps(acc + 32, c20);
+  _mm256_storeu_ps(acc + 40, c21);
+  _mm256_storeu_ps(acc + 48, c30);
+  _mm256_storeu_ps(acc + 56, c31);
+  _mm256_storeu_ps(acc + 64, c40);
+  _mm256_storeu_ps(acc + 72, c41);
+  _mm256_storeu_ps(acc + 80, c50);
+  _mm256_storeu_ps(acc + 88, c51);
+}
+
+/* The float32 product on 6 x nr tiles (nr 32 with AVX-512, else 16): each
+ * nr-column panel of op(B) is packed once (k x nr, zero past n) and swept
+ * by every 6-row tile of op(A), read in place (rows past m repeat the last
+ * one; their sums are dropped). Each element of C is one ascending sum over
+ * k, one FMA a term, whatever the columns a call covers and the tile width.
+ * 0 when the panel's memory is not to be had (the caller then takes the
+ * plain product). */
+static int vo_sgemm_tiles(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
+                          int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                          int64_t ldb, float beta, float *c, int64_t ldc) {
+  const int64_t sa_i = ta == CblasNoTrans ? lda : 1, sa_p = ta == CblasNoTrans ? 1 : lda;
+  const int64_t sb_p = tb == CblasNoTrans ? ldb : 1, sb_j = tb == CblasNoTrans ? 1 : ldb;
+  const int wide = vo_cpu_sgemm_is_avx512() && !vo_sgemm_narrow;
+  const int64_t nr = wide ? 32 : 16;
+  const size_t bytes = sizeof(float) * (size_t)nr * (size_t)(k > 0 ? k : 1);
+  float *panel = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  if (!panel) return 0;
+  float acc[VO_GEMM_MR * VO_GEMM_NR_MAX];
+  for (int64_t j0 = 0; j0 < n; j0 += nr) {
+    const int64_t nb = n - j0 < nr ? n - j0 : nr;
+    for (int64_t p = 0; p < k; p++) {
+      float *dst = panel + p * nr;
+      const float *src = b + p * sb_p + j0 * sb_j;
+      int64_t j = 0;
+      if (sb_j == 1)
+        for (; j < nb; j++) dst[j] = src[j];
+      else
+        for (; j < nb; j++) dst[j] = src[j * sb_j];
+      for (; j < nr; j++) dst[j] = 0;
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += VO_GEMM_MR) {
+      const int64_t mb = m - i0 < VO_GEMM_MR ? m - i0 : VO_GEMM_MR;
+      const float *ar[VO_GEMM_MR];
+      for (int64_t r = 0; r < VO_GEMM_MR; r++) ar[r] = a + (i0 + (r < mb ? r : mb - 1)) * sa_i;
+      if (wide)
+        vo_sgemm_tile_avx512(k, ar, sa_p, panel, acc);
+      else
+        vo_sgemm_tile_avx2(k, ar, sa_p, panel, acc);
+      for (int64_t r = 0; r < mb; r++) {
+        float *cr = c + (i0 + r) * ldc + j0;
+        const float *ac = acc + r * nr;
+        if (beta == 0)
+          for (int64_t j = 0; j < nb; j++) cr[j] = alpha * ac[j];
+        else
+          for (int64_t j = 0; j < nb; j++) cr[j] = alpha * ac[j] + beta * cr[j];
+      }
+    }
+  }
+  free(panel);
+  return 1;
+}
+#endif
+
+int vo_cpu_sgemm_is_avx512(void) {
+#ifdef VO_GEMM_HAVE_AVX2
+  return vo_cpu_sgemm_is_avx2() && __builtin_cpu_supports("avx512f");
+#else
+  return 0;
+#endif
+}
+
+int vo_cpu_sgemm_is_avx2(void) {
+#ifdef VO_GEMM_HAVE_AVX2
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
 void vo_cpu_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m,
                   int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
                   float beta, float *c, int ldc) {
+#ifdef VO_GEMM_HAVE_AVX2
+  if (m > 0 && n > 0 && vo_cpu_sgemm_is_avx2() &&
+      vo_sgemm_tiles(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    return;
+#endif
   vo_gemm_f32(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -32,4 +215,59 @@ void vo_cpu_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TR
                   int n, int k, double alpha, const double *a, int lda, const double *b, int ldb,
                   double beta, double *c, int ldc) {
   vo_gemm_f64(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+#ifdef VISIONOPS_HAVE_BLAS
+/* OpenBLAS's generic cores (kernels without AVX). */
+static int vo_cpu_blas_core_generic(const char *core) {
+  static const char *const generic[] = {"Prescott", "Core2",  "Penryn",     "Dunnington",
+                                        "Nehalem",  "Katmai", "Coppermine", "Northwood",
+                                        "Banias",   "Atom"};
+  for (size_t i = 0; core && i < sizeof generic / sizeof generic[0]; i++)
+    if (strcmp(core, generic[i]) == 0) return 1;
+  return 0;
+}
+
+static int vo_cpu_blas_generic;
+static pthread_once_t vo_cpu_blas_once = PTHREAD_ONCE_INIT;
+
+static void vo_cpu_blas_probe(void) {
+  vo_cpu_blas_generic = vo_cpu_sgemm_is_avx2() && vo_cpu_blas_core_generic(openblas_get_corename());
+}
+
+int vo_cpu_blas_is_generic(void) {
+  pthread_once(&vo_cpu_blas_once, vo_cpu_blas_probe);
+  return vo_cpu_blas_generic;
+}
+
+void vo_cpu_blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb,
+                       int m, int n, int k, float alpha, const float *a, int lda, const float *b,
+                       int ldb, float beta, float *c, int ldc) {
+  if (vo_cpu_blas_is_generic())
+    vo_cpu_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    cblas_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+#endif
+
+void vo_cpu_gemm_describe(char *out, size_t size) {
+#ifdef VISIONOPS_HAVE_BLAS
+  const char *core = openblas_get_corename();
+#ifdef VO_GEMM_HAVE_AVX2
+  const char *better = __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell";
+#else
+  const char *better = "";
+#endif
+  if (vo_cpu_blas_is_generic())
+    snprintf(out, size,
+             "OpenBLAS (%s kernels: it does not know this CPU; float32 products are visionops' "
+             "AVX2 ones instead, and OPENBLAS_CORETYPE=%s in the environment speeds up the "
+             "float64 ones)",
+             core, better);
+  else
+    snprintf(out, size, "OpenBLAS (%s kernels)", core ? core : "unknown");
+#else
+  snprintf(out, size, "%s, %s", VO_CPU_GEMM_NAME,
+           vo_cpu_sgemm_is_avx2() ? "AVX2 float32 tiles" : "plain C: slower");
+#endif
 }
