@@ -261,13 +261,15 @@ void vo_cpu_gemm_describe(char *out, size_t size) {
   if (vo_cpu_blas_is_generic())
     snprintf(out, size,
              "OpenBLAS (%s kernels: it does not know this CPU; float32 products are visionops' "
-             "AVX2 ones instead, and OPENBLAS_CORETYPE=%s in the environment speeds up the "
+             "%s tiles instead, and OPENBLAS_CORETYPE=%s in the environment speeds up the "
              "float64 ones)",
-             core, better);
+             core, vo_cpu_sgemm_is_avx512() ? "AVX-512" : "AVX2", better);
   else
     snprintf(out, size, "OpenBLAS (%s kernels)", core ? core : "unknown");
 #else
   snprintf(out, size, "%s, %s", VO_CPU_GEMM_NAME,
-           vo_cpu_sgemm_is_avx2() ? "AVX2 float32 tiles" : "plain C: slower");
+           vo_cpu_sgemm_is_avx512() ? "AVX-512 float32 tiles"
+           : vo_cpu_sgemm_is_avx2() ? "AVX2 float32 tiles"
+                                    : "plain C: slower");
 #endif
 }
