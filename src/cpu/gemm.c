@@ -43,93 +43,30 @@ void vo_cpu_sgemm_test_narrow(int narrow) { vo_sgemm_narrow = narrow; }
 #ifdef VO_GEMM_HAVE_AVX2
 enum { VO_GEMM_MR = 6, VO_GEMM_NR_MAX = 32 };
 
-/* The AVX-512 tile: 6 x 32, the same sums as the AVX2 one (one FMA a term,
- * ascending p), so the two give the same bits. */
-__attribute__((target("avx512f"))) static void vo_sgemm_tile_avx512(
-    int64_t k, const float *const *ar, int64_t sa_p, const float *panel, float *acc) {
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
-  for (int64_t p = 0; p < k; p++, panel += 32) {
-    const __m512 b0 = _mm512_load_ps(panel), b1 = _mm512_load_ps(panel + 16);
-    const int64_t at = p * sa_p;
-    __m512 x = _mm512_set1_ps(a0[at]);
-    c00 = _mm512_fmadd_ps(x, b0, c00);
-    c01 = _mm512_fmadd_ps(x, b1, c01);
-    x = _mm512_set1_ps(a1[at]);
-    c10 = _mm512_fmadd_ps(x, b0, c10);
-    c11 = _mm512_fmadd_ps(x, b1, c11);
-    x = _mm512_set1_ps(a2[at]);
-    c20 = _mm512_fmadd_ps(x, b0, c20);
-    c21 = _mm512_fmadd_ps(x, b1, c21);
-    x = _mm512_set1_ps(a3[at]);
-    c30 = _mm512_fmadd_ps(x, b0, c30);
-    c31 = _mm512_fmadd_ps(x, b1, c31);
-    x = _mm512_set1_ps(a4[at]);
-    c40 = _mm512_fmadd_ps(x, b0, c40);
-    c41 = _mm512_fmadd_ps(x, b1, c41);
-    x = _mm512_set1_ps(a5[at]);
-    c50 = _mm512_fmadd_ps(x, b0, c50);
-    c51 = _mm512_fmadd_ps(x, b1, c51);
-  }
-  _mm512_storeu_ps(acc + 0, c00);
-  _mm512_storeu_ps(acc + 16, c01);
-  _mm512_storeu_ps(acc + 32, c10);
-  _mm512_storeu_ps(acc + 48, c11);
-  _mm512_storeu_ps(acc + 64, c20);
-  _mm512_storeu_ps(acc + 80, c21);
-  _mm512_storeu_ps(acc + 96, c30);
-  _mm512_storeu_ps(acc + 112, c31);
-  _mm512_storeu_ps(acc + 128, c40);
-  _mm512_storeu_ps(acc + 144, c41);
-  _mm512_storeu_ps(acc + 160, c50);
-  _mm512_storeu_ps(acc + 176, c51);
-}
+/* The register tiles, one body (cpu/gemm_tile.inc) for two vector widths:
+ * 6 x 32 with AVX-512, 6 x 16 with AVX2 and FMA. Both add one FMA a term
+ * in ascending p, so they give the same bits. */
+#define VO_SGEMM_TILE vo_sgemm_tile_avx512
+#define VO_SGEMM_TARGET "avx512f"
+#define VO_SGEMM_V __m512
+#define VO_SGEMM_W 16
+#define VO_SGEMM_ZERO _mm512_setzero_ps
+#define VO_SGEMM_LOAD _mm512_load_ps
+#define VO_SGEMM_SET1 _mm512_set1_ps
+#define VO_SGEMM_FMADD _mm512_fmadd_ps
+#define VO_SGEMM_STORE _mm512_storeu_ps
+#include "cpu/gemm_tile.inc"
 
-/* acc[r][0, 16) = sum over p in ascending order of a_r[p * sa_p] *
- * panel[p][0, 16), one FMA a term, for the 6 rows a_r of A. */
-__attribute__((target("avx2,fma"))) static void vo_sgemm_tile_avx2(int64_t k,
-                                                                   const float *const *ar,
-                                                                   int64_t sa_p, const float *panel,
-                                                                   float *acc) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
-  for (int64_t p = 0; p < k; p++, panel += 16) {
-    const __m256 b0 = _mm256_load_ps(panel), b1 = _mm256_load_ps(panel + 8);
-    const int64_t at = p * sa_p;
-    __m256 x = _mm256_broadcast_ss(a0 + at);
-    c00 = _mm256_fmadd_ps(x, b0, c00);
-    c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a1 + at);
-    c10 = _mm256_fmadd_ps(x, b0, c10);
-    c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a2 + at);
-    c20 = _mm256_fmadd_ps(x, b0, c20);
-    c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a3 + at);
-    c30 = _mm256_fmadd_ps(x, b0, c30);
-    c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a4 + at);
-    c40 = _mm256_fmadd_ps(x, b0, c40);
-    c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a5 + at);
-    c50 = _mm256_fmadd_ps(x, b0, c50);
-    c51 = _mm256_fmadd_ps(x, b1, c51);
-  }
-  _mm256_storeu_ps(acc + 0, c00);
-  _mm256_storeu_ps(acc + 8, c01);
-  _mm256_storeu_ps(acc + 16, c10);
-  _mm256_storeu_ps(acc + 24, c11);
-  _mm256_storeu_ps(acc + 32, c20);
-  _mm256_storeu_ps(acc + 40, c21);
-  _mm256_storeu_ps(acc + 48, c30);
-  _mm256_storeu_ps(acc + 56, c31);
-  _mm256_storeu_ps(acc + 64, c40);
-  _mm256_storeu_ps(acc + 72, c41);
-  _mm256_storeu_ps(acc + 80, c50);
-  _mm256_storeu_ps(acc + 88, c51);
-}
+#define VO_SGEMM_TILE vo_sgemm_tile_avx2
+#define VO_SGEMM_TARGET "avx2,fma"
+#define VO_SGEMM_V __m256
+#define VO_SGEMM_W 8
+#define VO_SGEMM_ZERO _mm256_setzero_ps
+#define VO_SGEMM_LOAD _mm256_load_ps
+#define VO_SGEMM_SET1 _mm256_set1_ps
+#define VO_SGEMM_FMADD _mm256_fmadd_ps
+#define VO_SGEMM_STORE _mm256_storeu_ps
+#include "cpu/gemm_tile.inc"
 
 /* The float32 product on 6 x nr tiles (nr 32 with AVX-512, else 16): each
  * nr-column panel of op(B) is packed once (k x nr, zero past n) and swept
