@@ -48,10 +48,16 @@ static inline vo_k_dcn_geom vo_dcn_geom_of(const vo_deform_conv2d_params *p) {
   return a;
 }
 
-/* The devices' (CUDA, OpenCL) tiles of small images are this many columns
- * wide or more: enough work items per launch and products wide enough to
- * fill a GPU, where one 7x7 image's product is 49 columns. */
+/* Tiles of small images are this many columns wide or more. A GPU (CUDA,
+ * an OpenCL GPU) wants enough work items per launch and products wide
+ * enough to fill it, where one 7x7 image's product is 49 columns; a CPU
+ * (the CPU backend, an OpenCL CPU device such as PoCL) wants the columns
+ * to stay in cache while two threads still share a product: 256 was the
+ * best of 1 image, 128, 256, 512, 1,024 and 4,096 columns on the CPU
+ * backend, and PoCL was 1.1-1.35x slower at 4,096 than with one image per
+ * tile (bench/RESULTS.md). */
 #define VO_DCN_DEVICE_COLUMNS 4096
+#define VO_DCN_CPU_COLUMNS 256
 
 /* How many whole images a tile should hold so that its products are at
  * least `columns` wide (small images: one image's product is too narrow to

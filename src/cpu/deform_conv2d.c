@@ -46,12 +46,6 @@ static void vo_dcn_blas_serial(void) {}
 static void vo_dcn_blas_restore(void) {}
 #endif
 
-/* Small images take a tile together until it is this many columns wide:
- * wider products keep both threads of a GEMM busy, narrower tiles keep the
- * columns in cache (256 was the best of 1 image, 256, 512, 1,024 and 4,096
- * columns: bench/RESULTS.md, "deform_conv2d: tiles of several images"). */
-#define VO_DCN_CPU_COLUMNS 256
-
 /* Columns per tile so that `fixed` + `per_col` * L elements, plus
  * `per_image` for each image the tile holds, of `elem` bytes stay under the
  * workspace limit: a part of one image when a whole one does not fit, else

@@ -197,11 +197,16 @@ static int64_t vo_dcn_choose_tile(vo_dcn_plan *q, size_t limit, int64_t cap) {
 
 /* The tile: the largest part of one image whose workspace fits or, when a
  * whole image fits, as many whole images as vo_dcn_images_wanted asks
- * (VO_DCN_DEVICE_COLUMNS) and the limit allows; at most cap columns. */
+ * (VO_DCN_DEVICE_COLUMNS, or VO_DCN_CPU_COLUMNS on a CPU device) and the
+ * limit allows; at most cap columns. */
 static int64_t vo_dcn_choose_tile_images(vo_dcn_plan *q, size_t limit, int64_t cap) {
   const int64_t tile = vo_dcn_choose_tile(q, limit, cap < q->plane ? cap : q->plane);
   if (tile < q->plane) return tile;
-  int64_t k = vo_dcn_images_wanted(q->p, VO_DCN_DEVICE_COLUMNS);
+  cl_device_type type = 0;
+  if (vo_cl.GetDeviceInfo(q->c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
+    type = 0;
+  const int64_t columns = (type & CL_DEVICE_TYPE_CPU) ? VO_DCN_CPU_COLUMNS : VO_DCN_DEVICE_COLUMNS;
+  int64_t k = vo_dcn_images_wanted(q->p, columns);
   if (k > cap / q->plane) k = cap / q->plane;
   int64_t lo = 1, hi = k + 1; /* lo images fit; find the most up to k */
   while (hi - lo > 1 && q->st == VO_OK) {
