@@ -6,6 +6,7 @@ hit both alike. Prints a Markdown table of medians and the B/A time ratio
 (below 1: B faster).
 
     /usr/bin/python3 bench/before_after.py BEFORE/libvisionops.so AFTER/libvisionops.so
+    ... --filter deform --dcn 16,256,7,7,256 --dcn 2,256,64,64,256   (other shapes)
 """
 import argparse
 import dataclasses
