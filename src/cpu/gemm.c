@@ -1,13 +1,14 @@
 /*
  * visionops' own matrix products (see gemm.h): for float32 on a CPU with
- * AVX2 and FMA, 6 x 16 register tiles over packed 16-column panels of B;
- * otherwise, and for float64, a plain C product whose rows of C are computed
- * in blocks of VO_GEMM_BLOCK columns accumulated in a local array, so the
- * inner loop runs over contiguous columns and vectorises. A^T and B^T only
- * change how an element is addressed. Nothing is parallel here: the caller
- * splits C's columns over its threads. Built with OpenBLAS too: test_gemm
- * checks both against it, and deform_conv2d takes the AVX2 product where
- * OpenBLAS runs generic kernels (gemm.h).
+ * AVX2 and FMA, register tiles (6 x 16, or 6 x 32 with AVX-512) over packed
+ * panels of B; otherwise, and for float64, a plain C product whose rows of
+ * C are computed in blocks of VO_GEMM_BLOCK columns accumulated in a local
+ * array, so the inner loop runs over contiguous columns and vectorises. A^T
+ * and B^T only change how an element is addressed. Nothing is parallel
+ * here: the caller splits C's columns over its threads. Built with OpenBLAS
+ * too: test_gemm checks both against it, and deform_conv2d takes the tiles
+ * where OpenBLAS runs generic kernels (gemm.h). Also here: whether it
+ * does, and the CPU backend's description of the products.
  */
 #include "cpu/gemm.h"
 
