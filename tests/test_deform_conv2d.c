@@ -466,7 +466,7 @@ static void tiny_workspace(void) {
  * workspace limits from a few columns per tile to the whole batch in one
  * (the half types' float32 accumulators then hold several images). */
 static void tiles_of_several_images(void) {
-  static const size_t limits[] = {6000,  12000, 24000, 36000,  48000,  64000,
+  static const size_t limits[] = {6000,  12000, 24000,  36000,  48000,  64000,
                                   80000, 96000, 128000, 160000, 1 << 20};
   const int nlim = (int)(sizeof limits / sizeof limits[0]);
   for (int d = 0; d < NUM_DTYPES; d++) {
