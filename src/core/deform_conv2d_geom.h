@@ -72,6 +72,13 @@ static inline int64_t vo_dcn_images_wanted(const vo_deform_conv2d_params *p, int
   return k < 1 ? 1 : k;
 }
 
+/* How many images a tile of len columns holds at most (what its per-image
+ * buffers are sized for): len / plane whole images, else part of one. */
+static inline int64_t vo_dcn_tile_images_max(const vo_deform_conv2d_params *p, int64_t len) {
+  const int64_t plane = p->out_h * p->out_w;
+  return plane > 0 && len > plane ? len / plane : 1;
+}
+
 /* Moves a to the call's next column tile of at most `tile` columns: the
  * next part of the current image while tile is under the plane, else the
  * next tile / plane whole images (fewer at the end of the batch). Start from

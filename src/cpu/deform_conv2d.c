@@ -68,12 +68,6 @@ static int64_t vo_dcn_tile(const vo_exec *ex, int64_t fixed, int64_t per_col, in
   return (k < 1 ? 1 : k) * plane;
 }
 
-/* Images a tile of `tile` columns holds at most. */
-static int64_t vo_dcn_tile_images_max(const vo_exec *ex, int64_t tile) {
-  const int64_t plane = ex->p.deform_conv2d.out_h * ex->p.deform_conv2d.out_w;
-  return plane > 0 && tile > plane ? tile / plane : 1;
-}
-
 static vo_status vo_dcn_too_small(const vo_exec *ex, int64_t need_elems, size_t elem) {
   const int64_t need = need_elems * (int64_t)elem;
   return vo_fail(VO_ERROR_OUT_OF_MEMORY,
@@ -91,7 +85,8 @@ static void *vo_dcn_workspace(const vo_exec *ex, int64_t fixed, int64_t per_col,
     (void)vo_dcn_too_small(ex, fixed + per_col + per_image, elem);
     return NULL;
   }
-  const int64_t elems = fixed + per_col * *tile + per_image * vo_dcn_tile_images_max(ex, *tile);
+  const int64_t elems =
+      fixed + per_col * *tile + per_image * vo_dcn_tile_images_max(&ex->p.deform_conv2d, *tile);
   return vo_workspace_alloc(ex->ctx, ex->device, (size_t)elems * elem, ex->op_name);
 }
 

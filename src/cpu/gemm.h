@@ -34,6 +34,9 @@ enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
 void vo_cpu_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m,
                   int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
                   float beta, float *c, int ldc);
+void vo_cpu_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m,
+                  int n, int k, double alpha, const double *a, int lda, const double *b, int ldb,
+                  double beta, double *c, int ldc);
 /* Whether vo_cpu_sgemm runs its AVX2 / FMA tiles on this CPU, and its
  * wider AVX-512 ones (the same sums, so the same bits). */
 int vo_cpu_sgemm_is_avx2(void);
@@ -56,8 +59,5 @@ void vo_cpu_blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBL
 
 /* What runs the products, for the CPU backend's description. */
 void vo_cpu_gemm_describe(char *out, size_t size);
-void vo_cpu_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m,
-                  int n, int k, double alpha, const double *a, int lda, const double *b, int ldb,
-                  double beta, double *c, int ldc);
 
 #endif /* VISIONOPS_CPU_GEMM_H */

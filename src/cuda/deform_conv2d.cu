@@ -232,12 +232,6 @@ int64_t choose_tile_images(const vo_deform_conv2d_params &p, size_t limit, int64
   return plane * choose_tile(limit, k, [&](int64_t m) { return bytes(m * plane); });
 }
 
-// Images a tile of len columns holds at most.
-int64_t images_of(const vo_deform_conv2d_params &p, int64_t len) {
-  const int64_t plane = p.out_h * p.out_w;
-  return plane > 0 && len > plane ? len / plane : 1;
-}
-
 // The tensors' first elements as D's storage type (NULL without the tensor).
 template <typename D>
 typename D::S *addr(const vo_view *v) {
@@ -342,7 +336,7 @@ struct run_backward {
     // or the sentinel images * hw.
     auto key_bits_of = [&](int64_t len) {
       int bits = 1;
-      while (bits < 63 && ((int64_t)1 << bits) <= images_of(p, len) * hw) bits++;
+      while (bits < 63 && ((int64_t)1 << bits) <= vo_dcn_tile_images_max(&p, len) * hw) bits++;
       return bits;
     };
 
@@ -361,7 +355,7 @@ struct run_backward {
     };
     auto bytes = [&](int64_t len) {
       carver c = carver::sizing();
-      const int64_t entries = 4 * taps * len, images = images_of(p, len);
+      const int64_t entries = 4 * taps * len, images = vo_dcn_tile_images_max(&p, len);
       c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));                    // wt
       c.take<T>((size_t)(p.out_channels * cgk) * sizeof(T));                    // gw
       c.take<float>(direct ? 0 : (size_t)(images * in_plane) * sizeof(float));  // acc
@@ -385,7 +379,7 @@ struct run_backward {
     if (cap < 1) cap = 1;
     const int64_t tile = choose_tile_images(p, limit, cap, bytes);
     if (tile < 1) return too_small(ex, bytes(1));
-    const int64_t max_images = images_of(p, tile);
+    const int64_t max_images = vo_dcn_tile_images_max(&p, tile);
     const int key_bits = key_bits_of(tile);
     vo_cuda_workspace ws(ex);
     char *base = static_cast<char *>(ws.alloc(bytes(tile)));

@@ -137,16 +137,11 @@ static size_t vo_dcn_temp_of(vo_dcn_plan *q, const vo_dcn_gemm *s) {
   return bytes;
 }
 
-/* Images a tile of len columns holds at most. */
-static int64_t vo_dcn_images_of(const vo_dcn_plan *q, int64_t len) {
-  return len > q->plane ? len / q->plane : 1;
-}
-
 /* Lays out a tile of len columns; its bytes in all (block and temporary). */
 static uint64_t vo_dcn_layout(vo_dcn_plan *q, int64_t len) {
   const vo_deform_conv2d_params *p = q->p;
   const uint64_t es = q->es, rows = (uint64_t)(p->in_channels * q->taps * len);
-  const uint64_t images = (uint64_t)vo_dcn_images_of(q, len);
+  const uint64_t images = (uint64_t)vo_dcn_tile_images_max(p, len);
   const uint64_t weights = (uint64_t)(p->out_channels * q->cgk) * es;
   const uint64_t entries = 4 * (uint64_t)(q->taps * len);
   const int sorting = q->backward && q->det && q->col2im;
@@ -178,16 +173,16 @@ static uint64_t vo_dcn_layout(vo_dcn_plan *q, int64_t len) {
   return used + q->temp;
 }
 
-/* The largest tile length in [1, cap] whose workspace fits the limit (the
- * bytes grow with the length); 0 when not even one column fits or a query
- * failed (q->st). */
-static int64_t vo_dcn_choose_tile(vo_dcn_plan *q, size_t limit, int64_t cap) {
-  if (vo_dcn_layout(q, 1) > limit || q->st != VO_OK) return 0;
-  if (vo_dcn_layout(q, cap) <= limit) return q->st == VO_OK ? cap : 0;
+/* The largest m in [1, cap] whose tile of m * unit columns has a workspace
+ * within the limit (the bytes grow with the length); 0 when not even one
+ * unit fits or a query failed (q->st). */
+static int64_t vo_dcn_choose_tile(vo_dcn_plan *q, size_t limit, int64_t cap, int64_t unit) {
+  if (vo_dcn_layout(q, unit) > limit || q->st != VO_OK) return 0;
+  if (vo_dcn_layout(q, cap * unit) <= limit) return q->st == VO_OK ? cap : 0;
   int64_t lo = 1, hi = cap; /* lo fits, hi does not */
   while (hi - lo > 1 && q->st == VO_OK) {
     const int64_t mid = lo + (hi - lo) / 2;
-    if (vo_dcn_layout(q, mid) <= limit)
+    if (vo_dcn_layout(q, mid * unit) <= limit)
       lo = mid;
     else
       hi = mid;
@@ -200,7 +195,7 @@ static int64_t vo_dcn_choose_tile(vo_dcn_plan *q, size_t limit, int64_t cap) {
  * (VO_DCN_DEVICE_COLUMNS, or VO_DCN_CPU_COLUMNS on a CPU device) and the
  * limit allows; at most cap columns. */
 static int64_t vo_dcn_choose_tile_images(vo_dcn_plan *q, size_t limit, int64_t cap) {
-  const int64_t tile = vo_dcn_choose_tile(q, limit, cap < q->plane ? cap : q->plane);
+  const int64_t tile = vo_dcn_choose_tile(q, limit, cap < q->plane ? cap : q->plane, 1);
   if (tile < q->plane) return tile;
   cl_device_type type = 0;
   if (vo_cl.GetDeviceInfo(q->c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
@@ -208,15 +203,7 @@ static int64_t vo_dcn_choose_tile_images(vo_dcn_plan *q, size_t limit, int64_t c
   const int64_t columns = (type & CL_DEVICE_TYPE_CPU) ? VO_DCN_CPU_COLUMNS : VO_DCN_DEVICE_COLUMNS;
   int64_t k = vo_dcn_images_wanted(q->p, columns);
   if (k > cap / q->plane) k = cap / q->plane;
-  int64_t lo = 1, hi = k + 1; /* lo images fit; find the most up to k */
-  while (hi - lo > 1 && q->st == VO_OK) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (vo_dcn_layout(q, mid * q->plane) <= limit)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return q->st == VO_OK ? lo * q->plane : 0;
+  return k > 1 ? vo_dcn_choose_tile(q, limit, k, q->plane) * q->plane : tile;
 }
 
 static vo_status vo_dcn_plan_make(vo_dcn_plan *q, const vo_cl_call *c, int backward,
