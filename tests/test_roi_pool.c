@@ -390,13 +390,14 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2) {
 
 /* The forward has a channels-last path (the input directly when its channel
  * stride is 1, else a workspace tile of the box of each image its RoIs read,
- * for a block of channels; AVX2 or plain C bins) and the NCHW scan, taken
- * when a cost model finds it cheaper or the tile does not fit the workspace
- * limit. Every path must give the same bytes: 70 channels (blocks of 64 and
- * 6, so full vectors, a partial vector and a scalar tail), NaN, infinities,
- * signed zeros and ties among the values. Contexts: 1 and 2 threads, scalar
- * ISA, a limit that shrinks the block to 8 channels (float) or forces the
- * scan (float64), and a 1-byte limit (always the scan for NCHW input). The
+ * for a block of channels; AVX-512, AVX2 or plain C bins) and the NCHW
+ * scan, taken when a cost model finds it cheaper or the tile does not fit
+ * the workspace limit. Every path must give the same bytes: 70 or 88
+ * channels (blocks of 64 and 6 or 24, so full vectors, partial or masked
+ * vectors and a scalar tail), NaN, infinities, signed zeros and ties among
+ * the values. Contexts: 1 and 2 threads, scalar ISA, a limit that shrinks
+ * the block to 8 channels (float) or forces the scan (float64), a 1-byte
+ * limit (always the scan for NCHW input), and AVX2 (on AVX-512 CPUs). The
  * backward runs on each context too. Three sets of RoIs: every kind on a
  * small map (channels-last), two tiny RoIs in opposite corners of image 1 of
  * a larger map (the scan), and 40 overlapping RoIs clustered inside image 1
@@ -429,7 +430,7 @@ static void paths_rois(vt_rng *rng, int set, const problem *pb, DLDataType dt) {
 }
 
 static void paths(void) {
-  enum { NCTX = 6 };
+  enum { NCTX = 8 };
   vo_context *ctx[NCTX];
   for (int i = 0; i < NCTX; i++) {
     CHECK_STATUS(vo_context_create(&ctx[i]), VO_OK);
@@ -439,11 +440,14 @@ static void paths(void) {
   CHECK_STATUS(vo_context_set_isa(ctx[3], VO_ISA_SCALAR), VO_OK);
   CHECK_STATUS(vo_context_set_workspace_limit(ctx[4], 8192), VO_OK);
   CHECK_STATUS(vo_context_set_workspace_limit(ctx[5], 1), VO_OK);
+  /* AVX2 where the default is AVX-512: both loops of the channels-last bin */
+  CHECK_STATUS(vo_context_set_isa(ctx[6], VO_ISA_AVX2), VO_OK);
+  CHECK_STATUS(vo_context_set_isa(ctx[7], VO_ISA_AVX2), VO_OK);
   static const double specials[7] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0};
   static const problem shapes[PATHS_SETS] = {
       {2, 70, 9, 11, 13, 3, 4, 0.5, NULL, NULL, NULL, NULL},
       {2, 70, 40, 48, 2, 3, 4, 0.5, NULL, NULL, NULL, NULL},
-      {2, 70, 40, 48, 40, 3, 4, 0.5, NULL, NULL, NULL, NULL}};
+      {2, 88, 40, 48, 40, 3, 4, 0.5, NULL, NULL, NULL, NULL}};
   for (int sd = 0; sd < PATHS_SETS * RT_NUM_DTYPES; sd++) {
     const int set = sd / RT_NUM_DTYPES, d = sd % RT_NUM_DTYPES;
     const DLDataType dt = *rt_dtypes[d];

@@ -76,11 +76,13 @@ typedef struct vo_allocator {
 } vo_allocator;
 
 /* CPU instruction sets the kernels can be restricted to (tests use this to
- * run every code path on one machine). */
+ * run every code path on one machine). Each level includes those below it;
+ * asking for more than the CPU has gives what it has. */
 typedef enum vo_isa {
   VO_ISA_AUTO = 0,   /* best the CPU supports */
   VO_ISA_SCALAR = 1, /* portable C only */
-  VO_ISA_AVX2 = 2    /* x86-64 AVX2 + FMA */
+  VO_ISA_AVX2 = 2,   /* x86-64 AVX2 + FMA */
+  VO_ISA_AVX512 = 3  /* and AVX-512 F: the kernels that have a 16-lane variant use it */
 } vo_isa;
 
 typedef struct vo_context vo_context;

@@ -112,7 +112,7 @@ vo_status vo_context_set_deterministic(vo_context *ctx, int deterministic) {
 
 vo_status vo_context_set_isa(vo_context *ctx, vo_isa isa) {
   VO_REQUIRE_CTX("vo_context_set_isa");
-  if (isa != VO_ISA_AUTO && isa != VO_ISA_SCALAR && isa != VO_ISA_AVX2)
+  if (isa != VO_ISA_AUTO && isa != VO_ISA_SCALAR && isa != VO_ISA_AVX2 && isa != VO_ISA_AVX512)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "vo_context_set_isa: unknown isa %d", (int)isa);
   ctx->isa = isa;
   return VO_OK;
@@ -139,7 +139,8 @@ static vo_isa vo_detected_isa(void) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
   /* __builtin_cpu_supports initialises itself on first use and only reads
    * cpuid, so concurrent first calls are harmless. */
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return VO_ISA_AVX2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return __builtin_cpu_supports("avx512f") ? VO_ISA_AVX512 : VO_ISA_AVX2;
 #endif
   return VO_ISA_SCALAR;
 }
@@ -156,6 +157,7 @@ const char *vo_isa_name(vo_isa isa) {
     case VO_ISA_AUTO: return "auto";
     case VO_ISA_SCALAR: return "scalar";
     case VO_ISA_AVX2: return "avx2";
+    case VO_ISA_AVX512: return "avx512";
   }
   return "unknown";
 }

@@ -108,7 +108,7 @@ vo_status vo_cpu_pairwise_iou(const vo_exec *ex) {
   const size_t row_bytes = narrow_out ? (size_t)threads * (size_t)m * sizeof(double) : 0;
   void *mem = vo_workspace_alloc(ex->ctx, ex->device, side_bytes + row_bytes, ex->op_name);
   if (!mem) return VO_ERROR_OUT_OF_MEMORY;
-  const int avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
+  const int avx2 = vo_cpu_effective_isa(ex->ctx) >= VO_ISA_AVX2;
   (void)avx2;
   /* Blocks of rows worth about 20 us each: few claims, fine balance. */
   vo_iou_rows r = {.p = p, .m = m};

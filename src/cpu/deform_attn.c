@@ -336,7 +336,7 @@ static int vo_da_fast(const vo_exec *ex, const vo_k_deform_attn_args *a, int bac
   const vo_dtype dt = ex->inputs[0].dtype;
   *avx2 = 0;
 #ifdef VO_DA_HAVE_AVX2
-  *avx2 = isa == VO_ISA_AVX2;
+  *avx2 = isa >= VO_ISA_AVX2;
 #endif
   return isa != VO_ISA_SCALAR && (dt == VO_F32 || dt == VO_F64) && a->value_stride[3] == 1 &&
          (!backward || a->grad_stride[2] == 1);

@@ -241,7 +241,7 @@ vo_status vo_cpu_matrix_nms(const vo_exec *ex) {
   w.sigma = ex->args[7].u.f;
   w.background = ex->args[8].u.i;
   w.normalized = ex->args[9].u.b;
-  w.avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
+  w.avx2 = vo_cpu_effective_isa(ex->ctx) >= VO_ISA_AVX2;
   w.per_class = w.nms_top_k >= 0 && w.nms_top_k < w.m ? w.nms_top_k : w.m;
   if (w.batch == 0) return VO_OK;
 

@@ -519,7 +519,7 @@ static int vo_nms_select_applies(const vo_exec *ex, int threads) {
   const vo_nms_params *p = &ex->p.nms;
   const int64_t n = p->boxes->shape[0];
   return !p->idxs && threads == 1 && ex->dtype != VO_F64 && p->scores->dtype != VO_F64 && n > 0 &&
-         n <= INT32_MAX - 8 && vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
+         n <= INT32_MAX - 8 && vo_cpu_effective_isa(ex->ctx) >= VO_ISA_AVX2;
 }
 
 /* The live entries' first fill from contiguous float32 boxes [n, 4] and
@@ -651,7 +651,7 @@ static void vo_nms_apply_avx2_f32(const vo_nms_boxes *b, int64_t i, int64_t j0, 
 static void vo_nms_axis_gather(const vo_exec *ex, void *store, int64_t n, int64_t start, int64_t m,
                                const int64_t *slot_index, vo_nms_boxes *nb) {
 #ifdef VO_HAVE_AVX2_KERNELS
-  const int avx2 = vo_cpu_effective_isa(ex->ctx) == VO_ISA_AVX2;
+  const int avx2 = vo_cpu_effective_isa(ex->ctx) >= VO_ISA_AVX2;
 #endif
   if (ex->dtype == VO_F64) {
     vo_nms_axis_gather_f64(ex, store, n, start, m, slot_index, nb);

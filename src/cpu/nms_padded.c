@@ -342,7 +342,7 @@ vo_status vo_cpu_nms_padded(const vo_exec *ex) {
     sort_items = (size_t)p->classes * cap;
   s.slot_bytes = 2 * sort_items * sizeof(vo_sort_item) + 5 * VO_NP_CAP8(cap) * sizeof(double);
 #ifdef VO_HAVE_AVX2_KERNELS
-  s.avx2 = vo_cpu_effective_isa(ctx) == VO_ISA_AVX2;
+  s.avx2 = vo_cpu_effective_isa(ctx) >= VO_ISA_AVX2;
 #endif
   const double problem_ns = (double)s.items * VO_NP_SCORE_NS + VO_NP_PROBLEM_NS;
   const double cost = (double)s.problems * problem_ns;

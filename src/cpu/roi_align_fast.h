@@ -24,6 +24,7 @@
 #define VISIONOPS_CPU_ROI_ALIGN_FAST_H
 
 #include "cpu/roi_common.h"
+#include "cpu/transpose.h"
 
 #define VO_RAF_TILE 16
 
@@ -115,61 +116,8 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
 #define VO_RAF_CBB_F64 32
 
 #ifdef VO_RAF_HAVE_AVX2
-#include <immintrin.h>
-
-/* In-register transpose of eight rows of eight floats. */
-VO_RAF_AVX2_ATTR static inline void vo_raf_tr8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-  }
-}
-
-/* One row of the transposes in 8x8 blocks, for float32 planes with unit
- * column stride: dst[w*nc + c] = src[c*s1 + w] (to channels-last) and the
- * reverse. Pure data movement, so no value can differ from the scalar
- * loops. Returns how many leading columns were done (a multiple of 8). */
-VO_RAF_AVX2_ATTR static int64_t vo_raf_rows_to_nhwc_avx2(const float *src, int64_t s1, int64_t nc,
-                                                         int64_t W, float *dst) {
-  const int64_t w8 = W / 8 * 8, c8 = nc / 8 * 8;
-  for (int64_t w0 = 0; w0 < w8; w0 += 8)
-    for (int64_t c0 = 0; c0 < c8; c0 += 8) {
-      __m256 r[8];
-      for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (c0 + i) * s1 + w0);
-      vo_raf_tr8(r);
-      for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst + (w0 + j) * nc + c0, r[j]);
-    }
-  for (int64_t w = 0; w < w8; w++)
-    for (int64_t c = c8; c < nc; c++) dst[w * nc + c] = src[c * s1 + w];
-  return w8;
-}
-VO_RAF_AVX2_ATTR static int64_t vo_raf_rows_from_nhwc_avx2(const float *src, int64_t nc, int64_t W,
-                                                           float *dst, int64_t s1) {
-  const int64_t w8 = W / 8 * 8, c8 = nc / 8 * 8;
-  for (int64_t w0 = 0; w0 < w8; w0 += 8)
-    for (int64_t c0 = 0; c0 < c8; c0 += 8) {
-      __m256 r[8];
-      for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(src + (w0 + j) * nc + c0);
-      vo_raf_tr8(r);
-      for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (c0 + i) * s1 + w0, r[i]);
-    }
-  for (int64_t w = 0; w < w8; w++)
-    for (int64_t c = c8; c < nc; c++) dst[c * s1 + w] = src[w * nc + c];
-  return w8;
-}
-#define vo_raf_rows_to_nhwc_fast vo_raf_rows_to_nhwc_avx2
-#define vo_raf_rows_from_nhwc_fast vo_raf_rows_from_nhwc_avx2
+#define vo_raf_rows_to_nhwc_fast vo_cpu_planes_to_nhwc_f32_avx2
+#define vo_raf_rows_from_nhwc_fast vo_cpu_nhwc_to_planes_f32_avx2
 #else
 #define vo_raf_rows_to_nhwc_fast(src, s1, nc, W, dst) ((void)(src), (void)(dst), (int64_t)0)
 #define vo_raf_rows_from_nhwc_fast(src, nc, W, dst, s1) ((void)(src), (void)(dst), (int64_t)0)

@@ -223,7 +223,7 @@ vo_status vo_cpu_soft_nms(const vo_exec *ex) {
 
   vo_snms_work w = {.ex = ex, .f64 = ex->dtype == VO_F64};
 #ifdef VO_HAVE_AVX2_KERNELS
-  w.avx2 = vo_cpu_effective_isa(ctx) == VO_ISA_AVX2;
+  w.avx2 = vo_cpu_effective_isa(ctx) >= VO_ISA_AVX2;
 #endif
   /* One block: two sort arrays (16 bytes a box), 6 int64 arrays (index,
    * order, kept_index, starts + 1, counts, schedule) and 7 arrays of the
