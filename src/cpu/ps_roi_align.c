@@ -65,25 +65,19 @@ VO_DEFINE_PSA_BINS(float, f32, uint16_t, bf16)
  * ratio 2 gives 4). */
 #define VO_PSA_CHUNK 64
 
-/* Rows [top, bottom] that bin row ph of RoI g can read, or (cols) the
- * columns of bin column i: clamped to the map (limit rows or columns); a
- * RoI with a reversed or NaN extent gets the whole map. The bounds are
- * computed in the compute type; they only order the RoIs and aim the
- * prefetches, never change a result. */
-static void vo_psa_span(const vo_ra_roi *g, int f64, int cols, int64_t i, int64_t limit,
-                        int64_t r[2]) {
+/* Rows [top, bottom] that bin row ph of RoI g can read, clamped to the
+ * map's `limit` rows; a RoI with a reversed or NaN extent gets the whole
+ * map. Computed in the compute type; it only orders the RoIs, never
+ * changes a result. */
+static void vo_psa_row_span(const vo_ra_roi *g, int f64, int64_t ph, int64_t limit, int64_t r[2]) {
   double a, b;
   if (f64) {
-    const double start = cols ? g->t.f64.start_w : g->t.f64.start_h;
-    const double bin = cols ? g->t.f64.bin_w : g->t.f64.bin_h;
-    a = start + (double)i * bin;
-    b = a + bin;
+    a = g->t.f64.start_h + (double)ph * g->t.f64.bin_h;
+    b = a + g->t.f64.bin_h;
   } else {
-    const float start = cols ? g->t.f32.start_w : g->t.f32.start_h;
-    const float bin = cols ? g->t.f32.bin_w : g->t.f32.bin_h;
-    const float lo = start + (float)i * bin;
+    const float lo = g->t.f32.start_h + (float)ph * g->t.f32.bin_h;
     a = lo;
-    b = lo + bin;
+    b = lo + g->t.f32.bin_h;
   }
   r[0] = 0;
   r[1] = limit - 1;
@@ -132,14 +126,51 @@ static void vo_psa_store(vo_dtype dt, void *out, int64_t o, const vo_psa_sums *a
   }
 }
 
+/* Samples [i0, i0 + n) of RoI g's bin (ph, pw), in (iy, ix) order. */
+static void vo_psa_samples_of(const vo_roi_align_params *p, const vo_ra_roi *g, int f64, int64_t ph,
+                              int64_t pw, int64_t i0, int64_t n, vo_psa_samples *s) {
+  const int64_t sh = p->input->stride[2], sw = p->input->stride[3];
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t iy = (i0 + i) / g->grid_w, ix = (i0 + i) % g->grid_w;
+    if (f64)
+      vo_k_ra_sample_at_f64(&g->t.f64, p->height, p->width, sh, sw, ph, pw, iy, ix, &s->f64[i]);
+    else
+      vo_k_ra_sample_at_f32(&g->t.f32, p->height, p->width, sh, sw, ph, pw, iy, ix, &s->f32[i]);
+  }
+}
+
+/* Prefetches (towards L2) the lines samples s[0..n) read in cout planes
+ * cs_bytes apart from x: each sample's top-left and bottom-right corners,
+ * whose lines hold all four corners unless the sample straddles a line. */
+static void vo_psa_prefetch_samples(const char *x, int64_t cout, int64_t cs_bytes, int64_t es,
+                                    const vo_psa_samples *s, int64_t n, int f64) {
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t *pos = f64 ? s->f64[i].pos : s->f32[i].pos;
+    if (pos[0] == VO_K_RA_OUTSIDE) continue;
+    const char *a = x + pos[0] * es, *d = x + pos[3] * es;
+    for (int64_t c = 0; c < cout; c++, a += cs_bytes, d += cs_bytes) {
+      __builtin_prefetch(a, 0, 2);
+      __builtin_prefetch(d, 0, 2);
+    }
+  }
+}
+
+/* RoIs whose samples an item computes (and prefetches) before it needs
+ * them: their loads are in flight while it computes the RoIs between. */
+#define VO_PSA_AHEAD 2
+
 /* Forward of bin b = (ph, pw) of the RoIs order[j0 .. j1) (all of image
  * img, sorted by their bin row's top), for every output channel: the bin's
  * samples are computed once and shared by the channels, each output is
  * the mean of its samples as torchvision's (0 when the grid is empty), and
  * channel_mapping is filled elsewhere. The item reads only the planes
- * c*PH*PW + b of image img, prefetching ahead of its bins as roi_common.h
- * says (RoI by RoI and channel by channel, the scattered bins were fetched
- * from memory a line at a time). */
+ * c*PH*PW + b of image img. The loads are prefetched ahead of use: a RoI's
+ * samples are computed VO_PSA_AHEAD RoIs early and the lines they read
+ * prefetched in every plane, so only the lines the samples touch are
+ * fetched (43% of the planes' lines for 1,000 proposals at 7x7 with
+ * sampling ratio 2; streaming the rows the bins span, as ps_roi_pool does,
+ * fetched them all). A bin of more than VO_PSA_CHUNK samples computes them
+ * in chunks when it is reached, without prefetching. */
 static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64_t j1, int64_t img,
                         int64_t b) {
   const vo_psa_items *it = arg;
@@ -150,63 +181,41 @@ static void vo_psa_item(const void *arg, const int64_t *order, int64_t j0, int64
   const int64_t es = (int64_t)vo_dtype_size(dt);
   const int64_t bins = p->pooled_height * p->pooled_width, cout = it->q->channels_out;
   const int64_t ph = b / p->pooled_width, pw = b % p->pooled_width;
-  const int64_t cs = bins * in->stride[1], sh = in->stride[2], sw = in->stride[3];
+  const int64_t cs = bins * in->stride[1];
   const int64_t nblocks = (cout + VO_PSA_CB - 1) / VO_PSA_CB, channels = cout * bins;
   const char *x = (const char *)vo_view_addr(in) + (img * in->stride[0] + b * in->stride[1]) * es;
   void *out = vo_view_addr(p->out);
-  const int64_t row_bytes = p->width * es;
-  /* dense bins stream rows, sparse ones prefetch the next bin (roi_common.h) */
-  int64_t top = p->height, bottom = 0;
-  double bin_lines = 0;
-  for (int64_t j = j0; j < j1 && sw == 1 && p->height > 0 && p->width > 0; j++) {
-    const vo_ra_roi *g = &it->geo[order[j]];
-    if (g->grid_h * g->grid_w == 0) continue;
-    int64_t r[2], c[2];
-    vo_psa_span(g, f64, 0, ph, p->height, r);
-    vo_psa_span(g, f64, 1, pw, p->width, c);
-    bin_lines += vo_ps_bin_lines(r[1] + 1 - r[0], c[0] * es, (c[1] + 1) * es);
-    top = r[0] < top ? r[0] : top;
-    bottom = r[1] + 1 > bottom ? r[1] + 1 : bottom;
-  }
-  const int stream = vo_ps_streams_rows(top, bottom, row_bytes, bin_lines);
-  int64_t front = top; /* rows above this one have been streamed */
-  vo_psa_samples s;
-  for (int64_t j = j0; j < j1; j++) {
-    const int64_t k = order[j];
-    const vo_ra_roi *g = &it->geo[k];
-    const int64_t ns = g->grid_h * g->grid_w;
-    if (stream && ns > 0) {
-      int64_t r[2];
-      vo_psa_span(g, f64, 0, ph, p->height, r);
-      const int64_t to = r[0] + VO_PS_AHEAD < p->height ? r[0] + VO_PS_AHEAD : p->height;
-      for (; front < to; front++) vo_ps_prefetch_row(x + front * sh * es, cout, cs * es, row_bytes);
-    } else if (!stream && bin_lines > 0 && j + 1 < j1) {
-      /* the next RoI's bin, while this one is computed */
-      const vo_ra_roi *gn = &it->geo[order[j + 1]];
-      if (gn->grid_h * gn->grid_w > 0) {
-        int64_t r[2], c[2];
-        vo_psa_span(gn, f64, 0, ph, p->height, r);
-        vo_psa_span(gn, f64, 1, pw, p->width, c);
-        vo_ps_prefetch_bin(x, cout, cs * es, sh * es, r[0], r[1] + 1, c[0] * es, (c[1] + 1) * es);
+  vo_psa_samples ring[VO_PSA_AHEAD + 1], chunk;
+  /* ring[j % (AHEAD + 1)]: RoI order[j]'s samples, for the RoIs that have
+   * at most a chunk of them, from j - AHEAD on */
+  for (int64_t j = j0; j < j1 + VO_PSA_AHEAD; j++) {
+    if (j < j1) { /* RoI order[j]'s samples, for later */
+      const vo_ra_roi *ga = &it->geo[order[j]];
+      const int64_t na = ga->grid_h * ga->grid_w;
+      if (na > 0 && na <= VO_PSA_CHUNK) {
+        vo_psa_samples *sa = &ring[j % (VO_PSA_AHEAD + 1)];
+        vo_psa_samples_of(p, ga, f64, ph, pw, 0, na, sa);
+        vo_psa_prefetch_samples(x, cout, cs * es, es, sa, na, f64);
       }
     }
+    const int64_t jc = j - VO_PSA_AHEAD; /* the RoI computed now */
+    if (jc < j0) continue;
+    const int64_t k = order[jc];
+    const vo_ra_roi *g = &it->geo[k];
+    const int64_t ns = g->grid_h * g->grid_w;
     const int64_t o = k * channels + b;
     for (int64_t blk = 0, c0 = 0; blk < nblocks; blk++) {
       const int64_t c1 = cout * (blk + 1) / nblocks;
       vo_psa_sums acc;
       memset(&acc, 0, sizeof acc);
-      for (int64_t i0 = 0; i0 < ns; i0 += VO_PSA_CHUNK) {
-        const int64_t n1 = ns - i0 < VO_PSA_CHUNK ? ns - i0 : VO_PSA_CHUNK;
-        for (int64_t i = 0; i < n1; i++) {
-          const int64_t iy = (i0 + i) / g->grid_w, ix = (i0 + i) % g->grid_w;
-          if (f64)
-            vo_k_ra_sample_at_f64(&g->t.f64, p->height, p->width, sh, sw, ph, pw, iy, ix,
-                                  &s.f64[i]);
-          else
-            vo_k_ra_sample_at_f32(&g->t.f32, p->height, p->width, sh, sw, ph, pw, iy, ix,
-                                  &s.f32[i]);
+      if (ns <= VO_PSA_CHUNK) {
+        vo_psa_block(dt, x + c0 * cs * es, cs, &ring[jc % (VO_PSA_AHEAD + 1)], ns, c1 - c0, &acc);
+      } else {
+        for (int64_t i0 = 0; i0 < ns; i0 += VO_PSA_CHUNK) {
+          const int64_t n1 = ns - i0 < VO_PSA_CHUNK ? ns - i0 : VO_PSA_CHUNK;
+          vo_psa_samples_of(p, g, f64, ph, pw, i0, n1, &chunk);
+          vo_psa_block(dt, x + c0 * cs * es, cs, &chunk, n1, c1 - c0, &acc);
         }
-        vo_psa_block(dt, x + c0 * cs * es, cs, &s, n1, c1 - c0, &acc);
       }
       for (int64_t c = c0; c < c1; c++) vo_psa_store(dt, out, o + c * bins, &acc, c - c0, g);
       c0 = c1;
@@ -262,7 +271,7 @@ static vo_status vo_psa_forward(const vo_exec *ex) {
       for (int64_t j = 0; j < m; j++) {
         const int64_t k = orders[m0 + j]; /* orders[0] is rewritten last */
         int64_t r[2] = {0, 0};
-        if (p->height > 0) vo_psa_span(&geo[k], f64, 0, ph, p->height, r);
+        if (p->height > 0) vo_psa_row_span(&geo[k], f64, ph, p->height, r);
         keys[j] = (vo_psa_key){r[0], k};
       }
       qsort(keys, (size_t)m, sizeof *keys, vo_psa_key_cmp);
