@@ -321,12 +321,14 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
 
 /* Problems with enough channels and samples for the channels-last kernels
  * (C = 37 leaves a partial vector; sampling 2 divides by a power of two,
- * 3 and adaptive by other counts). ctxs[0..3]: 1 thread, 2 threads, 2
- * threads with the scalar ISA, and 2 threads with a workspace limit too
- * small for a channels-last image, which forces the plain kernels: every
- * one must give the same bits, in both input layouts (channels-last float32
+ * 3 and adaptive by other counts). ctxs[0..4]: 1 thread, 2 threads, 2
+ * threads with the scalar ISA, 2 threads with a workspace limit too small
+ * for a channels-last image, which forces the plain kernels, and 2 threads
+ * with AVX2 (the default on an AVX-512 CPU runs 16-lane loops): every one
+ * must give the same bits, in both input layouts (channels-last float32
  * and float64 inputs are read in place). */
-static void fast_paths(vo_context *const ctxs[4]) {
+enum { FAST_CTXS = 5 };
+static void fast_paths(vo_context *const ctxs[FAST_CTXS]) {
   static const int64_t ratios[3] = {2, 3, 0};
   for (int d = 0; d < RT_NUM_DTYPES; d++) {
     const DLDataType dt = *rt_dtypes[d];
@@ -359,13 +361,13 @@ static void fast_paths(vo_context *const ctxs[4]) {
                    (long long)pb.sr, layout);
           if (CHECK_STATUS(run_forward(ctxs[0], dt, layout, &pb, got, raw0), VO_OK))
             RT_COMPARE("forward", dt, got, want, nout, desc);
-          for (int ci = 1; ci < 4; ci++)
+          for (int ci = 1; ci < FAST_CTXS; ci++)
             if (CHECK_STATUS(run_forward(ctxs[ci], dt, layout, &pb, got, raw), VO_OK))
               CHECK_MSG(memcmp(raw0, raw, esz * (size_t)nout) == 0,
                         "forward %s [%s]: context %d differs", vt_dtype_name(dt), desc, ci);
           if (CHECK_STATUS(run_backward(ctxs[0], dt, layout, &pb, got, raw0), VO_OK))
             RT_COMPARE("backward", dt, got, gwant, nin, desc);
-          for (int ci = 1; ci < 4; ci++)
+          for (int ci = 1; ci < FAST_CTXS; ci++)
             if (CHECK_STATUS(run_backward(ctxs[ci], dt, layout, &pb, got, raw), VO_OK))
               CHECK_MSG(memcmp(raw0, raw, esz * (size_t)nin) == 0,
                         "backward %s [%s]: context %d differs", vt_dtype_name(dt), desc, ci);
@@ -641,15 +643,16 @@ int main(void) {
   hand_checked();
   random_cases(ctx1, ctx2, ctx3);
   {
-    vo_context *ctxs[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 0; i < 4; i++) {
+    vo_context *ctxs[FAST_CTXS] = {NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < FAST_CTXS; i++) {
       CHECK_STATUS(vo_context_create(&ctxs[i]), VO_OK);
       CHECK_STATUS(vo_context_set_num_threads(ctxs[i], i == 0 ? 1 : 2), VO_OK);
     }
     CHECK_STATUS(vo_context_set_isa(ctxs[2], VO_ISA_SCALAR), VO_OK);
     CHECK_STATUS(vo_context_set_workspace_limit(ctxs[3], 3000), VO_OK);
+    CHECK_STATUS(vo_context_set_isa(ctxs[4], VO_ISA_AVX2), VO_OK);
     fast_paths(ctxs);
-    for (int i = 0; i < 4; i++) vo_context_destroy(ctxs[i]);
+    for (int i = 0; i < FAST_CTXS; i++) vo_context_destroy(ctxs[i]);
   }
   finite_differences();
   errors();

@@ -31,6 +31,8 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define VO_RAF_HAVE_AVX2 1
 #define VO_RAF_AVX2_ATTR __attribute__((target("avx2,fma")))
+/* the same loops in 16-lane vectors (no FMA is formed: -ffp-contract=off) */
+#define VO_RAF_AVX512_ATTR __attribute__((target("avx512f,avx512vl,prefer-vector-width=512")))
 #endif
 
 /* Groups RoIs by image, keeping their order within an image: order[start[b]
