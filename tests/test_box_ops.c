@@ -1013,6 +1013,16 @@ static void per_backend(const vo_backend_info *backend, void *user) {
   generic_path_cases(&rc);
   random_iou_cases(&rc);
   random_nms_cases(&rc);
+  if (backend->device_type == kDLCPU) {
+    /* AVX2 where the default is AVX-512: the selection's 8-lane pass too */
+    vo_context *avx2 = NULL;
+    if (CHECK_STATUS(vo_context_create(&avx2), VO_OK) &&
+        CHECK_STATUS(vo_context_set_isa(avx2, VO_ISA_AVX2), VO_OK)) {
+      rc.ctx = avx2;
+      random_nms_cases(&rc);
+    }
+    vo_context_destroy(avx2);
+  }
 }
 
 /* box_convert's typed wrappers on the CPU: known values of an axis-aligned

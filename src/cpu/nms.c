@@ -406,7 +406,8 @@ static void vo_nms_compress_init(void) {
 }
 
 /* The live entries: x1, y1, x2, y2, area, key and index arrays, each with
- * room for n + 8 (a pass reads whole vectors; keys past `live` are dead). */
+ * room for n + 16 (a pass reads whole vectors of 8 or 16; keys past `live`
+ * are dead). */
 typedef struct vo_nms_live {
   float *coord[5];
   uint32_t *key;
@@ -513,13 +514,83 @@ __attribute__((target("avx2,fma,popcnt"))) static int64_t vo_nms_select_pass(vo_
                                : vo_nms_select_loop(s, kept, thr, 0);
 }
 
+/* The same pass on 16 lanes with AVX-512: the same operands and
+ * arithmetic per lane (so the same kept list, bit for bit), compares into
+ * masks, and the squeeze by the compress instruction instead of the
+ * table's permutations. */
+__attribute__((target("avx512f,popcnt"), always_inline)) static inline int64_t vo_nms_select_loop16(
+    vo_nms_live *s, int64_t kept, float thr, const int compact) {
+  float *const x1 = s->coord[0], *const y1 = s->coord[1], *const x2 = s->coord[2];
+  float *const y2 = s->coord[3], *const area = s->coord[4];
+  uint32_t *const keys = s->key;
+  int32_t *const index = s->index;
+  const int64_t live = s->live;
+  const __m512 zero = _mm512_setzero_ps(), vthr = _mm512_set1_ps(thr);
+  const __m512 vx1 = _mm512_set1_ps(x1[kept]), vy1 = _mm512_set1_ps(y1[kept]);
+  const __m512 vx2 = _mm512_set1_ps(x2[kept]), vy2 = _mm512_set1_ps(y2[kept]);
+  const __m512 va = _mm512_set1_ps(area[kept]);
+  const __m512i dead = _mm512_set1_epi32(-1);
+  __m512i least = dead;
+  int64_t dead_count = s->dead, w = 0;
+  for (int64_t j = 0; j < live; j += 16) {
+    const __m512 bx1 = _mm512_loadu_ps(x1 + j), by1 = _mm512_loadu_ps(y1 + j);
+    const __m512 bx2 = _mm512_loadu_ps(x2 + j), by2 = _mm512_loadu_ps(y2 + j);
+    const __m512 barea = _mm512_loadu_ps(area + j);
+    __m512i key = _mm512_loadu_si512(keys + j);
+    const __m512 xx1 = _mm512_max_ps(bx1, vx1), yy1 = _mm512_max_ps(by1, vy1);
+    const __m512 xx2 = _mm512_min_ps(bx2, vx2), yy2 = _mm512_min_ps(by2, vy2);
+    const __m512 iw = _mm512_max_ps(_mm512_sub_ps(xx2, xx1), zero);
+    const __m512 ih = _mm512_max_ps(_mm512_sub_ps(yy2, yy1), zero);
+    const __m512 inter = _mm512_mul_ps(iw, ih);
+    const __m512 uni = _mm512_sub_ps(_mm512_add_ps(va, barea), inter);
+    const __mmask16 killed = _mm512_mask_cmp_ps_mask(_mm512_cmpneq_epi32_mask(key, dead),
+                                                     _mm512_div_ps(inter, uni), vthr, _CMP_GT_OQ);
+    if (killed) {
+      dead_count += __builtin_popcount((unsigned)killed);
+      key = _mm512_mask_mov_epi32(key, killed, dead);
+      if (!compact) _mm512_mask_storeu_epi32(keys + j, killed, key);
+    }
+    least = _mm512_min_epu32(least, key);
+    if (compact) {
+      const __mmask16 alive = _mm512_cmpneq_epi32_mask(key, dead);
+      _mm512_storeu_ps(x1 + w, _mm512_maskz_compress_ps(alive, bx1));
+      _mm512_storeu_ps(y1 + w, _mm512_maskz_compress_ps(alive, by1));
+      _mm512_storeu_ps(x2 + w, _mm512_maskz_compress_ps(alive, bx2));
+      _mm512_storeu_ps(y2 + w, _mm512_maskz_compress_ps(alive, by2));
+      _mm512_storeu_ps(area + w, _mm512_maskz_compress_ps(alive, barea));
+      _mm512_storeu_si512(keys + w, _mm512_maskz_compress_epi32(alive, key));
+      const __m512i at = _mm512_loadu_si512(index + j);
+      _mm512_storeu_si512(index + w, _mm512_maskz_compress_epi32(alive, at));
+      w += __builtin_popcount((unsigned)alive);
+    }
+  }
+  if (compact) {
+    _mm512_storeu_si512(keys + w, dead); /* whole vectors were stored */
+    s->live = w;
+    s->dead = 0;
+  } else {
+    s->dead = dead_count;
+  }
+  const uint32_t next = (uint32_t)_mm512_reduce_min_epu32(least);
+  return next == VO_NMS_DEAD ? -1 : vo_nms_select_find(keys, next);
+}
+
+__attribute__((target("avx512f,popcnt"))) static int64_t vo_nms_select_pass16(vo_nms_live *s,
+                                                                              int64_t kept,
+                                                                              float thr) {
+  s->key[kept] = VO_NMS_DEAD;
+  s->dead++;
+  return 8 * s->dead > s->live ? vo_nms_select_loop16(s, kept, thr, 1)
+                               : vo_nms_select_loop16(s, kept, thr, 0);
+}
+
 /* Whether vo_nms_select runs this call: plain nms in float32 compute with
  * 32-bit score keys on one thread, AVX2, indices in int32. */
 static int vo_nms_select_applies(const vo_exec *ex, int threads) {
   const vo_nms_params *p = &ex->p.nms;
   const int64_t n = p->boxes->shape[0];
   return !p->idxs && threads == 1 && ex->dtype != VO_F64 && p->scores->dtype != VO_F64 && n > 0 &&
-         n <= INT32_MAX - 8 && vo_cpu_effective_isa(ex->ctx) >= VO_ISA_AVX2;
+         n <= INT32_MAX - 16 && vo_cpu_effective_isa(ex->ctx) >= VO_ISA_AVX2;
 }
 
 /* The live entries' first fill from contiguous float32 boxes [n, 4] and
@@ -584,7 +655,7 @@ __attribute__((target("avx2"))) static uint32_t vo_nms_select_least(const uint32
 
 static vo_status vo_nms_select(const vo_exec *ex) {
   const vo_nms_params *p = &ex->p.nms;
-  const int64_t n = p->boxes->shape[0], cap = n + 8;
+  const int64_t n = p->boxes->shape[0], cap = n + 16;
   int64_t *keep = vo_view_addr(p->keep);
   /* 7 arrays of 4-byte values */
   char *mem = vo_workspace_alloc(ex->ctx, ex->device, 7 * 4 * (size_t)cap, ex->op_name);
@@ -623,9 +694,11 @@ static vo_status vo_nms_select(const vo_exec *ex) {
   /* The first box to keep: the least key (no key is VO_NMS_DEAD), its first
    * entry. */
   int64_t next = vo_nms_select_find(s.key, vo_nms_select_least(s.key, n)), count = 0;
+  const int wide = vo_cpu_effective_isa(ex->ctx) >= VO_ISA_AVX512;
   while (next >= 0) {
     keep[count++] = s.index[next];
-    next = vo_nms_select_pass(&s, next, p->iou_threshold_f32);
+    next = wide ? vo_nms_select_pass16(&s, next, p->iou_threshold_f32)
+                : vo_nms_select_pass(&s, next, p->iou_threshold_f32);
   }
   for (int64_t r = count; r < n; r++) keep[r] = -1;
   *(int64_t *)vo_view_addr(p->num_kept) = count;
