@@ -31,8 +31,14 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define VO_RAF_HAVE_AVX2 1
 #define VO_RAF_AVX2_ATTR __attribute__((target("avx2,fma")))
-/* the same loops in 16-lane vectors (no FMA is formed: -ffp-contract=off) */
+/* the same loops in 16-lane vectors (no FMA is formed: -ffp-contract=off);
+ * gcc needs telling to use 512-bit vectors, clang uses them unasked and
+ * rejects the option in a target attribute */
+#ifdef __clang__
+#define VO_RAF_AVX512_ATTR __attribute__((target("avx512f,avx512vl")))
+#else
 #define VO_RAF_AVX512_ATTR __attribute__((target("avx512f,avx512vl,prefer-vector-width=512")))
+#endif
 #endif
 
 /* Groups RoIs by image, keeping their order within an image: order[start[b]
