@@ -294,7 +294,8 @@ static inline vo_status vo_roi_backward_into(const vo_exec *ex, const vo_view *o
   return st;
 }
 
-/* The position-sensitive forwards' prefetches (towards L2). An item (the
+/* ps_roi_pool's forward prefetches (towards L2; ps_roi_align prefetches
+ * only the lines its samples read, see cpu/ps_roi_align.c). An item (the
  * planes of one bin of one image, RoIs by their bin's top) whose bins are
  * dense streams whole rows of its planes: down to VO_PS_AHEAD rows below the
  * current bin's top, one row at a time across the planes, so each line is

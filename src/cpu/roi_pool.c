@@ -193,6 +193,7 @@ __attribute__((target("avx512f"))) static void vo_rp_cl_bin_f32_avx512(
     _mm512_mask_storeu_epi32(idx + c, lanes, i0);
   }
 }
+
 /* The tile transpose of float32 planes with unit column stride in 8x8
  * blocks (cpu/transpose.h), the columns left over by the scalar loop. */
 __attribute__((target("avx2"))) static void vo_rp_cl_transpose_f32_avx2(const vo_roi_pool_params *p,
