@@ -3,8 +3,8 @@
  * blocks with AVX2, for the RoI ops' channels-last paths (roi_align's fast
  * path, roi_pool's tile). Pure data movement: no value can differ from the
  * scalar loops they replace. Defined where the compiler can target AVX2
- * (VO_CPU_HAVE_AVX2_TRANSPOSE); callers run them only when the context's ISA
- * is AVX2 or above.
+ * (x86 with gcc or clang); callers run them only when the context's ISA is
+ * AVX2 or above.
  */
 #ifndef VISIONOPS_CPU_TRANSPOSE_H
 #define VISIONOPS_CPU_TRANSPOSE_H
@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#define VO_CPU_HAVE_AVX2_TRANSPOSE 1
 #include <immintrin.h>
 
 /* In-register transpose of eight rows of eight floats. */
