@@ -16,6 +16,7 @@ from torch import Tensor
 from torch.jit.annotations import BroadcastingList2
 
 from .torch import ops as _ops  # torch.ops.visionops.*, or their kernels directly
+from .torch import _alloc_dropping_int32
 from ._checks import (box_area_format, box_convert_formats, box_format, box_format_size,
                       box_width, broadcast_leading, check_box_area_shape, check_box_batch,
                       check_box_coordinates, check_box_list, check_features,
@@ -264,26 +265,53 @@ def roi_align_rotated(input: Tensor, rois: Union[Tensor, List[Tensor]],
 def roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],
              output_size: BroadcastingList2[int], spatial_scale: float = 1.0) -> Tensor:
     ph, pw = pair("roi_pool: output_size", output_size)
-    out, _ = _ops.roi_pool(input, _rois("roi_pool", boxes), float(spatial_scale),
-                           ph, pw)
-    return out
+    rois = _rois("roi_pool", boxes)
+    if torch.jit.is_scripting():
+        out, _ = _ops.roi_pool(input, rois, float(spatial_scale), ph, pw)
+        return out
+    return _roi_pool_eager(input, rois, float(spatial_scale), ph, pw)
 
 
 def ps_roi_align(input: Tensor, boxes: Union[Tensor, List[Tensor]],
                  output_size: BroadcastingList2[int], spatial_scale: float = 1.0,
                  sampling_ratio: int = -1) -> Tensor:
     ph, pw = pair("ps_roi_align: output_size", output_size)
-    out, _ = _ops.ps_roi_align(input, _rois("ps_roi_align", boxes),
-                               float(spatial_scale), ph, pw, int(sampling_ratio))
-    return out
+    rois = _rois("ps_roi_align", boxes)
+    if torch.jit.is_scripting():
+        out, _ = _ops.ps_roi_align(input, rois, float(spatial_scale), ph, pw,
+                                   int(sampling_ratio))
+        return out
+    return _ps_roi_align_eager(input, rois, float(spatial_scale), ph, pw, int(sampling_ratio))
 
 
 def ps_roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],
                 output_size: BroadcastingList2[int], spatial_scale: float = 1.0) -> Tensor:
     ph, pw = pair("ps_roi_pool: output_size", output_size)
-    out, _ = _ops.ps_roi_pool(input, _rois("ps_roi_pool", boxes),
-                              float(spatial_scale), ph, pw)
-    return out
+    rois = _rois("ps_roi_pool", boxes)
+    if torch.jit.is_scripting():
+        out, _ = _ops.ps_roi_pool(input, rois, float(spatial_scale), ph, pw)
+        return out
+    return _ps_roi_pool_eager(input, rois, float(spatial_scale), ph, pw)
+
+
+# Outside a script: the op's pooled values, its int32 output dropped, so an
+# eager call that records nothing may write a small one into a per-thread
+# scratch tensor instead of a new one (visionops.torch._alloc_dropping_int32).
+@torch.jit.unused
+def _roi_pool_eager(input: Tensor, rois: Tensor, scale: float, ph: int, pw: int) -> Tensor:
+    return _ops.roi_pool(input, rois, scale, ph, pw, alloc=_alloc_dropping_int32)[0]
+
+
+@torch.jit.unused
+def _ps_roi_align_eager(input: Tensor, rois: Tensor, scale: float, ph: int, pw: int,
+                        sampling_ratio: int) -> Tensor:
+    return _ops.ps_roi_align(input, rois, scale, ph, pw, sampling_ratio,
+                             alloc=_alloc_dropping_int32)[0]
+
+
+@torch.jit.unused
+def _ps_roi_pool_eager(input: Tensor, rois: Tensor, scale: float, ph: int, pw: int) -> Tensor:
+    return _ops.ps_roi_pool(input, rois, scale, ph, pw, alloc=_alloc_dropping_int32)[0]
 
 
 def multi_scale_roi_align(features: List[Tensor], boxes: Union[Tensor, List[Tensor]],

@@ -167,3 +167,60 @@ def test_kept_nms_ops():
         _same(getattr(vo_torch.ops, name)(boxes, scores, *extra, 0.5),
               getattr(torch.ops.visionops, name)(boxes, scores, *extra, 0.5))
     assert visionops.nms(boxes, scores, 0.5).tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("op", ["roi_pool", "ps_roi_pool", "ps_roi_align"])
+def test_dropped_int32_outputs_use_a_scratch(op):
+    # The public functions drop argmax / channel_mapping: eager calls that
+    # record nothing write a small one into a per-thread scratch tensor.
+    # Values must match the dispatcher's, calls must not see each other's
+    # outputs, threads must not share the scratch, and a large int32
+    # output, a gradient or a script still gets a tensor of its own.
+    import threading
+
+    fn = getattr(visionops, op)
+    extra = (2,) if op == "ps_roi_align" else ()
+    torch.manual_seed(0)
+
+    def case(channels, size, k):
+        x = torch.rand(2, channels * 4, size, size)
+        xy = torch.rand(k, 2) * (size - 2)
+        wh = 1 + torch.rand(k, 2) * size
+        rois = torch.cat([torch.randint(0, 2, (k, 1)).float(), xy, xy + wh], 1)
+        return x, rois
+
+    def reference(x, rois):
+        out, _ = getattr(torch.ops.visionops, op)(x, rois, 1.0, 2, 2, *extra)
+        return out
+
+    small, large = case(3, 9, 4), case(8, 40, 600)  # int32 outputs of 192 B and 76.8 KB
+    first = fn(*small[:2], (2, 2), 1.0, *extra)
+    _same(first, reference(*small))
+    again = fn(*large[:2], (2, 2), 1.0, *extra)
+    _same(again, reference(*large))
+    _same(first, reference(*small))  # not overwritten by the next call
+    assert first.dtype == small[0].dtype and first.data_ptr() != again.data_ptr()
+
+    results = {}
+
+    def worker(i):
+        x, rois = case(2 + i, 8 + i, 3 + i)
+        results[i] = [(fn(x, rois, (2, 2), 1.0, *extra), reference(x, rois)) for _ in range(50)]
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for pairs in results.values():
+        for got, want in pairs:
+            _same(got, want)
+
+    x, rois = small
+    x = x.clone().requires_grad_()
+    out = fn(x, rois, (2, 2), 1.0, *extra)
+    out.sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+
+    scripted = torch.jit.script(fn)
+    _same(scripted(*small, (2, 2), 1.0, *extra), reference(*small))
