@@ -5,7 +5,10 @@
  * strided, channels-last, negative strides): the CPU's default path (its
  * AVX2 fast paths) and each other backend, through the backend's own device memory (the
  * vtable's alloc / copy_to_device / copy_to_host). Backward ops also run
- * under vo_context_set_deterministic, three times bit-identical. Once per
+ * under vo_context_set_deterministic, three times bit-identical. Each output
+ * passed as NULL in turn: refused, except the ones an op lets its caller
+ * omit (roi_pool's argmax, ...), whose absence leaves the other outputs
+ * bit-identical. Once per
  * op: bad inputs fail with the CPU's status and message and leave the
  * outputs untouched, and a tensor on another device type is refused. On
  * backends other than the CPU, an output above 2^31 elements (the CPU's is
@@ -206,10 +209,13 @@ static void result_free(result *r) {
 /* Runs sample s under ctx with its tensors on target t (NULL: the host),
  * tensor `elsewhere` (>= 0) instead labelled as on `other` (refused before
  * any data is read), and the outputs (shaped as descs, filled with
- * `sentinel`) on `out_t`. The outputs come back to the host in r. */
-static void run_sample(const vs_sample *s, const vo_tensor_desc *descs, const vo_context *ctx,
-                       const target *t, int elsewhere, DLDevice other, const target *out_t,
-                       double sentinel, result *r) {
+ * `sentinel`) on `out_t`, output k passed as NULL (omitted) where bit k of
+ * `omit` is set. The outputs come back to the host in r (an omitted one
+ * as its sentinel). */
+static void run_sample_omitting(const vs_sample *s, const vo_tensor_desc *descs,
+                                const vo_context *ctx, const target *t, int elsewhere,
+                                DLDevice other, const target *out_t, double sentinel, unsigned omit,
+                                result *r) {
   placed *in[VS_MAX_TENSORS] = {NULL};
   for (int i = 0; i < s->num_tensors; i++) {
     const int moved = i == elsewhere;
@@ -234,7 +240,7 @@ static void run_sample(const vs_sample *s, const vo_tensor_desc *descs, const vo
     host_out[k] = vt_tensor_new(d->dtype, d->ndim, d->shape, NULL);
     vt_fill(&host_out[k]->dl, sentinel);
     out[k] = place(host_out[k], out_t);
-    outs[k] = &out[k]->dl;
+    outs[k] = k < 32 && (omit >> k & 1u) ? NULL : &out[k]->dl;
   }
   r->status = vo_call(ctx, s->op, args, s->num_args, outs, s->num_outputs);
   snprintf(r->error, sizeof r->error, "%s", r->status == VO_OK ? "" : vo_last_error());
@@ -247,6 +253,12 @@ static void run_sample(const vs_sample *s, const vo_tensor_desc *descs, const vo
     unplace(out[k]);
   }
   for (int i = 0; i < s->num_tensors; i++) unplace(in[i]);
+}
+
+static void run_sample(const vs_sample *s, const vo_tensor_desc *descs, const vo_context *ctx,
+                       const target *t, int elsewhere, DLDevice other, const target *out_t,
+                       double sentinel, result *r) {
+  run_sample_omitting(s, descs, ctx, t, elsewhere, other, out_t, sentinel, 0, r);
 }
 
 static void run_on(const vs_sample *s, const vo_tensor_desc *descs, const vo_context *ctx,
@@ -304,6 +316,49 @@ static int all_equal(const result *r, double value) {
     for (int64_t i = 0; i < vt_numel(&r->out[k]->dl); i++)
       if (vt_get(&r->out[k]->dl, i) != value) return 0;
   return 1;
+}
+
+/* ------------------------------------------------------ omitted outputs */
+
+/* The outputs an op lets its caller omit (NULL in vo_call; the headers
+ * document each): exactly these, on every backend. */
+static const struct {
+  const char *op;
+  unsigned outputs; /* bit k: output k */
+} omittable[] = {{"roi_pool", 1u << 1}, {"ps_roi_align", 1u << 1}, {"ps_roi_pool", 1u << 1}};
+
+static unsigned omittable_outputs(const vo_op_info *op) {
+  for (size_t i = 0; i < sizeof omittable / sizeof omittable[0]; i++)
+    if (strcmp(op->name, omittable[i].op) == 0) return omittable[i].outputs;
+  return 0;
+}
+
+/* Each output of sample s omitted in turn on target t, whose run with all
+ * of them gave `full`: where the op allows it, the call succeeds and the
+ * other outputs are bit-identical to full's; elsewhere it fails naming the
+ * NULL output, and writes nothing. */
+static void omitted_outputs(const vs_sample *s, const vo_tensor_desc *descs, const target *t,
+                            const result *full) {
+  const unsigned allowed = omittable_outputs(s->op);
+  for (int k = 0; k < s->num_outputs && k < 32; k++) {
+    result r;
+    run_sample_omitting(s, descs, t->ctx, t, -1, host_dev, t, 55, 1u << k, &r);
+    if (allowed >> k & 1u) {
+      if (CHECK_MSG(r.status == VO_OK, "%s on %s, output %d omitted: %s", s->label, t->name, k,
+                    r.error))
+        for (int j = 0; j < s->num_outputs; j++)
+          CHECK_MSG(j == k || memcmp(full->out[j]->mem, r.out[j]->mem, r.out[j]->mem_bytes) == 0,
+                    "%s on %s, output %d omitted: output %d differs", s->label, t->name, k, j);
+    } else {
+      CHECK_MSG(r.status == VO_ERROR_INVALID_ARGUMENT && strstr(r.error, "is NULL") &&
+                    strncmp(r.error, s->op->name, strlen(s->op->name)) == 0,
+                "%s on %s, output %d NULL: status %d \"%s\", not a refusal", s->label, t->name, k,
+                (int)r.status, r.error);
+      CHECK_MSG(all_equal(&r, 55), "%s on %s, output %d NULL: the refused call wrote output",
+                s->label, t->name, k);
+    }
+    result_free(&r);
+  }
 }
 
 /* ------------------------------------------------------------ bad inputs */
@@ -558,6 +613,7 @@ static void test_op(const vo_op_info *op) {
           if (tg->exact)
             CHECK_MSG(bit_identical(&ref, &got), "%s on %s: not bit-identical to the plain path",
                       s.label, tg->name);
+          omitted_outputs(&s, descs, tg, &got);
           stats[t].samples++;
         }
         result_free(&got);

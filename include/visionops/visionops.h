@@ -285,7 +285,11 @@ VO_API vo_status vo_infer_num_outputs(const vo_context *ctx, const vo_op_info *o
                                       const vo_value *args, int num_args, int *num_outputs);
 /* Runs the op: validates, picks the kernel for the tensors' device and dtype,
  * computes into the caller's outputs (which must match vo_infer's
- * descriptions and be contiguous). On error no output has been written. */
+ * descriptions and be contiguous). An output that only a backward reads may
+ * be NULL where the op's documentation says so (roi_pool's argmax,
+ * ps_roi_align's and ps_roi_pool's channel_mapping): it is then neither
+ * written nor computed; any other NULL output is an error. On error no
+ * output has been written. */
 VO_API vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *args,
                          int num_args, DLTensor *const *outputs, int num_outputs);
 
@@ -594,7 +598,8 @@ VO_API vo_status vo_multi_scale_roi_align_backward(
  * vo_roi_align with aligned = 1 (half-pixel offset, no 1x1 minimum), and a
  * bin averages sampling_ratio^2 samples (<= 0: adaptive, ceil(roi size /
  * pooled size) per axis). Unlike torchvision, which returns NaN there, a RoI
- * whose adaptive grid is empty (zero or negative size) gives 0. */
+ * whose adaptive grid is empty (zero or negative size) gives 0.
+ * channel_mapping may be NULL (inference: no backward will read it). */
 VO_API vo_status vo_ps_roi_align_shape(const vo_context *ctx, const DLTensor *input,
                                        const DLTensor *rois, double spatial_scale,
                                        int64_t pooled_height, int64_t pooled_width,
@@ -627,7 +632,8 @@ VO_API vo_status vo_ps_roi_align_backward(const vo_context *ctx, const DLTensor 
  * [0, H-1] and [0, W-1] exactly as torchvision's forward does (so the last
  * row and column of the map never contribute). Output channel c, bin
  * (ph, pw) is the mean of input channel (c*PH + ph)*PW + pw over the bin,
- * 0 for an empty bin. Values match torchvision's forward. */
+ * 0 for an empty bin. Values match torchvision's forward. channel_mapping
+ * may be NULL (inference: no backward will read it). */
 VO_API vo_status vo_ps_roi_pool_shape(const vo_context *ctx, const DLTensor *input,
                                       const DLTensor *rois, double spatial_scale,
                                       int64_t pooled_height, int64_t pooled_width,
@@ -662,7 +668,10 @@ VO_API vo_status vo_ps_roi_pool_backward(const vo_context *ctx, const DLTensor *
  * skipped (as torchvision); a non-empty bin of only NaN gives NaN and -1.
  * Unlike torchvision, values at or below -FLT_MAX (-inf, and such float64
  * values) are real maxima. H*W must be at most 2^31. spatial_scale must be
- * finite and > 0; pooled sizes >= 1; scaled coordinates beyond +-2^61 saturate. */
+ * finite and > 0; pooled sizes >= 1; scaled coordinates beyond +-2^61 saturate.
+ * argmax may be NULL when no backward will read it (inference): the maxima
+ * alone are computed, with the same values, and the call writes half as many
+ * bytes. */
 VO_API vo_status vo_roi_pool_shape(const vo_context *ctx, const DLTensor *input,
                                    const DLTensor *rois, double spatial_scale,
                                    int64_t pooled_height, int64_t pooled_width, vo_tensor_desc *out,

@@ -19,10 +19,13 @@
  *   backends()                  -> [(name, built, available, detail), ...]
  *   device_types()              -> {backend name: DLPack device type}
  *   infer(op, args)             -> [(shape, dtype, (device_type, device_id)), ...]
- *   call(op, args, alloc, queue=0, num_threads=0, deterministic=False)
+ *   call(op, args, alloc, queue=0, num_threads=0, deterministic=False,
+ *        device_checks=..., workspace=None, omit=0)
  *                               -> [output, ...], each made by alloc(shape, dtype, device),
  *                                  which returns it, or (it, the address of its first
- *                                  element) for a new contiguous tensor as described
+ *                                  element) for a new contiguous tensor as described;
+ *                                  None for output k when bit k of omit is set (passed
+ *                                  as NULL: an error unless the op may skip it)
  *
  * Errors: VisionOpsValueError (bad argument values or devices),
  * VisionOpsTypeError (dtypes, Python types), VisionOpsError (everything
@@ -533,20 +536,23 @@ static void py_workspace_free(void *user, DLDevice device, void *ptr, void *stre
  * vo_device_checks other than deferred (a context lives for one call):
  * VO_DEVICE_CHECKS_OFF while a CUDA graph is captured. `workspace`, when
  * not None, is an (alloc, free) pair the op's temporary memory comes from
- * (py_allocator: torch's caching allocator for CUDA tensors). */
+ * (py_allocator: torch's caching allocator for CUDA tensors). Bit k of
+ * `omit` leaves output k out: not allocated, NULL to vo_call (which refuses
+ * it unless the op may skip that output), None in the list. */
 static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   (void)self;
-  static char *kwlist[] = {"op",          "args",          "alloc",         "queue",
-                           "num_threads", "deterministic", "device_checks", "workspace",
-                           NULL};
+  static char *kwlist[] = {
+      "op",        "args", "alloc", "queue", "num_threads", "deterministic", "device_checks",
+      "workspace", "omit", NULL};
   const char *name;
   PyObject *args, *alloc;
   unsigned long long queue = 0;
   PyObject *workspace = Py_None;
   int num_threads = 0, deterministic = 0, device_checks = VO_DEVICE_CHECKS_SYNC;
-  if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|KipiO:call", kwlist, &name, &args, &alloc,
-                                   &queue, &num_threads, &deterministic, &device_checks,
-                                   &workspace))
+  unsigned long long omit = 0;
+  if (!PyArg_ParseTupleAndKeywords(pargs, kwargs, "sOO|KipiOK:call", kwlist, &name, &args, &alloc,
+                                   &queue, &num_threads, &deterministic, &device_checks, &workspace,
+                                   &omit))
     return NULL;
   py_allocator pya = {NULL, NULL};
   if (workspace != Py_None) {
@@ -586,6 +592,12 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
   result = PyList_New(n);
   if (!result) goto done;
   for (int k = 0; k < n; k++) {
+    if (k < 64 && (omit >> k & 1u)) { /* an output the caller drops: NULL, if the op allows it */
+      Py_INCREF(Py_None);
+      PyList_SET_ITEM(result, k, Py_None);
+      outs[k] = NULL;
+      continue;
+    }
     PyObject *d = describe(&desc[k]);
     PyObject *made = d ? PyObject_CallObject(alloc, d) : NULL;
     Py_XDECREF(d);
@@ -624,8 +636,10 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
     st = vo_context_set_allocator(ctx, &a);
   }
   /* The queue (a CUDA stream, ...) of the outputs' device: the op's device. */
-  if (st == VO_OK && queue && n > 0)
-    st = vo_context_set_queue(ctx, outs[0]->device.device_type, (void *)(uintptr_t)queue);
+  const DLTensor *first_out = NULL;
+  for (int k = 0; k < n && !first_out; k++) first_out = outs[k];
+  if (st == VO_OK && queue && first_out)
+    st = vo_context_set_queue(ctx, first_out->device.device_type, (void *)(uintptr_t)queue);
   if (st == VO_OK) {
     Py_BEGIN_ALLOW_THREADS st = vo_call(ctx, op, s->values, s->num_values, outs, n);
     Py_END_ALLOW_THREADS
@@ -730,8 +744,9 @@ static PyMethodDef methods[] = {
      "infer(op, args) -> [(shape, dtype, (device_type, device_id)), ...]: the outputs op "
      "would produce; tensors may be spec dicts without data"},
     {"call", (PyCFunction)(void (*)(void))py_call, METH_VARARGS | METH_KEYWORDS,
-     "call(op, args, alloc, queue=0, num_threads=0, deterministic=False) -> outputs: "
-     "alloc(shape, dtype, device) creates each output in the caller's framework"},
+     "call(op, args, alloc, queue=0, num_threads=0, deterministic=False, device_checks=0, "
+     "workspace=None, omit=0) -> outputs: alloc(shape, dtype, device) creates each output in "
+     "the caller's framework; output k is None (not computed) when bit k of omit is set"},
     {"release_cached_memory", py_release_cached_memory, METH_NOARGS,
      "release_cached_memory(): hands back the CPU workspace blocks kept for later calls"},
     {NULL, NULL, 0, NULL},

@@ -211,17 +211,27 @@ def _numpy_alloc(shape, dtype, device):
     return np.empty(shape, dtype=dtype)
 
 
+# The omit= mask (bit k: output k) that leaves out the int32 output 1 of the
+# RoI pooling ops (roi_pool's argmax, ps_roi_align's and ps_roi_pool's
+# channel_mapping), which only a backward reads: what their public functions
+# pass when they return the pooled values alone.
+OMIT_INDEX_OUTPUT = 1 << 1
+
+
 class Into:
     """An alloc for _C.call that hands back the caller's buffers (out=):
     outs[k] for the op's k-th output, checked against the inferred shape and
     dtype (the library then checks its device, contiguity and overlap with
-    the inputs); outputs past outs, or None in it, come from `fallback`."""
+    the inputs); outputs past outs, or None in it, come from `fallback`.
+    _C.call skips the outputs omitted (bit k of omit: output k)."""
 
-    def __init__(self, op, outs, fallback, dtype_name):
+    def __init__(self, op, outs, fallback, dtype_name, omit=0):
         self.op, self.outs, self.fallback, self.dtype_name = op, outs, fallback, dtype_name
-        self.k = 0
+        self.k, self.omit = 0, omit
 
     def __call__(self, shape, dtype, device):
+        while self.k < 64 and self.omit >> self.k & 1:
+            self.k += 1
         k, self.k = self.k, self.k + 1
         out = self.outs[k] if k < len(self.outs) else None
         if out is None:
@@ -241,16 +251,18 @@ class Into:
         return out
 
 
-def run_numpy(name, args, deterministic=None, outs=()):
+def run_numpy(name, args, deterministic=None, outs=(), omit=0):
     """Runs op `name` on NumPy (or any DLPack / buffer) inputs; the outputs are
     NumPy arrays, or the caller's `outs` where given (out=). On pyopencl
     arrays it runs on their OpenCL queue and the outputs are pyopencl arrays
-    there (_opencl.py)."""
+    there (_opencl.py). Output k is None, not computed, when bit k of omit
+    is set (an output the op may skip: roi_pool's argmax, the
+    position-sensitive ops' channel_mapping)."""
     deterministic = _settings["deterministic"] if deterministic is None else deterministic
     if _opencl.any_array(args):
         if any(o is not None for o in outs):
             raise VisionOpsTypeError("%s: out= takes NumPy arrays or torch tensors, not pyopencl "
                                      "arrays" % name)
-        return _opencl.run(name, args, _settings["num_threads"], deterministic)
-    alloc = Into(name, outs, _numpy_alloc, lambda a: str(a.dtype)) if outs else _numpy_alloc
-    return _C.call(name, args, alloc, 0, _settings["num_threads"], deterministic)
+        return _opencl.run(name, args, _settings["num_threads"], deterministic, omit)
+    alloc = Into(name, outs, _numpy_alloc, lambda a: str(a.dtype), omit) if outs else _numpy_alloc
+    return _C.call(name, args, alloc, 0, _settings["num_threads"], deterministic, omit=omit)

@@ -147,10 +147,10 @@ def _describe(name, arg, x, device):
             "byte_offset": int(x.offset), "strides": tuple(s // itemsize for s in x.strides)}
 
 
-def run(name, args, num_threads, deterministic):
+def run(name, args, num_threads, deterministic, omit=0):
     """Runs op `name` on pyopencl arrays; the outputs are pyopencl arrays on
     the inputs' queue, from the first input's allocator (a memory pool's,
-    say)."""
+    say); None for those omitted (bit k of omit: output k)."""
     import numpy as np
 
     cl_array = module()
@@ -176,8 +176,10 @@ def run(name, args, num_threads, deterministic):
         outputs.append(out)
         return _describe(name, "output %d" % (len(outputs) - 1), out, device)
 
-    _C.call(name, [convert(a) for a in args], alloc, queue.int_ptr, num_threads, deterministic)
-    return outputs
+    made = _C.call(name, [convert(a) for a in args], alloc, queue.int_ptr, num_threads,
+                   deterministic, omit=omit)
+    outputs.reverse()
+    return [None if m is None else outputs.pop() for m in made]
 
 
 # ------------------------------------------- the NumPy path's array helpers

@@ -16,7 +16,6 @@ from torch import Tensor
 from torch.jit.annotations import BroadcastingList2
 
 from .torch import ops as _ops  # torch.ops.visionops.*, or their kernels directly
-from .torch import _alloc_dropping_int32
 from ._checks import (box_area_format, box_convert_formats, box_format, box_format_size,
                       box_width, broadcast_leading, check_box_area_shape, check_box_batch,
                       check_box_coordinates, check_box_list, check_features,
@@ -24,7 +23,7 @@ from ._checks import (box_area_format, box_convert_formats, box_format, box_form
                       deform_groups, log2_round_float32, nms_padded_box_format, pair,
                       rotated_iou_mode, soft_nms_method)
 from ._C import VisionOpsValueError
-from ._core import NO_DEFAULT, SCHEMAS, define_generated
+from ._core import NO_DEFAULT, OMIT_INDEX_OUTPUT, SCHEMAS, define_generated
 
 # ---------------------------------------------------------------- box ops
 
@@ -294,24 +293,24 @@ def ps_roi_pool(input: Tensor, boxes: Union[Tensor, List[Tensor]],
     return _ps_roi_pool_eager(input, rois, float(spatial_scale), ph, pw)
 
 
-# Outside a script: the op's pooled values, its int32 output dropped, so an
-# eager call that records nothing may write a small one into a per-thread
-# scratch tensor instead of a new one (visionops.torch._alloc_dropping_int32).
+# Outside a script: the op's pooled values alone. Its int32 output (argmax,
+# channel_mapping), which only a backward reads, is omitted where the kernel
+# runs directly (nothing recorded): not allocated, not computed
+# (visionops.torch.ops' omit=). A script cannot pass omit=.
 @torch.jit.unused
 def _roi_pool_eager(input: Tensor, rois: Tensor, scale: float, ph: int, pw: int) -> Tensor:
-    return _ops.roi_pool(input, rois, scale, ph, pw, alloc=_alloc_dropping_int32)[0]
+    return _ops.roi_pool(input, rois, scale, ph, pw, omit=OMIT_INDEX_OUTPUT)[0]
 
 
 @torch.jit.unused
 def _ps_roi_align_eager(input: Tensor, rois: Tensor, scale: float, ph: int, pw: int,
                         sampling_ratio: int) -> Tensor:
-    return _ops.ps_roi_align(input, rois, scale, ph, pw, sampling_ratio,
-                             alloc=_alloc_dropping_int32)[0]
+    return _ops.ps_roi_align(input, rois, scale, ph, pw, sampling_ratio, omit=OMIT_INDEX_OUTPUT)[0]
 
 
 @torch.jit.unused
 def _ps_roi_pool_eager(input: Tensor, rois: Tensor, scale: float, ph: int, pw: int) -> Tensor:
-    return _ops.ps_roi_pool(input, rois, scale, ph, pw, alloc=_alloc_dropping_int32)[0]
+    return _ops.ps_roi_pool(input, rois, scale, ph, pw, omit=OMIT_INDEX_OUTPUT)[0]
 
 
 def multi_scale_roi_align(features: List[Tensor], boxes: Union[Tensor, List[Tensor]],

@@ -72,24 +72,26 @@ def _is_torch(x):
     return isinstance(x, _torch.Tensor)
 
 
-def _call(name, *args):
-    """The op on NumPy (or other DLPack / buffer) inputs."""
-    outs = _core.run_numpy(name, list(args))
+def _call(name, *args, omit=0):
+    """The op on NumPy (or other DLPack / buffer) inputs (bit k of omit: output
+    k left out, None)."""
+    outs = _core.run_numpy(name, list(args), omit=omit)
     schema = _core.SCHEMAS[name]
     return outs if schema.returns_list else (outs[0] if len(outs) == 1 else tuple(outs))
 
 
-def _into(name, out, *args):
+def _into(name, out, *args, omit=0):
     """The op with its first output written into the caller's `out` (out=),
-    which it returns; other outputs (roi_pool's argmax, ...) are allocated.
-    On torch tensors (inputs or out) it records no gradient (torch's rule for
-    out=; see visionops.torch.run_into)."""
+    which it returns; other outputs are allocated, or left out with bit k of
+    omit for output k (roi_pool's argmax, ...). On torch tensors (inputs or
+    out) it records no gradient (torch's rule for out=; see
+    visionops.torch.run_into)."""
     if _is_torch(out) or any(_is_torch(a) for a in args):
         from . import torch as _vtorch
 
-        _vtorch.run_into(name, args, (out,))
+        _vtorch.run_into(name, args, (out,), omit)
     else:
-        _core.run_numpy(name, list(args), outs=(out,))
+        _core.run_numpy(name, list(args), outs=(out,), omit=omit)
     return out
 
 
@@ -785,12 +787,12 @@ def roi_pool(input, boxes, output_size, spatial_scale=1.0, *, out=None):
     if out is not None:
         ph, pw = _pair(output_size, "roi_pool: output_size")
         return _into("roi_pool", out, input, _any_rois("roi_pool", boxes, on_torch),
-                     float(spatial_scale), ph, pw)
+                     float(spatial_scale), ph, pw, omit=_core.OMIT_INDEX_OUTPUT)
     if on_torch:
         return _script.roi_pool(input, boxes, output_size, spatial_scale)
     ph, pw = _pair(output_size, "roi_pool: output_size")
-    out, _argmax = _call("roi_pool", input, _rois("roi_pool", boxes), float(spatial_scale), ph, pw)
-    return out
+    return _call("roi_pool", input, _rois("roi_pool", boxes), float(spatial_scale), ph, pw,
+                 omit=_core.OMIT_INDEX_OUTPUT)[0]
 
 
 @_fx_leaf
@@ -799,13 +801,13 @@ def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1
     if out is not None:
         ph, pw = _pair(output_size, "ps_roi_align: output_size")
         return _into("ps_roi_align", out, input, _any_rois("ps_roi_align", boxes, on_torch),
-                     float(spatial_scale), ph, pw, int(sampling_ratio))
+                     float(spatial_scale), ph, pw, int(sampling_ratio),
+                     omit=_core.OMIT_INDEX_OUTPUT)
     if on_torch:
         return _script.ps_roi_align(input, boxes, output_size, spatial_scale, sampling_ratio)
     ph, pw = _pair(output_size, "ps_roi_align: output_size")
-    out, _mapping = _call("ps_roi_align", input, _rois("ps_roi_align", boxes),
-                          float(spatial_scale), ph, pw, int(sampling_ratio))
-    return out
+    return _call("ps_roi_align", input, _rois("ps_roi_align", boxes), float(spatial_scale), ph,
+                 pw, int(sampling_ratio), omit=_core.OMIT_INDEX_OUTPUT)[0]
 
 
 @_fx_leaf
@@ -814,13 +816,12 @@ def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0, *, out=None):
     if out is not None:
         ph, pw = _pair(output_size, "ps_roi_pool: output_size")
         return _into("ps_roi_pool", out, input, _any_rois("ps_roi_pool", boxes, on_torch),
-                     float(spatial_scale), ph, pw)
+                     float(spatial_scale), ph, pw, omit=_core.OMIT_INDEX_OUTPUT)
     if on_torch:
         return _script.ps_roi_pool(input, boxes, output_size, spatial_scale)
     ph, pw = _pair(output_size, "ps_roi_pool: output_size")
-    out, _mapping = _call("ps_roi_pool", input, _rois("ps_roi_pool", boxes), float(spatial_scale),
-                          ph, pw)
-    return out
+    return _call("ps_roi_pool", input, _rois("ps_roi_pool", boxes), float(spatial_scale), ph, pw,
+                 omit=_core.OMIT_INDEX_OUTPUT)[0]
 
 
 @_fx_leaf

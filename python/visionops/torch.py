@@ -21,8 +21,6 @@ Meta, Autograd and Autocast keys are used, which both support. With torch >= 2
 the autograd kernels also work under torch.func (grad, jacrev, jacfwd, vmap,
 hessian); forward mode where an op is linear in its argument (deform_attn: in
 value and attn_weight, not sampling_loc)."""
-import math
-import threading
 import types
 
 import torch
@@ -137,29 +135,6 @@ def _alloc(shape, dtype, device):
     return t, t.data_ptr()
 
 
-# A small int32 output that the caller drops (roi_pool's argmax, the
-# position-sensitive ops' channel_mapping: their public functions return
-# only the pooled values when no gradient is recorded) is written into a
-# scratch tensor of the calling thread instead of a new one: a torch.empty
-# was ~2.3 us of a ~14 us tiny roi_pool call on torch 1.13, next to
-# torchvision's ~9 us. Larger ones get their own (the scratch is kept).
-_SCRATCH_BYTES = 1 << 16
-_scratch = threading.local()
-
-
-def _alloc_dropping_int32(shape, dtype, device):
-    """_alloc, except for a small int32 CPU output, which the caller must
-    drop: the thread's scratch (its contents are never read, and the next
-    call writes over them)."""
-    if dtype == "int32" and device[0] == _KDL_CPU and 4 * math.prod(shape) <= _SCRATCH_BYTES:
-        made = getattr(_scratch, "made", None)
-        if made is None:
-            t = torch.empty(_SCRATCH_BYTES // 4, dtype=torch.int32, device=_CPU)
-            made = _scratch.made = (t, t.data_ptr())
-        return made
-    return _alloc(shape, dtype, device)
-
-
 class _BelowAutograd:
     """Dispatch below the Autograd keys for the duration of a with block.
     torch 1.13's _AutoDispatchBelowAutograd is a guard that acts while the
@@ -193,10 +168,12 @@ def _deterministic():
     return _core.is_deterministic() or torch.are_deterministic_algorithms_enabled()
 
 
-def _run(schema, args, alloc):
+def _run(schema, args, alloc, omit=0):
     """The C op on torch tensors (on a CUDA tensor's current stream); only
     the tensor (and tensor list) arguments are exported, the rest pass as
-    they are. Returns the outputs alloc made, as a list."""
+    they are. Returns the outputs alloc made, as a list; output k is None,
+    not computed, when bit k of omit is set (roi_pool's argmax and the
+    position-sensitive ops' channel_mapping may be)."""
     name = schema.name
     args = schema.complete(args)
     first = _first_tensor(args)
@@ -210,8 +187,8 @@ def _run(schema, args, alloc):
             # bounds with bad ones; vo_context_set_device_checks).
             checks = _DEVICE_CHECKS_OFF if torch.cuda.is_current_stream_capturing() else 0
             return _C.call(name, args, alloc, queue, 0, _deterministic(), checks,
-                           _CUDA_WORKSPACE)
-    return _C.call(name, args, alloc, 0, _core.get_num_threads(), _deterministic())
+                           _CUDA_WORKSPACE, omit)
+    return _C.call(name, args, alloc, 0, _core.get_num_threads(), _deterministic(), omit=omit)
 
 
 def _make_kernel(schema):
@@ -241,13 +218,14 @@ def _bump_version(t):
             t.view(-1)[:0].zero_()
 
 
-def run_into(name, args, outs):
+def run_into(name, args, outs, omit=0):
     """Op `name` on torch tensors, writing its outputs into the caller's
-    `outs` (out=; None items and outputs past them are allocated), which it
-    returns with the rest as a list. As torch's own out= functions, this
-    records no gradient: an argument (or out) that requires grad while grad
-    mode is on is an error. It runs the kernel directly, not through the
-    torch.ops dispatcher, so it is for eager code."""
+    `outs` (out=; None items and outputs past them are allocated, or left
+    out as None with bit k of omit for output k), which it returns with the
+    rest as a list. As torch's own out= functions, this records no
+    gradient: an argument (or out) that requires grad while grad mode is on
+    is an error. It runs the kernel directly, not through the torch.ops
+    dispatcher, so it is for eager code."""
     schema = _core.SCHEMAS[name]
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     tensors += [t for a in args if isinstance(a, (list, tuple)) for t in a
@@ -263,7 +241,7 @@ def run_into(name, args, outs):
                                   "under torch.no_grad()" % name)
     # detach(): the same memory and version counter, exportable through DLPack.
     outs = [o.detach() if o is not None and o.requires_grad else o for o in outs]
-    result = _run(schema, list(args), _core.Into(name, outs, _alloc, _dtype_name))
+    result = _run(schema, list(args), _core.Into(name, outs, _alloc, _dtype_name, omit), omit)
     for o in outs:
         if o is not None:
             _bump_version(o)
@@ -1085,10 +1063,13 @@ def _plain_tensor(t, needs_grad):
 
 def _make_direct(name, schema, differentiable, finish):
     """ops.<name>: the op's backend kernel on plain tensors, its outputs
-    passed through finish; torch.ops.visionops.<name> otherwise."""
+    passed through finish; torch.ops.visionops.<name> otherwise. omit=mask
+    (keyword only) asks for outputs the caller drops to be skipped where the
+    kernel runs directly (None in their place); the dispatcher path computes
+    them all."""
     op = getattr(torch.ops.visionops, name)
 
-    def direct(*args, alloc=_alloc):
+    def direct(*args, omit=0):
         if _compiling() or _dispatcher_has_work():
             return op(*args)
         needs_grad = differentiable and torch.is_grad_enabled()
@@ -1101,7 +1082,7 @@ def _make_direct(name, schema, differentiable, finish):
                     return op(*args)
             elif not _plain_tensor(value, needs_grad):
                 return op(*args)
-        return finish(_run(schema, args, alloc))
+        return finish(_run(schema, args, _alloc, omit))
 
     direct.__name__ = name
     direct.__qualname__ = "ops." + name

@@ -172,7 +172,7 @@ static void vo_view_extent(const vo_view *v, uintptr_t *handle, uintptr_t *lo, u
   const vo_backend *b = vo_backend_for_device(v->device.device_type);
   const int addressable = !b || b->addressable;
   *handle = addressable ? 0 : (uintptr_t)v->data;
-  if (v->numel == 0) {
+  if (v->numel == 0 || !v->data) { /* empty, or an omitted output: no memory */
     *lo = *hi = 0;
     return;
   }
@@ -356,6 +356,22 @@ vo_status vo_infer_num_outputs(const vo_context *ctx, const vo_op_info *op, cons
   return VO_OK;
 }
 
+/* The view of an output the caller omitted (ex->optional_outputs): its
+ * description, contiguous, on the call's device, with NULL data. */
+static void vo_omitted_view(const vo_exec *ex, const vo_tensor_desc *d, vo_view *v) {
+  memset(v, 0, sizeof *v);
+  v->ndim = d->ndim;
+  v->dtype = vo_dtype_from_dl(d->dtype);
+  v->device = ex->device;
+  int64_t numel = 1;
+  for (int i = d->ndim - 1; i >= 0; i--) {
+    v->shape[i] = d->shape[i];
+    v->stride[i] = numel;
+    numel *= d->shape[i]; /* the check function checked that it fits */
+  }
+  v->numel = numel;
+}
+
 static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num_outputs) {
   const vo_op_entry *e = vo_entry_of(ex);
   if (!outputs || num_outputs != ex->num_outputs)
@@ -369,6 +385,10 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
 #define NAMED vo_tensor_name_str(&name, what_buf, sizeof what_buf)
     vo_view *v = &ex->outputs[k];
     const vo_tensor_desc *d = &ex->out_desc[k];
+    if (!outputs[k] && k < 32 && (ex->optional_outputs >> k & 1u)) {
+      vo_omitted_view(ex, d, v);
+      continue;
+    }
     vo_status st = vo_make_view(ex->op_name, &name, outputs[k], 0, v);
     if (st != VO_OK) return st;
     int shape_ok = v->ndim == d->ndim;

@@ -258,7 +258,8 @@ typedef struct vo_roi_pool_params {
   int64_t pooled_height, pooled_width; /* >= 1 */
   int64_t batch_size, channels, height, width; /* N, C, H, W of the input; H*W <= 2^31 */
   const vo_view *out;        /* out, contiguous: forward [K,C,PH,PW], backward [N,C,H,W] */
-  const vo_view *argmax_out; /* forward out: int32 [K,C,PH,PW], contiguous; NULL backward */
+  const vo_view *argmax_out; /* forward out: int32 [K,C,PH,PW], contiguous (NULL data: omitted);
+                                NULL backward */
 } vo_roi_pool_params;
 
 /* ps_roi_align and ps_roi_align_backward: roi_align's geometry with
@@ -268,7 +269,8 @@ typedef struct vo_roi_pool_params {
 typedef struct vo_ps_roi_align_params {
   vo_roi_align_params base;
   int64_t channels_out;           /* C / (PH*PW) */
-  const vo_view *channel_mapping; /* int32 [K,C/(PH*PW),PH,PW]: forward output, backward input */
+  const vo_view *channel_mapping; /* int32 [K,C/(PH*PW),PH,PW]: forward output (NULL data:
+                                     omitted), backward input */
 } vo_ps_roi_align_params;
 
 /* ps_roi_pool and ps_roi_pool_backward (rounded bins, mean pooling):
@@ -347,6 +349,11 @@ typedef struct vo_exec {
   DLDevice device; /* of every tensor in the call */
   vo_dtype dtype;  /* compute dtype chosen by check */
   int num_data_checks;
+  /* Bit k: output k may be omitted (NULL in vo_call), set by the check
+   * function for an output the kernels can skip. An omitted output's view
+   * has NULL data (a present one with elements never has), so a kernel
+   * tests vo_view_addr(v) before writing it. */
+  unsigned optional_outputs;
   union {
     vo_nms_params nms;
     vo_nms_padded_params nms_padded;

@@ -62,11 +62,12 @@ static inline void vo_zero_parallel(const vo_exec *ex, void *p, size_t elem, int
 /* The position-sensitive forwards' work (ps_roi_align, ps_roi_pool): items
  * are (image, bin) pairs, each split into `parts` runs of the image's RoIs
  * when there are too few pairs to balance the threads, handed out
- * dynamically; channel_mapping ([k, c] = c, the flat index mod C) is filled
- * in the same parallel region (each region costs a wake-up of the other
- * threads). first[img]..first[img + 1] is image img's range in
- * orders[ph * num_rois ...], its RoIs in visiting order for bin row ph.
- * item(arg, ord, j0, j1, img, b) computes bin b over ord[j0..j1). */
+ * dynamically; channel_mapping ([k, c] = c, the flat index mod C; NULL
+ * when the caller omitted it) is filled in the same parallel region (each
+ * region costs a wake-up of the other threads). first[img]..first[img + 1]
+ * is image img's range in orders[ph * num_rois ...], its RoIs in visiting
+ * order for bin row ph. item(arg, ord, j0, j1, img, b) computes bin b over
+ * ord[j0..j1). */
 typedef void (*vo_ps_item_fn)(const void *arg, const int64_t *ord, int64_t j0, int64_t j1,
                               int64_t img, int64_t b);
 
@@ -77,7 +78,7 @@ static inline void vo_ps_run_items(int64_t pooled_width, int64_t num_rois, const
                                    int64_t bins, int64_t parts, int64_t items, vo_ps_item_fn item,
                                    const void *arg) {
   VO_CPU_OMP_FOR_NOWAIT
-  for (int64_t k = 0; k < num_rois; k++)
+  for (int64_t k = 0; k < (mapping ? num_rois : 0); k++)
     for (int64_t c = 0; c < channels; c++) mapping[k * channels + c] = (int32_t)c;
   VO_CPU_OMP_FOR_DYNAMIC
   for (int64_t it = 0; it < items; it++) {

@@ -56,7 +56,7 @@ __global__ void vo_ps_forward_kernel(vo_ps_args a, int64_t n, S *out, int32_t *m
     int64_t c_in = 0;
     const typename vo_cuda_compute<S>::type v = Op::template forward<S>(a, o, &c_in);
     vo_hd_store(out, o, v);
-    mapping[o] = (int32_t)c_in;
+    if (mapping) mapping[o] = (int32_t)c_in;  // NULL: omitted
   }
 }
 

@@ -45,7 +45,7 @@ __global__ void roi_pool_forward_kernel(vo_k_roi_pool_args a, const S *in, const
   VO_CUDA_GRID_STRIDE(i, n) {
     int32_t am;
     vo_cuda_store(out, i, forward_at<S>(in, rois, a, i, &am));
-    argmax[i] = am;
+    if (argmax) argmax[i] = am;  // NULL: omitted
   }
 }
 

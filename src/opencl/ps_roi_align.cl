@@ -24,7 +24,7 @@
       int64_t c_in = 0;                                                                     \
       const T v = vo_k_ps_roi_align_forward_item_##SFX(&a, in, rois, o, &c_in);             \
       STORE(out, o, v);                                                                     \
-      mapping[o] = (int)c_in;                                                               \
+      if (mapping_buf) mapping[o] = (int)c_in; /* NULL: omitted */                          \
     }                                                                                       \
   }                                                                                         \
   __kernel void vo_cl_ps_roi_align_scatter_##SFX(vo_k_roi_align_args a, VO_CL_TENSOR(grad), \

@@ -21,7 +21,7 @@
     VO_CL_FOR(i, n) {                                                                            \
       int32_t best;                                                                              \
       store(o, i, vo_k_roi_pool_forward_at_##SFX(x, r, &a, i, &best));                           \
-      am[i] = best;                                                                              \
+      if (argmax_buf) am[i] = best; /* NULL: omitted */                                          \
     }                                                                                            \
   }                                                                                              \
   __kernel void vo_cl_roi_pool_scatter_##SFX(vo_k_roi_pool_args a, VO_CL_TENSOR(grad),           \

@@ -380,7 +380,11 @@ vo_status vo_check_roi_op(vo_exec *ex, const vo_roi_layout *l, vo_roi_finish_fn 
   }
   if (st == VO_OK && l->sampling >= 0) st = vo_check_roi_sampling(ex, l, sizes[2], sizes[3]);
   if (st != VO_OK) return st;
-  if (l->int32_out) vo_set_output(ex, 1, VO_I32, 4, out_shape);
+  /* argmax or channel_mapping: only a backward reads it, so it may be omitted */
+  if (l->int32_out) {
+    vo_set_output(ex, 1, VO_I32, 4, out_shape);
+    ex->optional_outputs = 1u << 1;
+  }
   return finish(ex, l, sizes);
 }
 

@@ -5,6 +5,7 @@ the profiler, autocast, torch.jit.trace, torch.func, tensors requiring
 grad, subclasses, Meta tensors, the negative bit) takes the dispatcher.
 Here: both paths give the same results for every op, and each of those
 cases still reaches what it reaches through torch.ops."""
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -170,15 +171,17 @@ def test_kept_nms_ops():
 
 
 @pytest.mark.parametrize("op", ["roi_pool", "ps_roi_pool", "ps_roi_align"])
-def test_dropped_int32_outputs_use_a_scratch(op):
+def test_dropped_int32_outputs_are_omitted(op):
     # The public functions drop argmax / channel_mapping: eager calls that
-    # record nothing write a small one into a per-thread scratch tensor.
-    # Values must match the dispatcher's, calls must not see each other's
-    # outputs, threads must not share the scratch, and a large int32
-    # output, a gradient or a script still gets a tensor of its own.
+    # record nothing omit it (omit=, a NULL output in the C call), so it is
+    # neither allocated nor computed. Values must match the dispatcher's
+    # (which computes both outputs), on torch tensors and NumPy arrays, with
+    # and without out=, from several threads; a gradient or a script still
+    # gets both outputs.
     import threading
 
     fn = getattr(visionops, op)
+    direct = getattr(vo_torch.ops, op)
     extra = (2,) if op == "ps_roi_align" else ()
     torch.manual_seed(0)
 
@@ -193,13 +196,24 @@ def test_dropped_int32_outputs_use_a_scratch(op):
         out, _ = getattr(torch.ops.visionops, op)(x, rois, 1.0, 2, 2, *extra)
         return out
 
-    small, large = case(3, 9, 4), case(8, 40, 600)  # int32 outputs of 192 B and 76.8 KB
-    first = fn(*small[:2], (2, 2), 1.0, *extra)
-    _same(first, reference(*small))
-    again = fn(*large[:2], (2, 2), 1.0, *extra)
-    _same(again, reference(*large))
-    _same(first, reference(*small))  # not overwritten by the next call
-    assert first.dtype == small[0].dtype and first.data_ptr() != again.data_ptr()
+    for x, rois in (case(3, 9, 4), case(8, 40, 600)):
+        want = reference(x, rois)
+        _same(fn(x, rois, (2, 2), 1.0, *extra), want)
+        _same(torch.from_numpy(fn(x.numpy(), rois.numpy(), (2, 2), 1.0, *extra)), want)
+        out = torch.full_like(want, 7.0)
+        assert fn(x, rois, (2, 2), 1.0, *extra, out=out) is out
+        _same(out, want)
+        out_np = np.full(tuple(want.shape), 7.0, np.float32)
+        fn(x.numpy(), rois.numpy(), (2, 2), 1.0, *extra, out=out_np)
+        _same(torch.from_numpy(out_np), want)
+        kept, omitted = direct(x, rois, 1.0, 2, 2, *extra, omit=2)
+        assert omitted is None
+        _same(kept, want)
+        both = direct(x, rois, 1.0, 2, 2, *extra)
+        assert both[1].dtype == torch.int32 and both[1].shape == want.shape
+
+    with pytest.raises(visionops.VisionOpsValueError, match="output out is NULL"):
+        direct(*case(3, 9, 4), 1.0, 2, 2, *extra, omit=1)
 
     results = {}
 
@@ -216,6 +230,7 @@ def test_dropped_int32_outputs_use_a_scratch(op):
         for got, want in pairs:
             _same(got, want)
 
+    small = case(3, 9, 4)
     x, rois = small
     x = x.clone().requires_grad_()
     out = fn(x, rois, (2, 2), 1.0, *extra)
