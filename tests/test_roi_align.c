@@ -321,7 +321,8 @@ static void random_cases(const vo_context *ctx1, const vo_context *ctx2, const v
 
 /* Problems with enough channels and samples for the channels-last kernels
  * (C = 37 leaves a partial vector; sampling 2 divides by a power of two,
- * 3 and adaptive by other counts). ctxs[0..4]: 1 thread, 2 threads, 2
+ * 3 and adaptive by other counts; 3x3 bins and 17x17, whose outputs go out
+ * in two chunks, eight bins at a time and a tail). ctxs[0..4]: 1 thread, 2 threads, 2
  * threads with the scalar ISA, 2 threads with a workspace limit too small
  * for a channels-last image, which forces the plain kernels, and 2 threads
  * with AVX2 (the default on an AVX-512 CPU runs 16-lane loops): every one
@@ -338,6 +339,11 @@ static void fast_paths(vo_context *const ctxs[FAST_CTXS]) {
         vt_rng_seed(&rng, 4242 + (uint64_t)(d * 100 + aligned * 10 + ri));
         problem pb = {2, 37, 13, 11, 40, 3, 3, ratios[ri], aligned, 0.5, NULL, NULL, NULL};
         if (ri == 2) pb.n = 3; /* image 1 gets no RoIs: its gradient must be zeroed */
+        /* 289 bins: a RoI's outputs go out in two chunks, in 8-bin groups and a tail */
+        if (ri == 0) {
+          pb.ph = 17;
+          pb.pw = 17;
+        }
         const int64_t nin = pb.n * pb.c * pb.h * pb.w, nout = pb.k * pb.c * pb.ph * pb.pw;
         pb.input = malloc(sizeof(double) * (size_t)nin);
         pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));

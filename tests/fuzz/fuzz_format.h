@@ -56,8 +56,10 @@ enum {
 /* Stride codes: a signed byte, except 0x7F (2^40) and 0x80 (-2^40). */
 
 /* Output mode: 0 exact; 1 one output with the wrong dtype; 2 one output
- * aliasing the first input; 3 one output non-contiguous; 4 NULL output. */
-#define FUZZ_OUT_MODES 5
+ * aliasing the first input; 3 one output non-contiguous; 4 NULL output;
+ * 5 the last of several outputs NULL (omitted where the op allows it,
+ * refused elsewhere). */
+#define FUZZ_OUT_MODES 6
 
 /* Largest tensor the harness allocates (elements); larger tensors get NULL data. */
 #define FUZZ_MAX_ELEMENTS (1 << 16)
