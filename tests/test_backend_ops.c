@@ -8,11 +8,10 @@
  * under vo_context_set_deterministic, three times bit-identical. Each output
  * passed as NULL in turn: refused, except the ones an op lets its caller
  * omit (roi_pool's argmax, ...), whose absence leaves the other outputs
- * bit-identical. Once per
- * op: bad inputs fail with the CPU's status and message and leave the
- * outputs untouched, and a tensor on another device type is refused. On
- * backends other than the CPU, an output above 2^31 elements (the CPU's is
- * test_large's). Prints which backends it skipped and why, and the ops a
+ * bit-identical. Once per op: bad inputs fail with the CPU's status and
+ * message and leave the outputs untouched, and a tensor on another device
+ * type is refused. On backends other than the CPU, an output above 2^31
+ * elements (the CPU's is test_large's). Prints which backends it skipped and why, and the ops a
  * backend has no kernel for yet (a NULL entry of its kernel table: such a
  * call must fail with "not implemented", which is checked, not compared).
  * VO_TEST_BACKEND_OPS_ONLY=<backend> leaves the other targets out;
