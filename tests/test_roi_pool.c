@@ -523,6 +523,60 @@ static void paths(void) {
   for (int i = 0; i < NCTX; i++) vo_context_destroy(ctx[i]);
 }
 
+/* A float32 output of 16 MB and more (with argmax) is gathered per RoI and
+ * streamed out: 700 RoIs x 70 channels x 7x7 bins, 32-bin groups across bin
+ * rows, 8x8 blocks and their tails (70 = 64 + 6 channels). The reference,
+ * then every path (AVX-512, AVX2, scalar, the scan under a small workspace
+ * limit) bit-identical, argmax omitted or not (run_forward). */
+static void streamed(void) {
+  enum { NCTX = 4 };
+  vo_context *ctx[NCTX];
+  for (int i = 0; i < NCTX; i++) {
+    CHECK_STATUS(vo_context_create(&ctx[i]), VO_OK);
+    CHECK_STATUS(vo_context_set_num_threads(ctx[i], 2), VO_OK);
+  }
+  CHECK_STATUS(vo_context_set_isa(ctx[1], VO_ISA_AVX2), VO_OK);
+  CHECK_STATUS(vo_context_set_isa(ctx[2], VO_ISA_SCALAR), VO_OK);
+  CHECK_STATUS(vo_context_set_workspace_limit(ctx[3], 1), VO_OK);
+  problem pb = {1, 70, 24, 26, 700, 7, 7, 0.5, NULL, NULL, NULL, NULL};
+  const int64_t nin = pb.n * pb.c * pb.h * pb.w, nout = pb.k * pb.c * pb.ph * pb.pw;
+  vt_rng rng;
+  vt_rng_seed(&rng, 4711);
+  pb.input = malloc(sizeof(double) * (size_t)nin);
+  pb.rois = malloc(sizeof(double) * (size_t)(5 * pb.k));
+  for (int64_t i = 0; i < nin; i++)
+    pb.input[i] =
+        vt_rng_int(&rng, 10) == 0 ? NAN : vt_round_to(vt_f32, vt_rng_uniform(&rng, -1, 1));
+  for (int64_t k = 0; k < pb.k; k++) gen_roi(&rng, &pb, vt_f32, pb.rois + 5 * k);
+  double *want = malloc(sizeof(double) * (size_t)nout),
+         *got = malloc(sizeof(double) * (size_t)nout);
+  int32_t *wam = malloc(sizeof(int32_t) * (size_t)nout),
+          *gam = malloc(sizeof(int32_t) * (size_t)nout);
+  const size_t bytes = 8 * (size_t)nout;
+  unsigned char *raw0 = malloc(bytes), *raw = malloc(bytes);
+  ref_forward(&pb, 1, want, wam);
+  for (int i = 0; i < NCTX; i++) {
+    char desc[64];
+    snprintf(desc, sizeof desc, "streamed outputs, context %d", i);
+    if (!CHECK_STATUS(run_forward(ctx[i], vt_f32, LAYOUT_CONTIGUOUS, &pb, got, gam, i ? raw : raw0),
+                      VO_OK))
+      continue;
+    if (i == 0)
+      compare_forward(vt_f32, got, gam, want, wam, nout, desc);
+    else
+      CHECK_MSG(memcmp(raw0, raw, bytes) == 0, "%s: differs from context 0", desc);
+  }
+  free(raw0);
+  free(raw);
+  free(want);
+  free(got);
+  free(wam);
+  free(gam);
+  free(pb.input);
+  free(pb.rois);
+  for (int i = 0; i < NCTX; i++) vo_context_destroy(ctx[i]);
+}
+
 /* ------------------------------------------------------------ errors */
 
 #define EXPECT_FAIL(call, status, arg) RT_EXPECT_FAIL("roi_pool", call, status, arg)
@@ -757,6 +811,7 @@ int main(void) {
   special_values();
   random_cases(ctx1, ctx2);
   paths();
+  streamed();
   errors();
   cuda_device();
   empty_shapes();

@@ -132,7 +132,7 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
 #ifdef VO_RAF_HAVE_AVX2
 #define vo_raf_rows_to_nhwc_fast vo_cpu_planes_to_nhwc_f32_avx2
 #define vo_raf_rows_from_nhwc_fast vo_cpu_nhwc_to_planes_f32_avx2
-#define vo_raf_rows8_div_fast vo_cpu_rows8_div_to_runs_f32_avx2
+#define vo_raf_rows8_div_fast vo_cpu_rows8_to_runs_f32_avx2
 #else
 #define vo_raf_rows_to_nhwc_fast(src, s1, nc, W, dst) ((void)(src), (void)(dst), (int64_t)0)
 #define vo_raf_rows_from_nhwc_fast(src, nc, W, dst, s1) ((void)(src), (void)(dst), (int64_t)0)

@@ -1,11 +1,10 @@
 /*
  * float32 transposes between channel planes and channels-last rows, in 8x8
  * blocks with AVX2, for the RoI ops' channels-last paths (roi_align's fast
- * path, roi_pool's tile). Data movement (and roi_align's division by the
- * sample count, correctly rounded either way): no value can differ from
- * the scalar loops they replace. Defined where the compiler can target AVX2
- * (x86 with gcc or clang); callers run them only when the context's ISA is
- * AVX2 or above.
+ * path, roi_pool's tile, both forwards' outputs). Data movement (and
+ * roi_align's division by the sample count, correctly rounded either way):
+ * no value can differ from the scalar loops they replace. Defined where the compiler can target
+ * AVX2 (x86 with gcc or clang); callers run them only when the context's ISA is AVX2 or above.
  */
 #ifndef VISIONOPS_CPU_TRANSPOSE_H
 #define VISIONOPS_CPU_TRANSPOSE_H
@@ -52,21 +51,25 @@ __attribute__((target("avx2"))) static inline int64_t vo_cpu_planes_to_nhwc_f32_
   return w8;
 }
 
-/* Eight rows of nc floats (row q at rows + q*rs), each divided by div, as
- * nc runs of eight: dst[c*ds + q] = rows[q*rs + c] / div for every c < nc.
- * vdivps rounds each quotient as the scalar division does. */
-__attribute__((target("avx2"))) static inline void vo_cpu_rows8_div_to_runs_f32_avx2(
-    const float *rows, int64_t rs, int64_t nc, float div, float *dst, int64_t ds) {
-  const __m256 d = _mm256_set1_ps(div);
+/* Eight rows of nc floats (row q at rows + q*rs) as nc runs of eight:
+ * dst[c*ds + q] = rows[q*rs + c] for every c < nc, each divided by *div
+ * unless div is NULL (then moved, bits kept). vdivps rounds each quotient
+ * as the scalar division does. */
+__attribute__((target("avx2"))) static inline void vo_cpu_rows8_to_runs_f32_avx2(
+    const float *rows, int64_t rs, int64_t nc, const float *div, float *dst, int64_t ds) {
+  const __m256 d = _mm256_set1_ps(div ? *div : 1.0f);
   const int64_t c8 = nc / 8 * 8;
   for (int64_t c0 = 0; c0 < c8; c0 += 8) {
     __m256 r[8];
-    for (int q = 0; q < 8; q++) r[q] = _mm256_div_ps(_mm256_loadu_ps(rows + q * rs + c0), d);
+    for (int q = 0; q < 8; q++) {
+      r[q] = _mm256_loadu_ps(rows + q * rs + c0);
+      if (div) r[q] = _mm256_div_ps(r[q], d);
+    }
     vo_cpu_tr8(r);
     for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (c0 + i) * ds, r[i]);
   }
   for (int64_t c = c8; c < nc; c++)
-    for (int q = 0; q < 8; q++) dst[c * ds + q] = rows[q * rs + c] / div;
+    for (int q = 0; q < 8; q++) dst[c * ds + q] = div ? rows[q * rs + c] / *div : rows[q * rs + c];
 }
 
 /* The reverse: dst[c*s1 + w] = src[w*nc + c], likewise. */
