@@ -132,12 +132,9 @@ static inline int64_t vo_raf_group(const int64_t *batch_of, int64_t num_rois, in
 #ifdef VO_RAF_HAVE_AVX2
 #define vo_raf_rows_to_nhwc_fast vo_cpu_planes_to_nhwc_f32_avx2
 #define vo_raf_rows_from_nhwc_fast vo_cpu_nhwc_to_planes_f32_avx2
-#define vo_raf_rows8_div_fast vo_cpu_rows8_to_runs_f32_avx2
 #else
 #define vo_raf_rows_to_nhwc_fast(src, s1, nc, W, dst) ((void)(src), (void)(dst), (int64_t)0)
 #define vo_raf_rows_from_nhwc_fast(src, nc, W, dst, s1) ((void)(src), (void)(dst), (int64_t)0)
-#define vo_raf_rows8_div_fast(rows, rs, nc, div, dst, ds) ((void)(rows), (void)(dst))
-#define VO_RAF_NO_ROWS8 1
 #endif
 
 /* 1 when count (a positive integer-valued float) is a power of two. */

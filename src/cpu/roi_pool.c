@@ -32,7 +32,7 @@
  * bit-identical to the scan. */
 #define VO_RP_CB 64            /* most channels per block */
 #define VO_RP_BACKWARD_AHEAD 4 /* RoIs ahead the backward prefetches grad and argmax */
-#define VO_RP_ROW 32           /* bins of a row computed before their outputs are stored */
+#define VO_RP_ROW 32           /* consecutive bins computed before their outputs are stored */
 #define VO_RP_STREAM_BINS 1024 /* most bins of a RoI gathered per thread to stream its outputs */
 #define VO_RP_TILE_TARGET ((size_t)16 << 20) /* preferred tile size (bytes) */
 #define VO_RP_SCAN_CB 16                     /* channels per work item of the scan */
