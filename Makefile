@@ -124,6 +124,7 @@ fuzz:
 	$(FUZZ_BUILD)/tests/fuzz/fuzz_seeds $(FUZZ_BUILD)/seeds
 	mkdir -p $(FUZZ_BUILD)/corpus
 	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp \
 	  ./tests/fuzz/fuzz_call -max_total_time=$(FUZZ_SECONDS) -timeout=60 -rss_limit_mb=4096 \
 	  -max_len=8192 -print_final_stats=1 $(FUZZ_ARGS) corpus seeds $(CURDIR)/tests/fuzz/regressions
 

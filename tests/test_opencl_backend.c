@@ -13,7 +13,8 @@
  * working. On a device without fp64 (also run so, as test_opencl_backend_
  * no_fp64, under the testing aid VISIONOPS_OPENCL_NO_FP64=1) every call
  * with a float64 tensor or computing in float64 is refused instead, with
- * the op and cl_khr_fp64 in the message. Linked statically for the
+ * the op and cl_khr_fp64 in the message. Tensors outside their cl_mem, or
+ * in a buffer of another context, are refused. Linked statically for the
  * backend's memory functions and glue API. Skipped (77) without an OpenCL
  * device. */
 #define _DEFAULT_SOURCE /* flock, usleep */
@@ -178,6 +179,62 @@ static void check_build_waits_for_lock(void) {
   vt_tensor_free(a);
 }
 
+static vo_status area_of(const DLTensor *boxes, DLTensor *out);
+
+/* box_area of 5 float32 boxes (80 bytes) at byte `offset` of a buffer of
+ * `bytes` bytes of context `in` (NULL: the default queue's), row stride
+ * `row_stride` elements, into an output buffer of `out_bytes` bytes; the
+ * status, and whether the output buffer kept its pattern. */
+static vo_status area_in_buffer(cl_context in, size_t bytes, uint64_t offset, int64_t row_stride,
+                                size_t out_bytes, int *out_untouched) {
+  static const unsigned char pattern[128] = {0};
+  unsigned char back[128];
+  cl_int err = CL_SUCCESS;
+  void *mb = in ? (void *)vo_cl.CreateBuffer(in, CL_MEM_READ_WRITE, bytes, NULL, &err)
+                : be->alloc(dev, bytes, NULL);
+  void *mo = be->alloc(dev, out_bytes, NULL);
+  if (!mb || !mo || err != CL_SUCCESS) die("alloc");
+  if (be->copy_to_device(dev, mo, 0, pattern, out_bytes, NULL) != VO_OK) die("copy to opencl");
+  const int64_t shape[2] = {5, 4}, strides[2] = {row_stride, 1}, out_shape[1] = {5};
+  DLTensor boxes = {mb, dev, 2, {kDLFloat, 32, 1}, (int64_t *)shape, (int64_t *)strides, offset};
+  DLTensor out = {mo, dev, 1, {kDLFloat, 32, 1}, (int64_t *)out_shape, NULL, 0};
+  const vo_status st = area_of(&boxes, &out);
+  if (be->copy_to_host(dev, back, mo, 0, out_bytes, NULL) != VO_OK) die("copy to the host");
+  *out_untouched = st == VO_OK || memcmp(back, pattern, out_bytes) == 0;
+  if (in)
+    vo_cl.ReleaseMemObject((cl_mem)mb);
+  else
+    be->free(dev, mb, NULL);
+  be->free(dev, mo, NULL);
+  return st;
+}
+
+/* A tensor must lie within its cl_mem: one reaching past its end, below
+ * its start (negative strides) or starting beyond it, an output too small,
+ * and a buffer of another OpenCL context are refused by name, before
+ * anything is written; tight fits run. */
+static void check_buffer_bounds(cl_context other) {
+  int untouched = 0;
+  CHECK_STATUS(area_in_buffer(NULL, 80, 0, 4, 20, &untouched), VO_OK);
+  CHECK_STATUS(area_in_buffer(NULL, 96, 16, 4, 20, &untouched), VO_OK);
+  CHECK_STATUS(area_in_buffer(NULL, 80, 64, -4, 20, &untouched), VO_OK); /* rows flipped */
+  CHECK_STATUS(area_in_buffer(NULL, 79, 0, 4, 20, &untouched), VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS(
+      "box_area: boxes does not fit its buffer of 79 bytes: from byte offset 0 it "
+      "reaches 0 bytes below and 80 bytes on");
+  CHECK_MSG(untouched, "a refused call wrote its output");
+  CHECK_STATUS(area_in_buffer(NULL, 80, 48, -4, 20, &untouched), VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("from byte offset 48 it reaches 64 bytes below and 16 bytes on");
+  CHECK_STATUS(area_in_buffer(NULL, 80, 96, 4, 20, &untouched), VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("boxes does not fit its buffer of 80 bytes");
+  CHECK_STATUS(area_in_buffer(NULL, 80, 0, 4, 16, &untouched), VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("box_area: output out does not fit its buffer of 16 bytes");
+  CHECK_MSG(untouched, "a refused call wrote its output");
+  CHECK_STATUS(area_in_buffer(other, 80, 0, 4, 20, &untouched), VO_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("box_area: boxes: its buffer belongs to another OpenCL context than the queue's");
+  CHECK_MSG(untouched, "a refused call wrote its output");
+}
+
 int main(void) {
   const char *detail = NULL;
   be = vo_backend_for_device(kDLOpenCL);
@@ -246,6 +303,9 @@ int main(void) {
     vt_tensor_free(b);
   }
   vo_context_destroy(run_ctx);
+  run_ctx = NULL;
+  run_queue = NULL;
+  check_buffer_bounds(user);
   /* The caller's objects are the caller's to release (the library's
    * programs for that context keep their own reference). */
   vo_cl.ReleaseCommandQueue(queue);

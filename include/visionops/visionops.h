@@ -1,10 +1,15 @@
 /*
  * visionops — computer-vision detection operators (NMS, box IoUs, RoI ops, ...)
- * as a self-contained C library with CPU and CUDA kernels.
+ * as a self-contained C library with CPU, CUDA and OpenCL kernels.
  *
  * Tensors are DLPack DLTensors. Inputs are borrowed for the duration of a
  * call; outputs are allocated by the caller (ask for their shapes first with
  * the op's *_shape function or vo_infer) and must be contiguous.
+ * On the CPU and CUDA a tensor's data is an address; on OpenCL (kDLOpenCL)
+ * it is a cl_mem of the call's queue's context, and byte_offset is the
+ * first element's offset in that buffer: a tensor reaching outside its
+ * buffer (CL_MEM_SIZE; negative strides reach below the first element) or
+ * in a buffer of another context is refused.
  * Every function returns a vo_status; on failure vo_last_error() returns a
  * message naming the op, the argument and the offending value.
  *

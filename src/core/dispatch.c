@@ -202,6 +202,59 @@ static int vo_views_overlap(const vo_view *a, const vo_view *b) {
   return ah == bh && alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
 
+/* On backends whose tensors are handles with a queryable size (OpenCL's
+ * cl_mem: vo_backend.buffer_size), that every byte v can touch lies within
+ * its buffer: a kernel would otherwise read or write out of bounds, which
+ * on the CPU no library can see but here is one query away. */
+static vo_status vo_check_in_buffer(const vo_exec *ex, const vo_tensor_name *tn, const vo_view *v) {
+  const vo_backend *b = ex->backend;
+  if (!b || !b->buffer_size || !v->data || v->numel == 0) return VO_OK;
+  char what_buf[96], why[160];
+  uint64_t size = 0;
+  if (!b->buffer_size(ex->device, v->data, ex->queue, &size, why, sizeof why))
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s: %s", ex->op_name,
+                   vo_tensor_name_str(tn, what_buf, sizeof what_buf), why);
+  /* Bytes below and from the first element (offsets fit in int64 / 8:
+   * vo_make_view). */
+  uint64_t below = 0, from = 1;
+  for (int i = 0; i < v->ndim; i++) {
+    const int64_t span = (v->shape[i] - 1) * v->stride[i];
+    if (span < 0)
+      below += (uint64_t)(-span);
+    else
+      from += (uint64_t)span;
+  }
+  const uint64_t elem = vo_dtype_size(v->dtype);
+  below *= elem;
+  from *= elem;
+  if (below > v->byte_offset || v->byte_offset > size || from > size - v->byte_offset)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT,
+                   "%s: %s does not fit its buffer of %llu bytes: from byte offset %llu it "
+                   "reaches %llu bytes below and %llu bytes on",
+                   ex->op_name, vo_tensor_name_str(tn, what_buf, sizeof what_buf),
+                   (unsigned long long)size, (unsigned long long)v->byte_offset,
+                   (unsigned long long)below, (unsigned long long)from);
+  return VO_OK;
+}
+
+/* vo_check_in_buffer for every input of the call, list items included. */
+static vo_status vo_check_inputs_in_buffers(const vo_exec *ex) {
+  const vo_op_entry *e = vo_entry_of(ex);
+  for (int i = 0; i < ex->num_args; i++) {
+    const vo_tensor_name name = {"", e->args[i].name, -1};
+    vo_status st = VO_OK;
+    if (ex->args[i].kind == VO_VALUE_TENSOR)
+      st = vo_check_in_buffer(ex, &name, &ex->inputs[i]);
+    else if (ex->args[i].kind == VO_VALUE_TENSOR_LIST)
+      for (int t = 0; t < ex->num_list_inputs && st == VO_OK; t++) {
+        const vo_tensor_name item = {"", e->args[i].name, t};
+        st = vo_check_in_buffer(ex, &item, &ex->list_inputs[t]);
+      }
+    if (st != VO_OK) return st;
+  }
+  return VO_OK;
+}
+
 static int vo_same_device(DLDevice a, DLDevice b) {
   return a.device_type == b.device_type && a.device_id == b.device_id;
 }
@@ -372,16 +425,44 @@ static void vo_omitted_view(const vo_exec *ex, const vo_tensor_desc *d, vo_view 
   v->numel = numel;
 }
 
+/* Output `name` is on `device`, not on the inputs' device. */
+static vo_status vo_output_elsewhere(const vo_exec *ex, const vo_tensor_name *name,
+                                     DLDevice device) {
+  char what_buf[96], a[48], b[48];
+  return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but the inputs are on %s", ex->op_name,
+                 vo_tensor_name_str(name, what_buf, sizeof what_buf),
+                 vo_device_str(device, a, sizeof a), vo_device_str(ex->device, b, sizeof b));
+}
+
+/* Output `k`'s name in messages. */
+static vo_tensor_name vo_output_name(const vo_exec *ex, int k) {
+  const vo_op_entry *e = vo_entry_of(ex);
+  return e->info.num_outputs < 0 ? (vo_tensor_name){"output ", e->output_names[0], k}
+                                 : (vo_tensor_name){"output ", e->output_names[k], -1};
+}
+
+/* An output on another device than the inputs, refused before the call
+ * touches any input memory (buffer queries, value checks): memory labelled
+ * with one device is not read as another's. The rest of the outputs'
+ * checks come after the value checks (vo_check_outputs). */
+static vo_status vo_check_output_devices(const vo_exec *ex, DLTensor *const *outputs,
+                                         int num_outputs) {
+  for (int k = 0; outputs && num_outputs == ex->num_outputs && k < num_outputs; k++)
+    if (outputs[k] && !vo_same_device(outputs[k]->device, ex->device)) {
+      const vo_tensor_name name = vo_output_name(ex, k);
+      return vo_output_elsewhere(ex, &name, outputs[k]->device);
+    }
+  return VO_OK;
+}
+
 static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num_outputs) {
   const vo_op_entry *e = vo_entry_of(ex);
   if (!outputs || num_outputs != ex->num_outputs)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: expected %d outputs, got %d%s", ex->op_name,
                    ex->num_outputs, num_outputs, outputs ? "" : " (NULL)");
   for (int k = 0; k < ex->num_outputs; k++) {
-    char what_buf[96], got[160], want[160], a[48], b[48];
-    const vo_tensor_name name = e->info.num_outputs < 0
-                                    ? (vo_tensor_name){"output ", e->output_names[0], k}
-                                    : (vo_tensor_name){"output ", e->output_names[k], -1};
+    char what_buf[96], got[160], want[160];
+    const vo_tensor_name name = vo_output_name(ex, k);
 #define NAMED vo_tensor_name_str(&name, what_buf, sizeof what_buf)
     vo_view *v = &ex->outputs[k];
     const vo_tensor_desc *d = &ex->out_desc[k];
@@ -401,12 +482,10 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
     if (v->dtype != want_dt)
       return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must be %s, got %s", ex->op_name, NAMED,
                      vo_dtype_name(want_dt), vo_dtype_name(v->dtype));
-    if (!vo_same_device(v->device, ex->device))
-      return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but the inputs are on %s",
-                     ex->op_name, NAMED, vo_device_str(v->device, a, sizeof a),
-                     vo_device_str(ex->device, b, sizeof b));
+    if (!vo_same_device(v->device, ex->device)) return vo_output_elsewhere(ex, &name, v->device);
     if (!vo_view_is_contiguous(v))
       return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be contiguous", ex->op_name, NAMED);
+    if ((st = vo_check_in_buffer(ex, &name, v)) != VO_OK) return st;
     for (int i = 0; i < ex->num_args; i++)
       if (ex->args[i].kind == VO_VALUE_TENSOR && vo_views_overlap(v, &ex->inputs[i]))
         return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s overlaps the memory of input %s",
@@ -440,6 +519,8 @@ vo_status vo_call(const vo_context *ctx, const vo_op_info *op, const vo_value *a
     ex.backend = b;
     ex.queue = vo_context_queue(ex.ctx, ex.device);
   }
+  if ((st = vo_check_output_devices(&ex, outputs, num_outputs)) != VO_OK) return st;
+  if ((st = vo_check_inputs_in_buffers(&ex)) != VO_OK) return st;
   if ((st = vo_run_data_checks(&ex)) != VO_OK) return st;
   st = vo_check_outputs(&ex, outputs, num_outputs);
   if (st != VO_OK) return st;

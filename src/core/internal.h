@@ -475,6 +475,14 @@ typedef struct vo_backend {
    * queued on another thread's default queue are read after it. NULL when
    * the backend's default queue is one for all threads. */
   vo_status (*synchronize)(DLDevice device);
+  /* The size in bytes of the buffer behind `handle` (a cl_mem), for a call
+   * on `device` with queue `queue`: 1 with *size set, or 0 with the reason
+   * in why (not a buffer of the queue's context). vo_call then refuses any
+   * tensor reaching outside its buffer, which a kernel would read or write
+   * out of bounds. NULL where the backend cannot tell (addresses: CPU,
+   * CUDA). */
+  int (*buffer_size)(DLDevice device, void *handle, void *queue, uint64_t *size, char *why,
+                     size_t why_size);
 } vo_backend;
 
 #define VO_BACKEND(name, device_type, option) extern const vo_backend vo_##name##_backend;

@@ -201,4 +201,5 @@ extern "C" const vo_backend vo_cuda_backend = {
     vo_cuda_check_data,         // check_data
     vo_cuda_queue_data_checks,  // queue_data_checks
     vo_cuda_synchronize,        // synchronize
+    nullptr,                    // buffer_size: addresses, not handles
 };

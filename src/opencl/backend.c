@@ -218,6 +218,36 @@ static void vo_opencl_free(DLDevice device, void *ptr, void *queue) {
   if (ptr && vo_cl.ReleaseMemObject) vo_cl.ReleaseMemObject((cl_mem)ptr);
 }
 
+/* The backend's buffer_size hook: CL_MEM_SIZE, once the buffer is known to
+ * belong to the context of the call's queue (a buffer of another context
+ * is undefined behaviour in a kernel). */
+static int vo_opencl_buffer_size(DLDevice device, void *handle, void *queue, uint64_t *size,
+                                 char *why, size_t why_size) {
+  char name[64];
+  cl_int err;
+  cl_context queue_ctx = vo_cl_context_for(device, queue, &err), mem_ctx = NULL;
+  size_t bytes = 0;
+  if (!queue_ctx) {
+    snprintf(why, why_size, "the queue's context cannot be queried: %s",
+             vo_cl_error_name(err, name, sizeof name));
+    return 0;
+  }
+  err = vo_cl.GetMemObjectInfo((cl_mem)handle, CL_MEM_CONTEXT, sizeof mem_ctx, &mem_ctx, NULL);
+  if (err == CL_SUCCESS)
+    err = vo_cl.GetMemObjectInfo((cl_mem)handle, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
+  if (err != CL_SUCCESS) {
+    snprintf(why, why_size, "it is not an OpenCL buffer: %s",
+             vo_cl_error_name(err, name, sizeof name));
+    return 0;
+  }
+  if (mem_ctx != queue_ctx) {
+    snprintf(why, why_size, "its buffer belongs to another OpenCL context than the queue's");
+    return 0;
+  }
+  *size = bytes;
+  return 1;
+}
+
 static vo_status vo_cl_copy_failed(const char *what, size_t size, cl_int err) {
   char b[64];
   return vo_fail(VO_ERROR_BACKEND_FAILURE, "opencl: %s of %zu bytes failed: %s", what, size,
@@ -396,4 +426,5 @@ const vo_backend vo_opencl_backend = {
     .check_data = vo_opencl_check_data,
     .queue_data_checks = vo_opencl_queue_data_checks,
     .synchronize = NULL, /* the default queue is the device's, for all threads */
+    .buffer_size = vo_opencl_buffer_size,
 };

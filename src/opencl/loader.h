@@ -29,6 +29,7 @@
     (cl_command_queue, cl_command_queue_info, size_t, void *, size_t *))                         \
   X(cl_mem, CreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl_int *))                  \
   X(cl_int, ReleaseMemObject, (cl_mem))                                                          \
+  X(cl_int, GetMemObjectInfo, (cl_mem, cl_mem_info, size_t, void *, size_t *))                   \
   X(cl_int, EnqueueReadBuffer,                                                                   \
     (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *,       \
      cl_event *))                                                                                \

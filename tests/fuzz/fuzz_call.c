@@ -5,7 +5,15 @@
  * allocated exactly as large as their sizes and strides reach, so any read
  * or write out of bounds trips AddressSanitizer. Beyond crashes it checks the
  * API's promises: a failed call leaves every output untouched, an output
- * aliasing an input or laid out wrongly is refused.
+ * aliasing an input or laid out wrongly is refused, and on OpenCL a tensor
+ * reaching outside its cl_mem is refused.
+ *
+ * Device tensors are real device memory of the size their layout reaches,
+ * made and read through the backend's memory functions (core/internal.h:
+ * the one use of the library's internals here), so the target links the
+ * static library. A device whose backend cannot run here gets a
+ * placeholder address: the call is refused as unavailable before any data
+ * is read.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +21,7 @@
 
 #include <visionops/visionops.h>
 
+#include "core/internal.h"
 #include "fuzz_format.h"
 #include "fuzz_run.h"
 
@@ -74,12 +83,15 @@ static int schema_kinds(const char *schema, arg_kind *kinds, int max) {
   return n;
 }
 
-/* One decoded tensor and the memory behind it. */
+/* One decoded tensor and the memory behind it: host memory `mem`, or a
+ * device buffer `dev_mem` (then `bytes` is the buffer's size and
+ * t.byte_offset its first element's offset there). */
 typedef struct fuzz_tensor {
   DLTensor t;
   int64_t shape[VO_MAX_DIMS + 2];
   int64_t strides[VO_MAX_DIMS + 2];
   void *mem;
+  void *dev_mem;
   size_t bytes;
 } fuzz_tensor;
 
@@ -87,9 +99,37 @@ typedef struct fuzz_tensor {
 typedef struct arena {
   fuzz_tensor tensors[MAX_TENSORS];
   int count;
+  /* A tensor with elements in a cl_mem too small for it: the call must fail. */
+  int must_fail;
   DLTensor *lists[VO_MAX_LIST + 4][VO_MAX_LIST + 4];
   double floats[VO_MAX_LIST + 4][VO_MAX_LIST + 4];
 } arena;
+
+/* The backend holding device memory of `type` when it can run here (NULL
+ * for host memory and for devices without a usable backend). */
+static const vo_backend *device_backend(DLDeviceType type) {
+  if (type == kDLCPU || type == kDLCUDAHost) return NULL;
+  const vo_backend *b = vo_backend_for_device(type);
+  const char *detail;
+  return b && !b->not_built_reason && b->alloc && vo_backend_available(b, &detail) ? b : NULL;
+}
+
+/* A device buffer of `bytes` bytes holding `src` (NULL: `fill` bytes). */
+static void *device_buffer(const vo_backend *b, DLDevice dev, const void *src, size_t bytes,
+                           unsigned char fill) {
+  void *m = b->alloc(dev, bytes ? bytes : 1, NULL);
+  if (!m) abort();
+  void *staged = NULL;
+  if (!src && bytes) {
+    staged = malloc(bytes);
+    if (!staged) abort();
+    memset(staged, fill, bytes);
+    src = staged;
+  }
+  if (bytes && b->copy_to_device(dev, m, 0, src, bytes, NULL) != VO_OK) abort();
+  free(staged);
+  return m;
+}
 
 static const DLDataType dtypes[FUZZ_DTYPE_COUNT] = {
     {kDLFloat, 32, 1},  {kDLFloat, 64, 1}, {kDLFloat, 16, 1},
@@ -122,9 +162,11 @@ static DLTensor *rd_tensor(reader *r, arena *a) {
   memset(f, 0, sizeof *f);
   f->t.dtype = dtypes[dt % FUZZ_DTYPE_COUNT];
   if (flags & FUZZ_T_LANES) f->t.dtype.lanes = 2;
-  static const DLDeviceType devices[] = {kDLCPU, kDLCUDA, kDLOpenCL, kDLCUDAHost};
+  static const DLDeviceType devices[] = {kDLCPU, kDLCUDA, kDLOpenCL, kDLCUDAHost,
+                                         kDLCPU, kDLCPU,  kDLOpenCL, kDLCPU};
   const int dev = (flags & FUZZ_T_DEVICE) >> 4;
-  f->t.device.device_type = dev < 4 ? devices[dev] : kDLCPU;
+  const int short_buffer = dev == FUZZ_DEV_OPENCL_SHORT;
+  f->t.device.device_type = devices[dev];
   f->t.ndim = ndim;
   f->t.shape = f->shape;
   int64_t numel = 1;
@@ -160,17 +202,32 @@ static DLTensor *rd_tensor(reader *r, arena *a) {
   /* CUDA host (pinned) memory is host memory: the library may read it on
    * the host (its value checks do), so it is allocated as a CPU tensor is. */
   const int host = f->t.device.device_type == kDLCPU || f->t.device.device_type == kDLCUDAHost;
-  if (flags & FUZZ_T_NODATA || !host || huge || numel > FUZZ_MAX_ELEMENTS ||
+  const vo_backend *backend = device_backend(f->t.device.device_type);
+  /* Where the library can tell a buffer's size (OpenCL), a device tensor
+   * too large to allocate gets a small real buffer, which it must refuse. */
+  const int sized = backend && backend->buffer_size;
+  if (flags & FUZZ_T_NODATA || (!host && !backend) || huge || numel > FUZZ_MAX_ELEMENTS ||
       (numel > 0 && reach > 4 * FUZZ_MAX_ELEMENTS)) {
     /* Not allocated: the library must refuse it (or never dereference it). */
-    f->t.data = flags & FUZZ_T_NODATA || host ? NULL : dummy_byte;
+    if (!(flags & FUZZ_T_NODATA) && !host && !backend) {
+      f->t.data = dummy_byte; /* refused as unavailable */
+    } else if (!(flags & FUZZ_T_NODATA) && sized) {
+      f->bytes = 64;
+      f->dev_mem = f->t.data = device_buffer(backend, f->t.device, NULL, f->bytes, 0x5A);
+      a->must_fail |= numel > 0;
+    } else {
+      f->t.data = NULL;
+    }
     size_t skip = numel > 0 && numel <= FUZZ_MAX_ELEMENTS ? (size_t)numel * elem : 0;
     r->p += skip < r->left ? skip : r->left;
     r->left -= skip < r->left ? skip : r->left;
     return &f->t;
   }
   if (numel == 0) {
-    f->t.data = (char *)dummy_byte - byte_offset;
+    if (backend) /* a real, empty-enough buffer: nothing is read */
+      f->dev_mem = f->t.data = device_buffer(backend, f->t.device, NULL, 1, 0x5A);
+    else
+      f->t.data = (char *)dummy_byte - byte_offset;
     return &f->t;
   }
   f->bytes = (size_t)reach * elem;
@@ -192,6 +249,25 @@ static DLTensor *rd_tensor(reader *r, arena *a) {
       if (++idx[i] < f->shape[i]) break;
       idx[i] = 0;
     }
+  }
+  if (backend) {
+    /* The device buffer: byte_offset bytes, then the elements as laid out
+     * on the host (one byte short for FUZZ_DEV_OPENCL_SHORT). */
+    const int shorten = short_buffer && (size_t)byte_offset + f->bytes > 1;
+    const size_t bytes = (size_t)byte_offset + f->bytes - (size_t)shorten;
+    unsigned char *staged = malloc(bytes);
+    if (!staged) abort();
+    memset(staged, 0x5A, (size_t)byte_offset);
+    memcpy(staged + byte_offset, f->mem, bytes - (size_t)byte_offset);
+    f->dev_mem = device_buffer(backend, f->t.device, staged, bytes, 0);
+    free(staged);
+    free(f->mem);
+    f->mem = NULL;
+    f->bytes = bytes;
+    f->t.data = f->dev_mem;
+    f->t.byte_offset = byte_offset + (uint64_t)(-lo) * elem;
+    a->must_fail |= shorten && sized;
+    return &f->t;
   }
   /* data + byte_offset is element 0's address, as DLPack defines it. */
   f->t.data = (void *)((uintptr_t)origin - byte_offset);
@@ -232,7 +308,12 @@ static vo_value rd_value(reader *r, arena *a, arg_kind kind, int slot) {
 }
 
 static void arena_free(arena *a) {
-  for (int i = 0; i < a->count; i++) free(a->tensors[i].mem);
+  for (int i = 0; i < a->count; i++) {
+    fuzz_tensor *f = &a->tensors[i];
+    free(f->mem);
+    if (f->dev_mem)
+      vo_backend_for_device(f->t.device.device_type)->free(f->t.device, f->dev_mem, NULL);
+  }
 }
 
 #define PATTERN 0xA5
@@ -241,6 +322,16 @@ static int untouched(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (p[i] != PATTERN) return 0;
   return 1;
+}
+
+/* untouched() for output memory on `dev` (a device buffer where `b`). */
+static int output_untouched(const vo_backend *b, DLDevice dev, const void *mem, size_t n) {
+  if (!b) return untouched(mem, n);
+  unsigned char *back = malloc(n ? n : 1);
+  if (!back || (n && b->copy_to_host(dev, back, mem, 0, n, NULL) != VO_OK)) abort();
+  const int same = untouched(back, n);
+  free(back);
+  return same;
 }
 
 static void fail(const char *what, const char *op) {
@@ -252,6 +343,7 @@ int fuzz_run(const uint8_t *data, size_t size, vo_status *call_status) {
   reader r = {data, size};
   static arena a; /* large; the fuzzer runs one input at a time */
   a.count = 0;
+  a.must_fail = 0;
   *call_status = VO_ERROR_INVALID_ARGUMENT;
   const vo_op_info *op = vo_op_get(rd_u8(&r) % vo_op_count());
   const uint8_t nargs_delta = rd_u8(&r);
@@ -305,10 +397,16 @@ int fuzz_run(const uint8_t *data, size_t size, vo_status *call_status) {
     out_bytes[i] = (size_t)numel * (desc[i].dtype.bits / 8);
   }
   if ((in_elements + 1) > FUZZ_MAX_WORK / (out_elements + 1)) goto done;
+  /* Outputs on a device that can run here are device buffers. */
+  const vo_backend *out_backend = num_out ? device_backend(desc[0].device.device_type) : NULL;
   for (int i = 0; i < num_out; i++) {
-    out_mem[i] = malloc(out_bytes[i] ? out_bytes[i] : 1);
-    if (!out_mem[i]) abort();
-    memset(out_mem[i], PATTERN, out_bytes[i]);
+    if (out_backend) {
+      out_mem[i] = device_buffer(out_backend, desc[i].device, NULL, out_bytes[i], PATTERN);
+    } else {
+      out_mem[i] = malloc(out_bytes[i] ? out_bytes[i] : 1);
+      if (!out_mem[i]) abort();
+      memset(out_mem[i], PATTERN, out_bytes[i]);
+    }
     DLTensor o = {out_mem[i], desc[i].device, desc[i].ndim, desc[i].dtype, NULL, NULL, 0};
     outs[i] = o;
     outs[i].shape = desc[i].shape;
@@ -324,14 +422,19 @@ int fuzz_run(const uint8_t *data, size_t size, vo_status *call_status) {
     outs[0].dtype.bits = outs[0].dtype.bits == 32 ? 64 : 32;
     expect_error = 1;
   } else if (out_mode == 2 && out0_numel > 0 && first_in &&
-             first_in->device.device_type == kDLCPU) {
+             (first_in->device.device_type == kDLCPU || out_backend)) {
     /* Alias the first input only where its allocation is big enough, so a
-     * missed overlap check shows as an accepted call, not a heap overflow. */
-    for (int t = 0; t < a.count; t++)
-      if (&a.tensors[t].t == first_in && a.tensors[t].bytes >= out_bytes[0] && a.tensors[t].mem) {
-        outs[0].data = a.tensors[t].mem;
+     * missed overlap check shows as an accepted call, not a heap overflow
+     * (on a device: the output at the start of the input's buffer). */
+    for (int t = 0; t < a.count; t++) {
+      const fuzz_tensor *f = &a.tensors[t];
+      void *mem = out_backend ? f->dev_mem : f->mem;
+      if (&f->t == first_in && f->bytes >= out_bytes[0] && mem &&
+          (!out_backend || first_in->byte_offset < out_bytes[0])) {
+        outs[0].data = mem;
         expect_error = 1;
       }
+    }
   } else if (out_mode == 3 && desc[0].ndim >= 2 && desc[0].shape[desc[0].ndim - 1] > 1 &&
              desc[0].shape[desc[0].ndim - 2] > 1) {
     /* Column-major strides: the same bytes, not contiguous. */
@@ -350,13 +453,20 @@ int fuzz_run(const uint8_t *data, size_t size, vo_status *call_status) {
   }
   *call_status = vo_call(ctx, op, args, nargs, out_ptrs, num_out);
   if (*call_status == VO_OK && expect_error) fail("a malformed output was accepted", op->name);
+  if (*call_status == VO_OK && a.must_fail)
+    fail("a tensor reaching outside its buffer was accepted", op->name);
   if (*call_status != VO_OK) {
     if (!vo_last_error()[0]) fail("an error without a message", op->name);
     for (int i = 0; i < num_out; i++)
-      if (!(out_mode == 2 && i == 0) && !untouched(out_mem[i], out_bytes[i]))
+      if (!(out_mode == 2 && i == 0) &&
+          !output_untouched(out_backend, desc[i].device, out_mem[i], out_bytes[i]))
         fail("a failed call wrote an output", op->name);
   }
-  for (int i = 0; i < num_out; i++) free(out_mem[i]);
+  for (int i = 0; i < num_out; i++)
+    if (out_backend)
+      out_backend->free(desc[i].device, out_mem[i], NULL);
+    else
+      free(out_mem[i]);
 done:
   vo_context_destroy(ctx);
   arena_free(&a);

@@ -32,8 +32,12 @@
 #define FUZZ_T_STRIDES 0x02 /* explicit strides follow the sizes */
 #define FUZZ_T_OFFSET 0x04  /* a byte offset follows */
 #define FUZZ_T_NODATA 0x08  /* NULL data pointer */
-#define FUZZ_T_DEVICE 0x70  /* bits 4-6: 0 CPU, 1 CUDA, 2 OpenCL, 3 CUDA host, others CPU */
+#define FUZZ_T_DEVICE 0x70  /* bits 4-6: the device code, below */
 #define FUZZ_T_LANES 0x80   /* two lanes: an invalid DLPack dtype */
+
+/* Device codes: 0 CPU, 1 CUDA, 2 OpenCL, 3 CUDA host, 6 OpenCL in a buffer
+ * one byte too small (the call must fail where OpenCL runs), others CPU. */
+#define FUZZ_DEV_OPENCL_SHORT 6
 
 /* Dtype codes (index into the harness's table; others wrap around). */
 enum {
