@@ -422,6 +422,28 @@ def test_library_errors_pass_through(rng):
         visionops.nms(dev(np.zeros((3, 4), np.int32)), dev(np.zeros(3, np.int32)), 0.5)
 
 
+@needs_opencl
+def test_arrays_outside_their_buffers_are_refused():
+    """pyopencl builds an array over any buffer it is given; the library
+    refuses one larger than its buffer, and one whose buffer belongs to
+    another context than the queue's, where a kernel would read out of
+    bounds or across contexts."""
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+
+    small = cl.Buffer(QUEUE.context, cl.mem_flags.READ_WRITE, 64)
+    boxes = cl_array.Array(QUEUE, (5, 4), np.float32, data=small)
+    with pytest.raises(visionops.VisionOpsValueError,
+                       match=r"box_area: boxes does not fit its buffer of 64 bytes: from byte "
+                             r"offset 0 it reaches 0 bytes below and 80 bytes on"):
+        visionops.box_area(boxes)
+    elsewhere = cl_array.to_device(cl.CommandQueue(cl.Context(QUEUE.context.devices)),
+                                   np.zeros((5, 4), np.float32))
+    with pytest.raises(visionops.VisionOpsValueError,
+                       match=r"box_area: boxes: its buffer belongs to another OpenCL context"):
+        visionops.box_area(cl_array.Array(QUEUE, (5, 4), np.float32, data=elsewhere.base_data))
+
+
 def test_pyopencl_stays_optional():
     """NumPy calls never import pyopencl (nor need it installed)."""
     r = run_python("import sys, numpy as np, visionops\n"
