@@ -3,15 +3,17 @@
  * backend against the CPU's plain path (VO_ISA_SCALAR), forward and backward
  * ops, in every float dtype and every layout of the samples (contiguous,
  * strided, channels-last, negative strides): the CPU's default path (its
- * AVX2 fast paths) and each other backend, through the backend's own device memory (the
- * vtable's alloc / copy_to_device / copy_to_host). Backward ops also run
- * under vo_context_set_deterministic, three times bit-identical. Each output
- * passed as NULL in turn: refused, except the ones an op lets its caller
- * omit (roi_pool's argmax, ...), whose absence leaves the other outputs
- * bit-identical. Once per op: bad inputs fail with the CPU's status and
- * message and leave the outputs untouched, and a tensor on another device
- * type is refused. On backends other than the CPU, an output above 2^31
- * elements (the CPU's is test_large's). Prints which backends it skipped and why, and the ops a
+ * AVX2 fast paths) and each other backend, through the backend's own device
+ * memory (the vtable's alloc / copy_to_device / copy_to_host). Backward ops
+ * also run under vo_context_set_deterministic, three times bit-identical.
+ * Each output passed as NULL in turn: refused, except the ones an op lets
+ * its caller omit (roi_pool's argmax, ...), whose absence leaves the other
+ * outputs bit-identical. Once per op: bad inputs fail with the CPU's status
+ * and message and leave the outputs untouched, a tensor on another device
+ * type is refused, and on backends that know their buffers' sizes (OpenCL)
+ * each input and output in a buffer one byte short is refused. On backends
+ * other than the CPU, an output above 2^31 elements (the CPU's is
+ * test_large's). Prints which backends it skipped and why, and the ops a
  * backend has no kernel for yet (a NULL entry of its kernel table: such a
  * call must fail with "not implemented", which is checked, not compared).
  * VO_TEST_BACKEND_OPS_ONLY=<backend> leaves the other targets out;
@@ -161,8 +163,27 @@ static void die_backend(const target *t, const char *what) {
   exit(vt_finish("test_backend_ops"));
 }
 
-/* The host tensor's buffer copied to the target (for NULL: borrowed as is). */
-static placed *place(const vt_tensor *host, const target *t) {
+/* The tensor run_sample_omitting places in a device buffer one byte too
+ * short for it (short_buffers): input i, or output k as SHORT_OUTPUT + k;
+ * -1: none. */
+enum { SHORT_OUTPUT = 1000 };
+static int short_tensor = -1;
+
+/* Bytes from the start of a vt tensor's buffer to the end of its last
+ * element. */
+static size_t extent_end(const DLTensor *t) {
+  int64_t from = 1, expected = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    const int64_t stride = t->strides ? t->strides[i] : expected;
+    if (t->shape[i] > 0 && stride > 0) from += (t->shape[i] - 1) * stride;
+    expected *= t->shape[i];
+  }
+  return (size_t)t->byte_offset + (size_t)from * (t->dtype.bits / 8u);
+}
+
+/* The host tensor's buffer copied to the target (for NULL: borrowed as is);
+ * with `cut`, into a buffer ending one byte before its last element does. */
+static placed *place(const vt_tensor *host, const target *t, int cut) {
   placed *p = calloc(1, sizeof *p);
   if (!p) exit(2);
   p->dl = host->dl;
@@ -174,7 +195,7 @@ static placed *place(const vt_tensor *host, const target *t) {
   }
   if (!t) return p;
   p->where = t;
-  p->bytes = host->mem_bytes;
+  p->bytes = cut ? extent_end(&host->dl) - 1 : host->mem_bytes;
   p->mem = t->backend->alloc(t->device, p->bytes ? p->bytes : 1, NULL);
   if (!p->mem) die_backend(t, "alloc");
   if (t->backend->copy_to_device(t->device, p->mem, 0, host->mem, p->bytes, NULL) != VO_OK)
@@ -218,7 +239,8 @@ static void run_sample_omitting(const vs_sample *s, const vo_tensor_desc *descs,
   placed *in[VS_MAX_TENSORS] = {NULL};
   for (int i = 0; i < s->num_tensors; i++) {
     const int moved = i == elsewhere;
-    in[i] = place(s->tensors[i], moved && other.device_type == kDLCPU ? NULL : t);
+    in[i] =
+        place(s->tensors[i], moved && other.device_type == kDLCPU ? NULL : t, i == short_tensor);
     if (moved) in[i]->dl.device = other;
   }
   vo_value args[VS_MAX_ARGS];
@@ -238,7 +260,7 @@ static void run_sample_omitting(const vs_sample *s, const vo_tensor_desc *descs,
     const vo_tensor_desc *d = &descs[k];
     host_out[k] = vt_tensor_new(d->dtype, d->ndim, d->shape, NULL);
     vt_fill(&host_out[k]->dl, sentinel);
-    out[k] = place(host_out[k], out_t);
+    out[k] = place(host_out[k], out_t, SHORT_OUTPUT + k == short_tensor);
     outs[k] = k < 32 && (omit >> k & 1u) ? NULL : &out[k]->dl;
   }
   r->status = vo_call(ctx, s->op, args, s->num_args, outs, s->num_outputs);
@@ -246,7 +268,7 @@ static void run_sample_omitting(const vs_sample *s, const vo_tensor_desc *descs,
   r->num_outputs = s->num_outputs;
   for (int k = 0; k < s->num_outputs; k++) {
     if (out_t && out_t->backend->copy_to_host(out_t->device, host_out[k]->mem, out[k]->mem, 0,
-                                              host_out[k]->mem_bytes, NULL) != VO_OK)
+                                              out[k]->bytes, NULL) != VO_OK)
       die_backend(out_t, "copy_to_host (a kernel fault shows here)");
     r->out[k] = host_out[k];
     unplace(out[k]);
@@ -494,6 +516,36 @@ static int is_argument(const vs_sample *s, int i) {
   return 0;
 }
 
+/* On a target whose backend knows its buffers' sizes (OpenCL), each
+ * argument tensor and each output with elements in turn in a buffer one
+ * byte too short: refused naming it, with nothing written. */
+static void short_buffers(const vs_sample *s, const vo_tensor_desc *descs, const target *t) {
+  if (!t->backend->buffer_size) return;
+  for (int i = 0; i < SHORT_OUTPUT + s->num_outputs; i++) {
+    if (i == s->num_tensors) i = SHORT_OUTPUT;
+    const int out = i >= SHORT_OUTPUT;
+    int64_t numel = 1;
+    if (out)
+      for (int d = 0; d < descs[i - SHORT_OUTPUT].ndim; d++)
+        numel *= descs[i - SHORT_OUTPUT].shape[d];
+    else
+      numel = is_argument(s, i) ? vt_numel(&s->tensors[i]->dl) : 0;
+    if (numel == 0) continue;
+    result r;
+    short_tensor = i;
+    run_on(s, descs, t->ctx, t, 55, &r);
+    short_tensor = -1;
+    CHECK_MSG(r.status == VO_ERROR_INVALID_ARGUMENT &&
+                  strncmp(r.error, s->op->name, strlen(s->op->name)) == 0 &&
+                  strstr(r.error, "does not fit its buffer"),
+              "%s on %s, %s %d one byte short: status %d \"%s\"", s->label, t->name,
+              out ? "output" : "tensor", out ? i - SHORT_OUTPUT : i, (int)r.status, r.error);
+    CHECK_MSG(all_equal(&r, 55), "%s on %s: a call refused for a short buffer wrote output",
+              s->label, t->name);
+    result_free(&r);
+  }
+}
+
 /* Each tensor in turn labelled as on each other device type of the backend
  * list (built or not: the dispatcher refuses before reading any data), and
  * on a usable backend its outputs on the host or its inputs on the host. */
@@ -633,7 +685,10 @@ static void test_op(const vo_op_info *op) {
       result_free(&ref);
       if (d == 0 && run == 0) {
         for (int t = 0; t < num_targets; t++)
-          if (has_kernel(targets[t].backend, op->index)) bad_inputs(&s, descs, &targets[t]);
+          if (has_kernel(targets[t].backend, op->index)) {
+            bad_inputs(&s, descs, &targets[t]);
+            short_buffers(&s, descs, &targets[t]);
+          }
         mixed_devices(&s, descs);
       }
       vs_free(&s);
