@@ -214,19 +214,11 @@ static vo_status vo_check_in_buffer(const vo_exec *ex, const vo_tensor_name *tn,
   if (!b->buffer_size(ex->device, v->data, ex->queue, &size, why, sizeof why))
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s: %s", ex->op_name,
                    vo_tensor_name_str(tn, what_buf, sizeof what_buf), why);
-  /* Bytes below and from the first element (offsets fit in int64 / 8:
-   * vo_make_view). */
-  uint64_t below = 0, from = 1;
-  for (int i = 0; i < v->ndim; i++) {
-    const int64_t span = (v->shape[i] - 1) * v->stride[i];
-    if (span < 0)
-      below += (uint64_t)(-span);
-    else
-      from += (uint64_t)span;
-  }
-  const uint64_t elem = vo_dtype_size(v->dtype);
-  below *= elem;
-  from *= elem;
+  /* Bytes below and from the first element: [lo, hi) is relative to the
+   * handle, so around byte_offset (unsigned arithmetic: lo may wrap). */
+  uintptr_t handle, lo, hi;
+  vo_view_extent(v, &handle, &lo, &hi);
+  const uint64_t below = v->byte_offset - (uint64_t)lo, from = (uint64_t)hi - v->byte_offset;
   if (below > v->byte_offset || v->byte_offset > size || from > size - v->byte_offset)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT,
                    "%s: %s does not fit its buffer of %llu bytes: from byte offset %llu it "
@@ -425,15 +417,6 @@ static void vo_omitted_view(const vo_exec *ex, const vo_tensor_desc *d, vo_view 
   v->numel = numel;
 }
 
-/* Output `name` is on `device`, not on the inputs' device. */
-static vo_status vo_output_elsewhere(const vo_exec *ex, const vo_tensor_name *name,
-                                     DLDevice device) {
-  char what_buf[96], a[48], b[48];
-  return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but the inputs are on %s", ex->op_name,
-                 vo_tensor_name_str(name, what_buf, sizeof what_buf),
-                 vo_device_str(device, a, sizeof a), vo_device_str(ex->device, b, sizeof b));
-}
-
 /* Output `k`'s name in messages. */
 static vo_tensor_name vo_output_name(const vo_exec *ex, int k) {
   const vo_op_entry *e = vo_entry_of(ex);
@@ -450,11 +433,17 @@ static vo_status vo_check_output_devices(const vo_exec *ex, DLTensor *const *out
   for (int k = 0; outputs && num_outputs == ex->num_outputs && k < num_outputs; k++)
     if (outputs[k] && !vo_same_device(outputs[k]->device, ex->device)) {
       const vo_tensor_name name = vo_output_name(ex, k);
-      return vo_output_elsewhere(ex, &name, outputs[k]->device);
+      char what_buf[96], a[48], b[48];
+      return vo_fail(VO_ERROR_DEVICE_MISMATCH, "%s: %s is on %s but the inputs are on %s",
+                     ex->op_name, vo_tensor_name_str(&name, what_buf, sizeof what_buf),
+                     vo_device_str(outputs[k]->device, a, sizeof a),
+                     vo_device_str(ex->device, b, sizeof b));
     }
   return VO_OK;
 }
 
+/* The outputs' count, shapes, dtypes, layout, buffers and overlaps (their
+ * devices: vo_check_output_devices, earlier in vo_call). */
 static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num_outputs) {
   const vo_op_entry *e = vo_entry_of(ex);
   if (!outputs || num_outputs != ex->num_outputs)
@@ -482,7 +471,6 @@ static vo_status vo_check_outputs(vo_exec *ex, DLTensor *const *outputs, int num
     if (v->dtype != want_dt)
       return vo_fail(VO_ERROR_UNSUPPORTED_DTYPE, "%s: %s must be %s, got %s", ex->op_name, NAMED,
                      vo_dtype_name(want_dt), vo_dtype_name(v->dtype));
-    if (!vo_same_device(v->device, ex->device)) return vo_output_elsewhere(ex, &name, v->device);
     if (!vo_view_is_contiguous(v))
       return vo_fail(VO_ERROR_INVALID_ARGUMENT, "%s: %s must be contiguous", ex->op_name, NAMED);
     if ((st = vo_check_in_buffer(ex, &name, v)) != VO_OK) return st;

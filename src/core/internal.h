@@ -479,8 +479,8 @@ typedef struct vo_backend {
    * on `device` with queue `queue`: 1 with *size set, or 0 with the reason
    * in why (not a buffer of the queue's context). vo_call then refuses any
    * tensor reaching outside its buffer, which a kernel would read or write
-   * out of bounds. NULL where the backend cannot tell (addresses: CPU,
-   * CUDA). */
+   * out of bounds. Only for handle backends (addressable = 0); NULL where
+   * the backend cannot tell (addresses: CPU, CUDA). */
   int (*buffer_size)(DLDevice device, void *handle, void *queue, uint64_t *size, char *why,
                      size_t why_size);
 } vo_backend;
