@@ -23,12 +23,14 @@
  *        device_checks=..., workspace=None, omit=0)
  *                               -> [output, ...], each made by alloc(shape, dtype, device),
  *                                  which returns it, or (it, the address of its first
- *                                  element) for a new contiguous tensor as described;
+ *                                  element) for a new contiguous tensor as described
+ *                                  (alloc None: numpy.empty(shape, dtype), CPU only);
  *                                  None for output k when bit k of omit is set (passed
  *                                  as NULL: an error unless the op may skip it)
  *
  * Errors: VisionOpsValueError (bad argument values or devices),
- * VisionOpsTypeError (dtypes, Python types), VisionOpsError (everything
+ * VisionOpsTypeError (dtypes, Python types; its subclass ForeignArray for a
+ * pyopencl array, which visionops._opencl takes), VisionOpsError (everything
  * else), each with the C message; all three are RuntimeErrors too, and the
  * first two ValueError / TypeError.
  */
@@ -88,6 +90,36 @@ static const char *label_str(const label *l, char *buf, size_t size) {
  * created at import. Each is also a RuntimeError, which torchvision raises
  * for the same inputs, so `except RuntimeError` code keeps working. */
 static PyObject *Error, *ValueErr, *TypeErr;
+
+/* _C.ForeignArray: an argument is a pyopencl array, which has no DLPack;
+ * visionops._opencl runs such calls (run_numpy catches it and goes there).
+ * Asked only of arguments that are no tensor here, so NumPy and torch calls
+ * never pay for it. A VisionOpsTypeError, for the calls that cannot take
+ * pyopencl arrays at all. */
+static PyObject *ForeignArr;
+
+/* Whether a class in o's type's MRO comes from the pyopencl package. */
+static int is_pyopencl(PyObject *o) {
+  PyObject *mro = Py_TYPE(o)->tp_mro;
+  for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+    PyObject *m = PyObject_GetAttrString(PyTuple_GET_ITEM(mro, i), "__module__");
+    const char *name = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+    const int found = name && !strncmp(name, "pyopencl", 8) && (name[8] == '.' || !name[8]);
+    Py_XDECREF(m);
+    PyErr_Clear();
+    if (found) return 1;
+  }
+  return 0;
+}
+
+/* Raises ForeignArray naming `what` if o is a pyopencl object (returns 1);
+ * else 0, nothing raised. */
+static int raise_if_foreign(PyObject *o, const char *op, const label *what) {
+  if (!is_pyopencl(o)) return 0;
+  PyErr_Format(ForeignArr, "%s: %s is a pyopencl array, which only a call on pyopencl arrays takes",
+               op, LABEL(what));
+  return 1;
+}
 
 static PyObject *raise_status(vo_status st) {
   const char *msg = vo_last_error();
@@ -303,6 +335,7 @@ static const DLTensor *to_tensor(store *s, PyObject *obj, int writable, int spec
   } else {
     use_buffer = PyObject_CheckBuffer(obj);
     if (!use_buffer) {
+      if (raise_if_foreign(obj, op, what)) return NULL;
       PyErr_Format(TypeErr,
                    "%s: %s must be a tensor (an object with __dlpack__ or the buffer protocol), "
                    "got %s",
@@ -379,7 +412,10 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
       }
       PyObject *first = k > 0 ? PySequence_GetItem(o, 0) : NULL;
       int tensors = first && is_tensor_like(first);
+      const label first_item = {"argument", a, 0};
+      const int foreign = first && !tensors && raise_if_foreign(first, op->name, &first_item);
       Py_XDECREF(first);
+      if (foreign) goto fail;
       for (Py_ssize_t j = 0; j < k; j++) {
         PyObject *item = PySequence_GetItem(o, j);
         if (!item) goto fail;
@@ -401,8 +437,10 @@ static int convert_args(store *s, const vo_op_info *op, PyObject *args, int spec
       if (!t) goto fail;
       *v = vo_tensor_value(t);
     } else {
-      PyErr_Format(TypeErr, "%s: argument %zd has unsupported type %s", op->name, a,
-                   Py_TYPE(o)->tp_name);
+      const label what = {"argument", a, -1};
+      if (!raise_if_foreign(o, op->name, &what))
+        PyErr_Format(TypeErr, "%s: argument %zd has unsupported type %s", op->name, a,
+                     Py_TYPE(o)->tp_name);
       goto fail;
     }
   }
@@ -420,10 +458,21 @@ static const vo_op_info *find_op(const char *name) {
   return op;
 }
 
-static PyObject *describe(const vo_tensor_desc *d) {
+/* d's shape as a tuple of ints. */
+static PyObject *shape_tuple(const vo_tensor_desc *d) {
   PyObject *shape = PyTuple_New(d->ndim);
-  for (int i = 0; shape && i < d->ndim; i++)
-    PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(d->shape[i]));
+  for (int i = 0; shape && i < d->ndim; i++) {
+    PyObject *n = PyLong_FromLongLong(d->shape[i]);
+    if (!n)
+      Py_CLEAR(shape);
+    else
+      PyTuple_SET_ITEM(shape, i, n);
+  }
+  return shape;
+}
+
+static PyObject *describe(const vo_tensor_desc *d) {
+  PyObject *shape = shape_tuple(d);
   if (!shape) return NULL;
   const int i = dtype_index(d->dtype);
   if (i < 0)
@@ -431,6 +480,32 @@ static PyObject *describe(const vo_tensor_desc *d) {
                          (int)d->device.device_id);
   return Py_BuildValue("(NO(ii))", shape, dtype_name_objects[i], (int)d->device.device_type,
                        (int)d->device.device_id);
+}
+
+/* numpy.empty, looked up on the first call that allocates NumPy outputs. */
+static PyObject *numpy_empty;
+
+/* A new NumPy array as d describes (call's alloc=None): numpy.empty called
+ * from here, which spares every NumPy call a Python allocation function
+ * per output. */
+static PyObject *numpy_output(const vo_tensor_desc *d) {
+  if (d->device.device_type != kDLCPU)
+    return PyErr_Format(Error, "visionops: NumPy inputs live on the CPU, got device type %d",
+                        (int)d->device.device_type);
+  const int i = dtype_index(d->dtype);
+  if (i < 0 || d->dtype.code == kDLBfloat)
+    return PyErr_Format(TypeErr, "visionops: NumPy has no %s", i < 0 ? "such dtype" : "bfloat16");
+  if (!numpy_empty) {
+    PyObject *np = PyImport_ImportModule("numpy");
+    numpy_empty = np ? PyObject_GetAttrString(np, "empty") : NULL;
+    Py_XDECREF(np);
+    if (!numpy_empty) return NULL;
+  }
+  PyObject *shape = shape_tuple(d);
+  if (!shape) return NULL;
+  PyObject *out = PyObject_CallFunctionObjArgs(numpy_empty, shape, dtype_name_objects[i], NULL);
+  Py_DECREF(shape);
+  return out;
 }
 
 static PyObject *py_infer(PyObject *self, PyObject *pargs) {
@@ -598,9 +673,14 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
       outs[k] = NULL;
       continue;
     }
-    PyObject *d = describe(&desc[k]);
-    PyObject *made = d ? PyObject_CallObject(alloc, d) : NULL;
-    Py_XDECREF(d);
+    PyObject *made;
+    if (alloc == Py_None) {
+      made = numpy_output(&desc[k]);
+    } else {
+      PyObject *d = describe(&desc[k]);
+      made = d ? PyObject_CallObject(alloc, d) : NULL;
+      Py_XDECREF(d);
+    }
     if (!made) {
       Py_CLEAR(result);
       goto done;
@@ -801,6 +881,10 @@ PyMODINIT_FUNC PyInit__C(void) {
                   : NULL;
   Py_XDECREF(bases);
   if (!TypeErr) goto fail;
+  ForeignArr = add_exception(m, "ForeignArray", TypeErr,
+                             "A pyopencl array where the call takes none (visionops._opencl "
+                             "runs the calls on pyopencl arrays alone).");
+  if (!ForeignArr) goto fail;
   return m;
 fail:
   Py_DECREF(m);

@@ -259,10 +259,14 @@ def run_numpy(name, args, deterministic=None, outs=(), omit=0):
     is set (an output the op may skip: roi_pool's argmax, the
     position-sensitive ops' channel_mapping)."""
     deterministic = _settings["deterministic"] if deterministic is None else deterministic
-    if _opencl.any_array(args):
+    # alloc None: the extension makes NumPy outputs itself. A pyopencl array
+    # among the arguments (or outs) is found there, where the others are
+    # converted, as _C.ForeignArray: no per-call Python scan of the arguments.
+    alloc = Into(name, outs, _numpy_alloc, lambda a: str(a.dtype), omit) if outs else None
+    try:
+        return _C.call(name, args, alloc, 0, _settings["num_threads"], deterministic, omit=omit)
+    except _C.ForeignArray:
         if any(o is not None for o in outs):
             raise VisionOpsTypeError("%s: out= takes NumPy arrays or torch tensors, not pyopencl "
-                                     "arrays" % name)
-        return _opencl.run(name, args, _settings["num_threads"], deterministic, omit)
-    alloc = Into(name, outs, _numpy_alloc, lambda a: str(a.dtype), omit) if outs else _numpy_alloc
-    return _C.call(name, args, alloc, 0, _settings["num_threads"], deterministic, omit=omit)
+                                     "arrays" % name) from None
+    return _opencl.run(name, args, _settings["num_threads"], deterministic, omit)

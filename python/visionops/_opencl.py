@@ -39,19 +39,6 @@ def is_array(x):
     return isinstance(x, pyopencl.array.Array)
 
 
-def any_array(args):
-    """Whether any argument (or list item) is a pyopencl array. Every call
-    asks it, so an argument of a type already known not to be pyopencl's
-    costs one dict lookup here."""
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            if any(is_array(b) for b in a):
-                return True
-        elif _FROM_PYOPENCL.get(type(a)) is not False and is_array(a):
-            return True
-    return False
-
-
 def module():
     """pyopencl.array, for helpers that build arrays (imported on first use)."""
     import pyopencl.array

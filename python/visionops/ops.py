@@ -139,6 +139,8 @@ def _tensor(x, op, name):
 def _count(num_kept):
     """nms's num_kept output as a Python int (a pyopencl array's is read
     back from the device: the kept indices' length is data-dependent)."""
+    if type(num_kept) in _PLAIN_ARRAYS:
+        return int(num_kept)
     return int(num_kept.get() if _opencl.is_array(num_kept) else num_kept)
 
 

@@ -414,6 +414,21 @@ def test_mixed_queues_contexts_and_frameworks(rng):
 
 
 @needs_opencl
+def test_out_takes_no_pyopencl_arrays(rng):
+    """out= is for NumPy arrays and torch tensors: a pyopencl array among the
+    inputs or as out is refused by name, and nothing is written."""
+    a = detections(rng, 6, np.float32)
+    out = np.full((6, 6), -1.0, np.float32)
+    with pytest.raises(visionops.VisionOpsTypeError,
+                       match=r"box_iou: out= takes NumPy arrays or torch tensors, not pyopencl"):
+        visionops.box_iou(dev(a), dev(a), out=out)
+    assert (out == -1).all()
+    with pytest.raises(visionops.VisionOpsTypeError,
+                       match=r"box_iou: out= takes NumPy arrays or torch tensors, not pyopencl"):
+        visionops.box_iou(a, a, out=dev(out))
+
+
+@needs_opencl
 def test_library_errors_pass_through(rng):
     """The library checks pyopencl arrays as any tensor: op, argument, value."""
     with pytest.raises(visionops.VisionOpsValueError, match=r"box_iou: boxes1"):
