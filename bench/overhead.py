@@ -10,7 +10,13 @@ roi_pool of 1 RoI. Each figure is the best of 7 rounds of 2,000 calls
 (microseconds a call): the least disturbed round, since the question is
 what the code costs, not what the machine's neighbours do. Targets: within
 1.5x of torchvision on torch tensors, under 10 us on NumPy.
-Usage: PYTHONPATH=<build>/python python bench/overhead.py [--calls N] [--threads T]
+
+--cold: each call from cold caches instead, as a call that follows other
+work (a model's forward pass, another library's call) runs: before each
+one, a sweep over 8 MB evicts the per-core caches; the figure is the
+median over the calls (the three callers interleaved, so each finds the
+others' leftovers too).
+Usage: PYTHONPATH=<build>/python python bench/overhead.py [--calls N] [--threads T] [--cold]
 """
 import argparse
 import time
@@ -36,6 +42,21 @@ def per_call_us(fn, calls, rounds=7):
             fn()
         best = min(best, (time.perf_counter() - t0) / calls)
     return best * 1e6
+
+
+_SWEEP = np.ones(2 << 20, np.float32)  # 8 MB: past the per-core caches
+
+
+def cold_us(fns, calls):
+    """Median microseconds of each of fns, each call after a cache sweep."""
+    times = [[] for _ in fns]
+    for _ in range(calls):
+        for fn, t in zip(fns, times):
+            _SWEEP.sum()
+            t0 = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - t0)
+    return [float(np.median(t)) * 1e6 for t in times]
 
 
 def inputs():
@@ -64,6 +85,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=0, help="both libraries' threads (0: all)")
+    ap.add_argument("--cold", action="store_true", help="each call after an 8 MB cache sweep")
     opts = ap.parse_args()
     if opts.threads:
         visionops.set_num_threads(opts.threads)
@@ -79,12 +101,19 @@ def main():
         print("torch %s, torchvision %s, visionops %s" % (torch.__version__,
                                                           torchvision.__version__,
                                                           visionops.__version__))
-    print(head)
+    print(("calls from cold caches (medians of %d)\n" % opts.calls if opts.cold else "") + head)
     for i, (name, fn) in enumerate(numpy_cases):
-        row = "%-24s %12.2f" % (name, per_call_us(fn, opts.calls))
+        if opts.cold:
+            fns = [fn] + ([vo_torch[i][1], tv[i][1]] if torch is not None else [])
+            figures = cold_us(fns, opts.calls)
+        else:
+            figures = [per_call_us(fn, opts.calls)]
+            if torch is not None:
+                figures += [per_call_us(vo_torch[i][1], opts.calls),
+                            per_call_us(tv[i][1], opts.calls)]
+        row = "%-24s %12.2f" % (name, figures[0])
         if torch is not None:
-            a, b = per_call_us(vo_torch[i][1], opts.calls), per_call_us(tv[i][1], opts.calls)
-            row += " %12.2f %12.2f %7.2f" % (a, b, a / b)
+            row += " %12.2f %12.2f %7.2f" % (figures[1], figures[2], figures[1] / figures[2])
         print(row)
 
 
