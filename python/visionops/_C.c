@@ -98,8 +98,10 @@ static PyObject *Error, *ValueErr, *TypeErr;
  * pyopencl arrays at all. */
 static PyObject *ForeignArr;
 
-/* Whether a class in o's type's MRO comes from the pyopencl package. */
+/* Whether a class in o's type's MRO comes from the pyopencl package
+ * (numbers, a float list's items, are answered at once). */
 static int is_pyopencl(PyObject *o) {
+  if (PyFloat_Check(o) || PyLong_Check(o) || o == Py_None) return 0;
   PyObject *mro = Py_TYPE(o)->tp_mro;
   for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
     PyObject *m = PyObject_GetAttrString(PyTuple_GET_ITEM(mro, i), "__module__");
