@@ -44,15 +44,13 @@ def per_call_us(fn, calls, rounds=7):
     return best * 1e6
 
 
-_SWEEP = np.ones(2 << 20, np.float32)  # 8 MB: past the per-core caches
-
-
 def cold_us(fns, calls):
     """Median microseconds of each of fns, each call after a cache sweep."""
+    sweep = np.ones(2 << 20, np.float32)  # 8 MB: past the per-core caches
     times = [[] for _ in fns]
     for _ in range(calls):
         for fn, t in zip(fns, times):
-            _SWEEP.sum()
+            sweep.sum()
             t0 = time.perf_counter()
             fn()
             t.append(time.perf_counter() - t0)

@@ -24,7 +24,8 @@
  *                               -> [output, ...], each made by alloc(shape, dtype, device),
  *                                  which returns it, or (it, the address of its first
  *                                  element) for a new contiguous tensor as described
- *                                  (alloc None: numpy.empty(shape, dtype), CPU only);
+ *                                  (alloc None, or None returned: numpy.empty(shape,
+ *                                  dtype), CPU only);
  *                                  None for output k when bit k of omit is set (passed
  *                                  as NULL: an error unless the op may skip it)
  *
@@ -487,9 +488,9 @@ static PyObject *describe(const vo_tensor_desc *d) {
 /* numpy.empty, looked up on the first call that allocates NumPy outputs. */
 static PyObject *numpy_empty;
 
-/* A new NumPy array as d describes (call's alloc=None): numpy.empty called
- * from here, which spares every NumPy call a Python allocation function
- * per output. */
+/* A new NumPy array as d describes (call's alloc None, or an alloc that
+ * returned None): numpy.empty called from here, which spares every NumPy
+ * call a Python allocation function per output. */
 static PyObject *numpy_output(const vo_tensor_desc *d) {
   if (d->device.device_type != kDLCPU)
     return PyErr_Format(Error, "visionops: NumPy inputs live on the CPU, got device type %d",
@@ -682,6 +683,10 @@ static PyObject *py_call(PyObject *self, PyObject *pargs, PyObject *kwargs) {
       PyObject *d = describe(&desc[k]);
       made = d ? PyObject_CallObject(alloc, d) : NULL;
       Py_XDECREF(d);
+      if (made == Py_None) { /* the output left to NumPy (out= given for others) */
+        Py_DECREF(made);
+        made = numpy_output(&desc[k]);
+      }
     }
     if (!made) {
       Py_CLEAR(result);

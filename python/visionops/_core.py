@@ -8,7 +8,7 @@ import re
 import threading
 
 from . import _C, _opencl
-from ._C import VisionOpsError, VisionOpsTypeError, VisionOpsValueError
+from ._C import VisionOpsTypeError, VisionOpsValueError
 
 # ------------------------------------------------------------------ schemas
 
@@ -201,16 +201,6 @@ def backends():
 # ------------------------------------------------------------------ running
 
 
-def _numpy_alloc(shape, dtype, device):
-    import numpy as np
-
-    if device[0] != 1:
-        raise VisionOpsError("visionops: NumPy inputs live on the CPU, got device type %d" % device[0])
-    if dtype == "bfloat16":
-        raise VisionOpsTypeError("visionops: NumPy has no bfloat16")
-    return np.empty(shape, dtype=dtype)
-
-
 # The omit= mask (bit k: output k) that leaves out the int32 output 1 of the
 # RoI pooling ops (roi_pool's argmax, ps_roi_align's and ps_roi_pool's
 # channel_mapping), which only a backward reads: what their public functions
@@ -222,7 +212,8 @@ class Into:
     """An alloc for _C.call that hands back the caller's buffers (out=):
     outs[k] for the op's k-th output, checked against the inferred shape and
     dtype (the library then checks its device, contiguity and overlap with
-    the inputs); outputs past outs, or None in it, come from `fallback`.
+    the inputs); outputs past outs, or None in it, come from `fallback`
+    (None: None, which the extension answers with a new NumPy array).
     _C.call skips the outputs omitted (bit k of omit: output k)."""
 
     def __init__(self, op, outs, fallback, dtype_name, omit=0):
@@ -235,7 +226,7 @@ class Into:
         k, self.k = self.k, self.k + 1
         out = self.outs[k] if k < len(self.outs) else None
         if out is None:
-            return self.fallback(shape, dtype, device)
+            return None if self.fallback is None else self.fallback(shape, dtype, device)
         what = "out" if len(self.outs) == 1 else "out[%d]" % k
         got = getattr(out, "shape", None)
         if got is None or not hasattr(out, "dtype"):
@@ -262,7 +253,7 @@ def run_numpy(name, args, deterministic=None, outs=(), omit=0):
     # alloc None: the extension makes NumPy outputs itself. A pyopencl array
     # among the arguments (or outs) is found there, where the others are
     # converted, as _C.ForeignArray: no per-call Python scan of the arguments.
-    alloc = Into(name, outs, _numpy_alloc, lambda a: str(a.dtype), omit) if outs else None
+    alloc = Into(name, outs, None, lambda a: str(a.dtype), omit) if outs else None
     try:
         return _C.call(name, args, alloc, 0, _settings["num_threads"], deterministic, omit=omit)
     except _C.ForeignArray:

@@ -148,19 +148,19 @@ def test_call_device_checks_argument():
     """_C.call's device_checks: off is what visionops.torch passes while a
     CUDA graph is captured; tensors the host reads are checked whatever it
     says; deferred needs a context that outlives the call, so is refused."""
-    from visionops import _C, _core
+    from visionops import _C
     x = np.ones((1, 2, 4, 4), np.float32)
     bad = np.array([[3, 0, 0, 2, 2]], np.float32)  # batch index 3 of N = 1
     args = [x, bad, 1.0, 2, 2, 2, True]
     for checks in (0, 2):
         with pytest.raises(visionops.VisionOpsError, match=r"rois\[0, 0\] = 3 is not a batch index"):
-            _C.call("roi_align", args, _core._numpy_alloc, 0, 0, False, checks)
+            _C.call("roi_align", args, None, 0, 0, False, checks)
     with pytest.raises(ValueError, match="cannot be deferred"):
-        _C.call("roi_align", args, _core._numpy_alloc, 0, 0, False, 1)
+        _C.call("roi_align", args, None, 0, 0, False, 1)
     with pytest.raises(visionops.VisionOpsError, match="unknown mode 9"):
-        _C.call("roi_align", args, _core._numpy_alloc, 0, 0, False, 9)
+        _C.call("roi_align", args, None, 0, 0, False, 9)
     good = np.array([[0, 0, 0, 2, 2]], np.float32)
-    (out,) = _C.call("roi_align", [x, good, 1.0, 2, 2, 2, True], _core._numpy_alloc, 0, 0, False, 2)
+    (out,) = _C.call("roi_align", [x, good, 1.0, 2, 2, 2, True], None, 0, 0, False, 2)
     np.testing.assert_allclose(out, visionops.roi_align(x, good, (2, 2), 1.0, 2, True))
 
 
@@ -169,7 +169,7 @@ def test_call_workspace_allocator():
     (alloc, free) pair (visionops.torch passes torch's caching allocator for
     CUDA tensors), every block given back; an allocator that fails or raises
     is an out-of-memory error naming the op, not a crash."""
-    from visionops import _C, _core
+    from visionops import _C
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
     w = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
@@ -187,15 +187,15 @@ def test_call_workspace_allocator():
         del live[address]
 
     want = visionops.deform_conv2d(x, off, w)
-    (got,) = _C.call("deform_conv2d", args, _core._numpy_alloc, 0, 0, False, 0, (alloc, free))
+    (got,) = _C.call("deform_conv2d", args, None, 0, 0, False, 0, (alloc, free))
     np.testing.assert_array_equal(got, want)
     assert calls and all(c[1] == 1 for c in calls)  # kDLCPU
     assert not live
     for bad in (lambda *a: 0, lambda *a: 1 // 0):
         with pytest.raises(visionops.VisionOpsError, match="deform_conv2d: could not allocate"):
-            _C.call("deform_conv2d", args, _core._numpy_alloc, 0, 0, False, 0, (bad, free))
+            _C.call("deform_conv2d", args, None, 0, 0, False, 0, (bad, free))
     with pytest.raises(TypeError, match="workspace must be"):
-        _C.call("deform_conv2d", args, _core._numpy_alloc, 0, 0, False, 0, (alloc,))
+        _C.call("deform_conv2d", args, None, 0, 0, False, 0, (alloc,))
 
 
 def test_release_cached_memory():

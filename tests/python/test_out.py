@@ -161,3 +161,16 @@ def test_out_large_fresh_outputs_match(rng):
     if HAVE_TORCH:
         got = visionops.roi_align(torch.from_numpy(x), torch.from_numpy(r), 7, 1.0, 2, True)
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_outputs_past_out_are_new_numpy_arrays():
+    """An out for some outputs only (the binding's run_numpy): the others
+    are new NumPy arrays, made by the extension."""
+    from visionops import _core
+
+    b = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [5, 5, 6, 6]], np.float32)
+    s = np.array([1, 0.5, 0.2], np.float32)
+    keep = np.full(3, 7, np.int64)
+    got, num_kept = _core.run_numpy("nms", [b, s, 0.5], outs=(keep,))
+    assert got is keep and list(keep) == [0, 2, -1]
+    assert isinstance(num_kept, np.ndarray) and num_kept.dtype == np.int64 and int(num_kept) == 2
