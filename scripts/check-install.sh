@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs a built tree into a scratch prefix and builds the quick start
 # against it three ways: pkg-config (shared), pkg-config --static, and a CMake
-# project using find_package(visionops). Usage: check-install.sh BUILD_DIR [EXTRA_CFLAGS]
+# project using find_package(visionops); where the build has libvisionops_ort,
+# checks that pkg-config and the CMake package (visionops::ort) name the
+# installed one and that it exports RegisterCustomOps alone.
+# Usage: check-install.sh BUILD_DIR [EXTRA_CFLAGS]
 set -euo pipefail
 build=$1
 extra=${2:-}
@@ -53,6 +56,9 @@ add_executable(quickstart_shared quickstart.c)
 target_link_libraries(quickstart_shared visionops::visionops)
 add_executable(quickstart_static quickstart.c)
 target_link_libraries(quickstart_static visionops::visionops_static)
+if(TARGET visionops::ort)
+  file(GENERATE OUTPUT ort_library.txt CONTENT "$<TARGET_FILE:visionops::ort>")
+endif()
 CMAKE
 # The consumer uses the build's own generator and build tool (the GPU image
 # has ninja but no make).
@@ -64,3 +70,15 @@ cmake --build "$work/consumer/build" >/dev/null
 "$work/consumer/build/quickstart_shared" | grep -q "$expect"
 "$work/consumer/build/quickstart_static" | grep -q "$expect"
 echo "cmake find_package shared + static: ok"
+
+if [ -f "$build/libvisionops_ort.so" ]; then
+  ort=$libdir/libvisionops_ort.so
+  test -f "$ort" || { echo "libvisionops_ort.so was not installed in $libdir" >&2; exit 1; }
+  exported=$(nm -D --defined-only "$ort" | awk '{print $3}')
+  [ "$exported" = RegisterCustomOps ] || { echo "libvisionops_ort exports: $exported" >&2; exit 1; }
+  if [ -z "${skip_pkg_config:-}" ]; then
+    [ "$(readlink -f "$(pkg-config --variable=ort_library visionops)")" = "$(readlink -f "$ort")" ]
+  fi
+  [ "$(readlink -f "$(cat "$work/consumer/build/ort_library.txt")")" = "$(readlink -f "$ort")" ]
+  echo "libvisionops_ort installed, named by pkg-config and visionops::ort, exports RegisterCustomOps alone: ok"
+fi

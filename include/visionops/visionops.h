@@ -267,6 +267,23 @@ static inline vo_value vo_float_list_value(const double *items, int64_t count) {
   return v;
 }
 
+/* One argument of an op's schema, for bindings that map their own calls
+ * onto vo_call's arguments (the ONNX Runtime library maps a node's inputs
+ * and attributes by these names). */
+typedef struct vo_arg_info {
+  const char *name;     /* "iou_threshold"; valid as long as the library is loaded */
+  vo_value_kind kind;   /* VO_VALUE_TENSOR, _FLOAT, _INT (also "SymInt"), _BOOL,
+                           _TENSOR_LIST or _FLOAT_LIST */
+  int optional;         /* "Tensor?" / "float?": VO_VALUE_NONE is accepted */
+  int has_default;      /* the schema gives a default, in default_value */
+  vo_value default_value;
+} vo_arg_info;
+/* Argument `index` (0 .. op->num_args - 1) of `op`'s schema. */
+VO_API vo_status vo_op_arg(const vo_op_info *op, int index, vo_arg_info *out);
+/* The schema's name of output `index` ("keep"; "out" for a single unnamed
+ * output or a list), or NULL if out of range. */
+VO_API const char *vo_op_output_name(const vo_op_info *op, int index);
+
 /* Shape, dtype and device of an output the caller must allocate. */
 typedef struct vo_tensor_desc {
   int32_t ndim;

@@ -53,25 +53,32 @@ tied scores in nms are ordered as onnxruntime's NonMaxSuppression does
 (unspecified), and float64 roi_pool runs in float32 (onnxruntime's
 MaxRoiPool has no float64 kernel).
 
-The other ops (ps_roi_align, ps_roi_pool and the backward ops) have no
-standard ONNX operator: they export as custom operators of the
-domain "visionops" (version 1), with the op's name, its tensors as inputs and
-its other arguments as attributes under their schema names, and a
-CustomOpExportWarning naming the op. A runtime needs an implementation of
-them registered (onnxruntime: a custom-op library) to run such a model.
+The other ops (ps_roi_align, ps_roi_pool, the rotated ops, deform_attn,
+soft_nms, matrix_nms, the backward ops, and deform_conv2d below opset 19)
+have no standard ONNX operator: they export as custom operators of the
+domain "visionops" (version 1), with the op's name, its tensors as inputs
+(a tensor list last) and its other arguments as attributes under their
+schema names, and a CustomOpExportWarning naming the op (docs/ONNX.md
+specifies every such node). onnxruntime runs them with visionops' custom-op
+library registered: ``ort_session_options()`` below, or
+``SessionOptions.register_custom_ops_library(ort_library_path())``.
 soft_nms_kept and batched_soft_nms_kept (visionops.soft_nms's and
 batched_soft_nms's (dets, keep) on torch tensors) export as the padded op's
 custom node followed by standard Slices to its count, so the model keeps
 the data-dependent size."""
 import inspect
 import math
+import os
 import warnings
 from typing import Optional, Sequence
 
-import torch
+try:  # the ONNX Runtime helpers below need no torch
+    import torch
+except ImportError:  # pragma: no cover - a NumPy-only install
+    torch = None
 
 from . import _core
-from ._C import VisionOpsValueError
+from ._C import VisionOpsError, VisionOpsValueError
 
 CUSTOM_DOMAIN = "visionops"
 CUSTOM_DOMAIN_VERSION = 1
@@ -81,8 +88,12 @@ _ONNX_FLOAT, _ONNX_INT64, _ONNX_BOOL, _ONNX_FLOAT16, _ONNX_DOUBLE, _ONNX_BFLOAT1
     1, 7, 9, 10, 11, 16)
 _ONNX_TYPES = {"Float": _ONNX_FLOAT, "Double": _ONNX_DOUBLE, "Half": _ONNX_FLOAT16,
                "BFloat16": _ONNX_BFLOAT16, "Long": _ONNX_INT64}
-_TORCH_FLOAT_TYPES = {_ONNX_DOUBLE: torch.float64, _ONNX_FLOAT16: torch.float16,
-                      _ONNX_BFLOAT16: torch.bfloat16}
+
+
+def _torch_float_type(onnx_type):
+    return {_ONNX_DOUBLE: torch.float64, _ONNX_FLOAT16: torch.float16,
+            _ONNX_BFLOAT16: torch.bfloat16}.get(onnx_type, torch.float32)
+
 
 # Ops exported as standard ONNX; everything else in the schema list goes to
 # the custom domain.
@@ -100,6 +111,50 @@ class CustomOpExportWarning(UserWarning):
 def custom_ops():
     """The names of the ops that export into the "visionops" custom domain."""
     return [name for name in _core.SCHEMAS if name not in STANDARD_OPS]
+
+
+ORT_LIBRARY = "libvisionops_ort.so"
+
+
+def ort_library_path():
+    """The path of libvisionops_ort, the ONNX Runtime custom-op library that
+    runs every node of the "visionops" domain (shipped beside the extension;
+    it needs neither Python nor torch, so any ONNX Runtime process can load
+    it)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), ORT_LIBRARY)
+    if not os.path.exists(path):
+        raise VisionOpsError("visionops: %s is not installed beside the package (%s); this "
+                             "build left it out (VISIONOPS_ORT=OFF, or a sanitized build)"
+                             % (ORT_LIBRARY, os.path.dirname(path)))
+    return path
+
+
+def ort_session_options(session_options=None):
+    """onnxruntime.SessionOptions (a new one, or `session_options`) with
+    libvisionops_ort registered, so that a session made with them runs the
+    "visionops" nodes::
+
+        session = onnxruntime.InferenceSession(path, visionops.onnx.ort_session_options())
+    """
+    if session_options is None:
+        import onnxruntime
+
+        session_options = onnxruntime.SessionOptions()
+    session_options.register_custom_ops_library(ort_library_path())
+    return session_options
+
+
+def _node_inputs(schema, values):
+    """A custom node's inputs: the schema's tensors in order, a tensor list
+    last (ONNX Runtime's one variadic input); `values` pairs with
+    schema.args."""
+    single, listed = [], []
+    for arg, value in zip(schema.args, values):
+        if arg.type == "Tensor[]":
+            listed.extend(value)
+        elif arg.type.startswith("Tensor"):
+            single.append(value)
+    return single + listed
 
 
 def _warn_custom(name):
@@ -434,7 +489,7 @@ def _ts_onnx_type(v, default=_ONNX_FLOAT):
 
 def _ts_float_const(g, value, like):
     """A scalar constant of the float dtype of `like`."""
-    return _ts_const(g, value, _TORCH_FLOAT_TYPES.get(_ts_onnx_type(like), torch.float32))
+    return _ts_const(g, value, _torch_float_type(_ts_onnx_type(like)))
 
 
 def _ts_roi_columns(g, rois):
@@ -555,7 +610,7 @@ def _ts_multi_scale_roi_align(g, features, rois, scales, ph, pw, sampling_ratio,
                  g.op("Gather", g.op("Shape", features[0]), _ts_const(g, [1])),
                  _ts_const(g, [ph, pw]), axis_i=0)
     onnx_type = _ts_onnx_type(features[0])
-    zero = torch.zeros(1, dtype=_TORCH_FLOAT_TYPES.get(onnx_type, torch.float32))
+    zero = torch.zeros(1, dtype=_torch_float_type(onnx_type))
     result = g.op("ConstantOfShape", shape, value_t=zero)
     for level, feature in enumerate(features):
         where = g.op("NonZero", g.op("Equal", levels, _ts_const(g, level)))  # [1, n]
@@ -612,9 +667,10 @@ def _ts_deform_conv2d(g, input, weight, offset, mask, bias, stride_h, stride_w, 
                       dil_h, dil_w, groups, offset_groups, use_mask):
     from torch.onnx import symbolic_helper
 
-    if _ts_opset(g) < 19:
-        raise VisionOpsValueError("deform_conv2d: ONNX export needs opset 19 or later "
-                                  "(DeformConv), got opset %d" % _ts_opset(g))
+    if _ts_opset(g) < 19:  # DeformConv is opset 19: the visionops node below it
+        return _ts_custom(_core.SCHEMAS["deform_conv2d"])(
+            g, input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+            groups, offset_groups, use_mask)
     inputs = [input, weight, offset, bias]
     if use_mask and not symbolic_helper._is_none(mask):
         inputs.append(mask)
@@ -637,13 +693,22 @@ def _ts_custom(schema):
         from torch.onnx import symbolic_helper
 
         _warn_custom(schema.name)
-        inputs, attrs = [], {}
+        attrs = {}
+        values = []
+        for arg, value in zip(schema.args, args):
+            if arg.type == "Tensor[]":
+                value = symbolic_helper._unpack_list(value)
+            elif arg.type == "Tensor?" and symbolic_helper._is_none(value):
+                value = None
+            values.append(value)
+        inputs = _node_inputs(schema, values)
+        while inputs and inputs[-1] is None:  # absent trailing inputs are left out
+            inputs.pop()
+        inputs = [symbolic_helper._optional_input_placeholder_tensor(g) if v is None else v
+                  for v in inputs]
         for arg, value in zip(schema.args, args):
             if arg.type.startswith("Tensor"):
-                if arg.type == "Tensor[]":
-                    inputs.extend(symbolic_helper._unpack_list(value))
-                else:
-                    inputs.append(value)
+                continue
             elif arg.type == "float?":  # an absent value is an absent attribute
                 value = _ts_optional_float(value, arg.name)
                 if value is not None:
@@ -717,7 +782,7 @@ def _ts_symbolics():
     out = [(name, opset, _parsed(fn, types[name])) for name, opset, fn in table]
     # Opset 1: any default opset; and the exporter looks the custom-domain
     # nodes it finds up again at the domain's version (custom_opsets, 1 if unset).
-    for name in custom_ops():
+    for name in custom_ops() + ["deform_conv2d"]:  # deform_conv2d: its node below opset 19
         out.append((name, 1, _parsed(_ts_custom(s[name]), types[name])))
     return out
 
@@ -863,6 +928,10 @@ def _dynamo_table():
     def deform_conv2d(input, weight, offset, mask, bias, stride_h: int, stride_w: int,
                       pad_h: int, pad_w: int, dilation_h: int, dilation_w: int, groups: int,
                       offset_groups: int, use_mask: bool):
+        if _dynamo_opset() < 19:  # DeformConv is opset 19: the visionops node below it
+            return custom(_core.SCHEMAS["deform_conv2d"])(
+                input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dilation_h,
+                dilation_w, groups, offset_groups, use_mask)
         return opset19.DeformConv(input, weight, offset, bias, mask if use_mask else None,
                                   dilations=[dilation_h, dilation_w],
                                   strides=[stride_h, stride_w],
@@ -906,12 +975,11 @@ def _dynamo_table():
 
     def custom(schema):
         def translation(*args):
-            inputs, attrs = [], {}
+            attrs = {}
+            inputs = _node_inputs(schema, args)
             for arg, value in zip(schema.args, args):
-                if arg.type == "Tensor[]":
-                    inputs.extend(value)
-                elif arg.type.startswith("Tensor"):
-                    inputs.append(value)
+                if arg.type.startswith("Tensor"):
+                    continue
                 elif value is not None:  # an absent float? is an absent attribute
                     attrs[arg.name] = list(value) if arg.type.endswith("[]") else value
             return custom_node(schema.name, inputs, attrs, len(schema.returns))
@@ -956,6 +1024,17 @@ def _dynamo_table():
         if fixed in custom_ops():
             translations[name] = cut_kept(fixed)
     return {getattr(torch.ops.visionops, name).default: fn for name, fn in translations.items()}
+
+
+def _dynamo_opset():
+    """The default-domain opset torch's dynamo exporter is building the model
+    for (its op recorder's; 19 where it cannot be read, the first opset
+    with DeformConv, as before this check existed)."""
+    import onnxscript
+
+    recorder = onnxscript.evaluator.default()
+    version = getattr(getattr(recorder, "opset", None), "version", None)
+    return version if isinstance(version, int) else 19
 
 
 _PY_ANNOTATION = {"float": float, "float?": Optional[float], "int": int, "SymInt": int,

@@ -205,6 +205,40 @@ const vo_op_info *vo_op_find(const char *name) {
   return NULL;
 }
 
+static const vo_op_entry *vo_entry_of(const vo_op_info *op) {
+  const vo_op_entry *e = op ? vo_registry_op(op->index) : NULL;
+  return e && &e->info == op ? e : NULL;
+}
+
+vo_status vo_op_arg(const vo_op_info *op, int index, vo_arg_info *out) {
+  const vo_op_entry *e = vo_entry_of(op);
+  if (!e || !out)
+    return vo_fail(VO_ERROR_INVALID_ARGUMENT, "vo_op_arg: %s is NULL or not an op of this library",
+                        !out ? "out" : "op");
+  if (index < 0 || index >= e->info.num_args)
+    return vo_fail(VO_ERROR_NOT_FOUND, "vo_op_arg: %s has %d arguments, got index %d",
+                        e->info.name, e->info.num_args, index);
+  static const vo_value_kind kinds[] = {
+      [VO_ARG_TENSOR] = VO_VALUE_TENSOR,      [VO_ARG_OPTIONAL_TENSOR] = VO_VALUE_TENSOR,
+      [VO_ARG_FLOAT] = VO_VALUE_FLOAT,        [VO_ARG_OPTIONAL_FLOAT] = VO_VALUE_FLOAT,
+      [VO_ARG_INT] = VO_VALUE_INT,            [VO_ARG_BOOL] = VO_VALUE_BOOL,
+      [VO_ARG_TENSOR_LIST] = VO_VALUE_TENSOR_LIST, [VO_ARG_FLOAT_LIST] = VO_VALUE_FLOAT_LIST};
+  const vo_arg_spec *a = &e->args[index];
+  out->name = a->name;
+  out->kind = kinds[a->type];
+  out->optional = a->type == VO_ARG_OPTIONAL_TENSOR || a->type == VO_ARG_OPTIONAL_FLOAT;
+  out->has_default = a->has_default;
+  out->default_value = a->default_value;
+  return VO_OK;
+}
+
+const char *vo_op_output_name(const vo_op_info *op, int index) {
+  const vo_op_entry *e = vo_entry_of(op);
+  if (!e || index < 0) return NULL;
+  if (e->info.num_outputs < 0) return e->output_names[0];
+  return index < e->info.num_outputs ? e->output_names[index] : NULL;
+}
+
 const char *vo_version(void) { return VISIONOPS_VERSION_STRING; }
 
 /* ------------------------------------------------------------- backends */

@@ -462,11 +462,23 @@ def test_deform_conv2d(exporter, with_mask, with_bias):
         _close(got, want, atol=1e-5, rtol=1e-4)
 
 
-def test_deform_conv2d_needs_opset19():
-    x, offset, weight = torch.rand(1, 2, 5, 5), torch.zeros(1, 18, 3, 3), torch.rand(3, 2, 3, 3)
-    model = FnModule(lambda x, o, w: visionops.deform_conv2d(x, o, w))
-    with pytest.raises(Exception, match="deform_conv2d: ONNX export needs opset 19"):
-        _export(model, (x, offset, weight), "torchscript", ["x", "offset", "weight"], opset=17)
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_deform_conv2d_below_opset19_is_a_visionops_node(exporter):
+    """DeformConv is opset 19: below it deform_conv2d exports as the
+    visionops node (which libvisionops_ort runs: test_ort.py), never as a
+    DeformConv that an older opset's runtime rejects."""
+    if exporter == "dynamo" or onnx is not None:
+        x, offset, weight = torch.rand(1, 2, 5, 5), torch.zeros(1, 18, 3, 3), torch.rand(3, 2, 3, 3)
+        model = FnModule(lambda x, o, w: visionops.deform_conv2d(x, o, w))
+        model_bytes = _export(model, (x, offset, weight), exporter, ["x", "offset", "weight"],
+                              opset=17 if exporter == "torchscript" else 18)
+        nodes = [(n.domain, n.op_type) for n in onnx.load_from_string(model_bytes).graph.node]
+        assert ("visionops", "deform_conv2d") in nodes and ("", "DeformConv") not in nodes
+    else:
+        text = _graph_text(FnModule(lambda x, o, w: visionops.deform_conv2d(x, o, w)),
+                           (torch.rand(1, 2, 5, 5), torch.zeros(1, 18, 3, 3),
+                            torch.rand(3, 2, 3, 3)))
+        assert 'type: "deform_conv2d"' in text and "DeformConv" not in text
 
 
 # ------------------------------------------------------------------ box IoUs
@@ -551,7 +563,12 @@ def test_custom_domain(exporter, case):
     assert {(o.domain, o.version) for o in proto.opset_import} >= {("visionops", 1)}
     if ort is not None:
         with pytest.raises(Exception, match="visionops"):
-            _session(model_bytes)
+            _session(model_bytes)  # without libvisionops_ort: no implementation
+        session = ort.InferenceSession(model_bytes, visionops.onnx.ort_session_options(),
+                                       providers=["CPUExecutionProvider"])
+        got = _run(session, *args)
+        for g, w in zip(got, model(*args) if isinstance(model(*args), tuple) else [model(*args)]):
+            torch.testing.assert_close(g, w)
 
 
 def test_translation_table_covers_every_op():
