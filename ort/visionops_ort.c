@@ -15,7 +15,7 @@
  * and output types, before any kernel runs, and picks one of several
  * same-named declarations by the input types. So each op is declared once
  * per element type T of its primary tensors, with the output types as the
- * op gives them for T: vo_ort_types below, which the Python suite checks
+ * op gives them for T: ort/node_types.def, which the Python suite checks
  * against every op's samples through ONNX Runtime.
  */
 #include <pthread.h>
@@ -31,21 +31,8 @@
 #define VO_ORT_DOMAIN "visionops"
 #define VO_ORT_MAX_IO 16 /* node inputs or outputs; and schema arguments */
 
-/* ------------------------------------------------------------ type table
- *
- * For each op: a code per tensor argument of the schema, in schema order:
- *   T  the declaration's element type T
- *   *  any type (the op checks it: indices, rois beside half features, ...)
- * a code per output (or one for a list output), '?' after it where a node
- * may omit the output (vo_call then neither computes nor writes it):
- *   T  T
- *   F  float64 for float64 T, else float32 (the IoUs)
- *   A  box_area's: T for float32 / float64, float32 for the half types,
- *      int64 for int64, int32 for the other integers
- *   l  int64        i  int32
- *   S  the type of the op's one '*' input (ONNX Runtime copies it)
- * and the types T runs over: "f" the four float types, "n" also the
- * integer types. */
+/* ------------------------------------------------------------ type table */
+
 typedef struct vo_ort_types {
   const char *op;
   const char *inputs;
@@ -54,45 +41,9 @@ typedef struct vo_ort_types {
 } vo_ort_types;
 
 static const vo_ort_types vo_ort_type_table[] = {
-    {"nms", "T*", "ll", "f"},
-    {"batched_nms", "T**", "ll", "f"},
-    {"box_iou", "TT", "F", "n"},
-    {"generalized_box_iou", "TT", "F", "n"},
-    {"distance_box_iou", "TT", "F", "n"},
-    {"complete_box_iou", "TT", "F", "n"},
-    {"roi_align", "T*", "T", "f"},
-    {"roi_align_backward", "T*", "T", "f"},
-    {"roi_pool", "T*", "Ti?", "f"},
-    {"roi_pool_backward", "T**", "T", "f"},
-    {"ps_roi_align", "T*", "Ti?", "f"},
-    {"ps_roi_align_backward", "T**", "T", "f"},
-    {"multi_scale_roi_align", "T*", "T", "f"},
-    {"multi_scale_roi_align_backward", "T*T", "T", "f"},
-    {"ps_roi_pool", "T*", "Ti?", "f"},
-    {"ps_roi_pool_backward", "T**", "T", "f"},
-    {"deform_conv2d", "TTTTT", "T", "f"},
-    {"deform_conv2d_backward", "TTTTTT", "TTTTT", "f"},
-    {"box_iou_backward", "*TT", "TT", "f"},
-    {"generalized_box_iou_backward", "*TT", "TT", "f"},
-    {"distance_box_iou_backward", "*TT", "TT", "f"},
-    {"complete_box_iou_backward", "*TT", "TT", "f"},
-    {"box_area", "T", "A", "n"},
-    {"box_area_backward", "*T", "T", "f"},
-    {"roi_align_rotated", "T*", "T", "f"},
-    {"roi_align_rotated_backward", "T*", "T", "f"},
-    {"box_convert", "T", "T", "n"}, /* integer boxes with cxcywh on a side: float32, refused */
-    {"box_convert_backward", "*T", "T", "f"},
-    {"box_iou_rotated", "TT", "F", "f"},
-    {"box_iou_rotated_aligned", "TT", "F", "f"},
-    {"nms_rotated", "T*", "ll", "f"},
-    {"batched_nms_rotated", "T**", "ll", "f"},
-    {"deform_attn", "T**TT", "T", "f"},
-    {"_deform_attn_backward", "T**TTT", "TTT", "f"},
-    {"batched_nms_padded", "T*", "llSl", "f"},
-    {"onnx_nms", "T*", "ll", "f"},
-    {"soft_nms", "T*", "Tll", "f"},
-    {"batched_soft_nms", "T**", "Tll", "f"},
-    {"matrix_nms", "T*", "Tll", "f"},
+#define VO_ORT_TYPES(op, inputs, outputs, types) {#op, inputs, outputs, types},
+#include "node_types.def"
+#undef VO_ORT_TYPES
 };
 
 static const vo_ort_elem_type vo_ort_float_types[] = {VO_ORT_FLOAT, VO_ORT_DOUBLE, VO_ORT_FLOAT16,
