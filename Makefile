@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 SOURCES := $(shell find include src tools tests bench python -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' -o -name '*.inc' 2>/dev/null)
 
-.PHONY: all deps dev-deps configure build run test test-torch2 bench install format lint clean gpu-check fuzz
+.PHONY: all deps dev-deps configure build run test test-torch2 test-ort-old bench install format lint clean gpu-check fuzz
 
 all: build
 
@@ -55,6 +55,11 @@ test-torch2: configure
 	cmake --build $(BUILD) -j $(JOBS) --target vo_samples_export
 	VISIONOPS_SAMPLES_EXPORT=$(CURDIR)/$(BUILD)/tests/vo_samples_export \
 	  ./scripts/test-torch2.sh $(PYTHON)
+
+# libvisionops_ort against an older ONNX Runtime (1.20) than the torch 2.x
+# lane's, with Debian's torch, in a small cached venv (scripts/test-ort-old.sh).
+test-ort-old: build
+	./scripts/test-ort-old.sh $(BUILD) $(PYTHON)
 
 # visionops and torchvision side by side (bench/compare_torchvision.py: same
 # inputs, same process, medians at 1 thread and all threads, CUDA columns

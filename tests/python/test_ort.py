@@ -26,7 +26,7 @@ from visionops import _core  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 import exported_samples  # noqa: E402
-from test_onnx import EXPORTERS, _needs_exporter  # noqa: E402
+from test_onnx import EXPORTERS, TORCH_MAJOR, _needs_exporter  # noqa: E402
 
 ONNX_TYPES = {torch.float32: TensorProto.FLOAT, torch.float64: TensorProto.DOUBLE,
               torch.float16: TensorProto.FLOAT16, torch.int64: TensorProto.INT64,
@@ -306,9 +306,10 @@ def _export(model, args, exporter, opset):
                 verbose=False, custom_translation_table=visionops.onnx.custom_translation_table())
             return program.model_proto.SerializeToString(), names
         f = io.BytesIO()
+        extra = {"dynamo": False} if TORCH_MAJOR >= 2 else {}
         torch.onnx.export(model, tuple(args), f, opset_version=opset, input_names=names,
-                          dynamo=False,
-                          dynamic_axes={n: list(range(a.dim())) for n, a in zip(names, args)})
+                          dynamic_axes={n: list(range(a.dim())) for n, a in zip(names, args)},
+                          **extra)
         return f.getvalue(), names
 
 
