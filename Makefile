@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # The interpreter the Python extension is built for and tested with: Debian's
 # /usr/bin/python3 holds python3-torchvision, the tests' reference.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
-SOURCES := $(shell find include src tools tests bench python -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' -o -name '*.inc' 2>/dev/null)
+SOURCES := $(shell find include src tools tests bench python ort -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' -o -name '*.inc' 2>/dev/null)
 
 .PHONY: all deps dev-deps configure build run test test-torch2 test-ort-old bench install format lint clean gpu-check fuzz
 

@@ -107,7 +107,8 @@ typedef OrtStatus *(*vo_ort_CreateStatus)(vo_ort_error_code code, const char *ms
 typedef const char *(*vo_ort_GetErrorMessage)(const OrtStatus *status);
 typedef OrtStatus *(*vo_ort_CreateCustomOpDomain)(const char *domain, OrtCustomOpDomain **out);
 typedef OrtStatus *(*vo_ort_CustomOpDomain_Add)(OrtCustomOpDomain *domain, const void *op);
-typedef OrtStatus *(*vo_ort_AddCustomOpDomain)(OrtSessionOptions *options, OrtCustomOpDomain *domain);
+typedef OrtStatus *(*vo_ort_AddCustomOpDomain)(OrtSessionOptions *options,
+                                               OrtCustomOpDomain *domain);
 typedef OrtStatus *(*vo_ort_GetTensorMutableData)(OrtValue *value, void **out);
 typedef OrtStatus *(*vo_ort_GetTensorElementType)(const OrtTensorTypeAndShapeInfo *info,
                                                   vo_ort_elem_type *out);
@@ -143,7 +144,8 @@ typedef OrtStatus *(*vo_ort_KernelInfoGetAttributeArray_int64)(const OrtKernelIn
 
 /* The OrtApi entry NAME of table `api`, with its signature. */
 typedef void (*vo_ort_any_fn)(void);
-#define VO_ORT(api, NAME) ((vo_ort_##NAME)((const vo_ort_any_fn *)(const void *)(api))[VO_ORT_SLOT_##NAME])
+#define VO_ORT(api, NAME) \
+  ((vo_ort_##NAME)((const vo_ort_any_fn *)(const void *)(api))[VO_ORT_SLOT_##NAME])
 
 /* OrtCustomOp, members up to version 16 in their order. The runtime passes
  * back the pointer that was registered, so a struct that begins with this

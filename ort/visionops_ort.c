@@ -48,9 +48,9 @@ static const vo_ort_types vo_ort_type_table[] = {
 
 static const vo_ort_elem_type vo_ort_float_types[] = {VO_ORT_FLOAT, VO_ORT_DOUBLE, VO_ORT_FLOAT16,
                                                       VO_ORT_BFLOAT16};
-static const vo_ort_elem_type vo_ort_all_types[] = {
-    VO_ORT_FLOAT, VO_ORT_DOUBLE, VO_ORT_FLOAT16, VO_ORT_BFLOAT16, VO_ORT_INT64,
-    VO_ORT_INT32, VO_ORT_INT16,  VO_ORT_INT8,    VO_ORT_UINT8};
+static const vo_ort_elem_type vo_ort_all_types[] = {VO_ORT_FLOAT,    VO_ORT_DOUBLE, VO_ORT_FLOAT16,
+                                                    VO_ORT_BFLOAT16, VO_ORT_INT64,  VO_ORT_INT32,
+                                                    VO_ORT_INT16,    VO_ORT_INT8,   VO_ORT_UINT8};
 
 static int vo_ort_is_int(vo_ort_elem_type t) {
   return t == VO_ORT_INT64 || t == VO_ORT_INT32 || t == VO_ORT_INT16 || t == VO_ORT_INT8 ||
@@ -193,7 +193,8 @@ static int vo_ort_declare(vo_ort_op *op, const vo_op_info *info, const vo_ort_ty
     op->input_type[k] = code == 'T' ? t : VO_ORT_UNDEFINED;
     op->input_kind[k] = arg->optional ? VO_ORT_IO_OPTIONAL : VO_ORT_IO_REQUIRED;
   }
-  if (*in) return vo_ort_setup_fail("%s: the type table has more input codes than tensors", info->name);
+  if (*in)
+    return vo_ort_setup_fail("%s: the type table has more input codes than tensors", info->name);
   if (list_arg >= 0) {
     const int k = op->num_inputs++;
     op->input_arg[k] = list_arg;
@@ -251,8 +252,8 @@ static void vo_ort_setup(void) {
     vo_ort_setup_fail("the visionops registry is empty: %s", vo_last_error());
     return;
   }
-  vo_ort_op *ops = calloc((size_t)n * (sizeof vo_ort_all_types / sizeof *vo_ort_all_types),
-                          sizeof *ops);
+  vo_ort_op *ops =
+      calloc((size_t)n * (sizeof vo_ort_all_types / sizeof *vo_ort_all_types), sizeof *ops);
   if (!ops) {
     vo_ort_setup_fail("out of memory");
     return;
@@ -294,7 +295,8 @@ static OrtStatus *vo_ort_status(const OrtApi *api, vo_ort_error_code code, const
 
 /* The status of a failed visionops call, with the library's message. */
 static OrtStatus *vo_ort_vo_status(const OrtApi *api, vo_status s) {
-  const vo_ort_error_code code = s == VO_ERROR_INVALID_ARGUMENT || s == VO_ERROR_UNSUPPORTED_DTYPE ||
+  const vo_ort_error_code code = s == VO_ERROR_INVALID_ARGUMENT ||
+                                         s == VO_ERROR_UNSUPPORTED_DTYPE ||
                                          s == VO_ERROR_DEVICE_MISMATCH
                                      ? VO_ORT_INVALID_ARGUMENT
                                      : VO_ORT_FAIL;
@@ -364,8 +366,8 @@ static OrtStatus *vo_ort_read_attr(vo_ort_kernel *k, const OrtKernelInfo *info, 
       if (!(s = VO_ORT(api, KernelInfoGetAttributeArray_float)(info, arg->name, NULL, &n))) {
         if (n < 1 || n > VO_MAX_LIST)
           return vo_ort_status(api, VO_ORT_INVALID_ARGUMENT,
-                               "visionops: %s: attribute %s must have 1 to %d floats, got %zu",
-                               op, arg->name, VO_MAX_LIST, n);
+                               "visionops: %s: attribute %s must have 1 to %d floats, got %zu", op,
+                               arg->name, VO_MAX_LIST, n);
         float buf[VO_MAX_LIST];
         if ((s = VO_ORT(api, KernelInfoGetAttributeArray_float)(info, arg->name, buf, &n)))
           return s;
@@ -384,8 +386,8 @@ static OrtStatus *vo_ort_read_attr(vo_ort_kernel *k, const OrtKernelInfo *info, 
                                       [VO_VALUE_FLOAT_LIST] = "floats"};
   if (vo_ort_has_other_attr(api, info, arg->name))
     return vo_ort_status(api, VO_ORT_INVALID_ARGUMENT,
-                         "visionops: %s: attribute %s must be %s, the node gives another type",
-                         op, arg->name, kinds[arg->kind]);
+                         "visionops: %s: attribute %s must be %s, the node gives another type", op,
+                         arg->name, kinds[arg->kind]);
   if (arg->has_default) {
     *v = arg->default_value;
     return NULL;
@@ -395,8 +397,8 @@ static OrtStatus *vo_ort_read_attr(vo_ort_kernel *k, const OrtKernelInfo *info, 
     return NULL;
   }
   return vo_ort_status(api, VO_ORT_INVALID_ARGUMENT,
-                       "visionops: %s: the node has no attribute %s (%s), which has no default",
-                       op, arg->name, kinds[arg->kind]);
+                       "visionops: %s: the node has no attribute %s (%s), which has no default", op,
+                       arg->name, kinds[arg->kind]);
 }
 
 static OrtStatus *vo_ort_create_kernel(const vo_ort_custom_op *base, const OrtApi *api,
@@ -550,8 +552,8 @@ static OrtStatus *vo_ort_compute(void *kernel, OrtKernelContext *ctx) {
   int num_out = op->info->num_outputs;
   vo_status vs = VO_OK;
   if (num_out < 0) vs = vo_infer_num_outputs(NULL, op->info, args, op->num_args, &num_out);
-  if (vs == VO_OK && (num_out > VO_ORT_MAX_IO || (op->info->num_outputs < 0 &&
-                                                  (size_t)num_out != num_node_out)))
+  if (vs == VO_OK &&
+      (num_out > VO_ORT_MAX_IO || (op->info->num_outputs < 0 && (size_t)num_out != num_node_out)))
     return vo_ort_status(api, VO_ORT_INVALID_ARGUMENT,
                          "visionops: %s: the node has %zu outputs, the op gives %d", name,
                          num_node_out, num_out);

@@ -750,7 +750,42 @@ static void cuda_unavailable_errors(void) {
   fixture_free(&f);
 }
 
+/* vo_op_arg / vo_op_output_name: the parsed schema, as bindings read it. */
+static void op_arg_introspection(void) {
+  for (int i = 0; i < vo_op_count(); i++) {
+    const vo_op_info *op = vo_op_get(i);
+    for (int a = 0; a < op->num_args; a++) {
+      vo_arg_info info;
+      CHECK(vo_op_arg(op, a, &info) == VO_OK && info.name && info.name[0]);
+    }
+    vo_arg_info info;
+    CHECK(vo_op_arg(op, op->num_args, &info) == VO_ERROR_NOT_FOUND);
+    CHECK(strstr(vo_last_error(), op->name) != NULL);
+    CHECK(vo_op_output_name(op, 0) != NULL);
+    CHECK(op->num_outputs < 0 || vo_op_output_name(op, op->num_outputs) == NULL);
+  }
+  vo_arg_info info;
+  const vo_op_info *nms = vo_op_find("nms");
+  CHECK(vo_op_arg(nms, 2, &info) == VO_OK && strcmp(info.name, "iou_threshold") == 0 &&
+        info.kind == VO_VALUE_FLOAT && !info.optional && !info.has_default);
+  CHECK(strcmp(vo_op_output_name(nms, 1), "num_kept") == 0);
+  CHECK(vo_op_arg(vo_op_find("soft_nms"), 2, &info) == VO_OK && info.has_default &&
+        info.default_value.kind == VO_VALUE_FLOAT && info.default_value.u.f == 0.3);
+  CHECK(vo_op_arg(vo_op_find("batched_nms_padded"), 3, &info) == VO_OK && info.optional &&
+        info.kind == VO_VALUE_FLOAT && info.default_value.kind == VO_VALUE_NONE);
+  CHECK(vo_op_arg(vo_op_find("deform_conv2d"), 3, &info) == VO_OK && info.optional &&
+        info.kind == VO_VALUE_TENSOR && strcmp(info.name, "mask") == 0);
+  CHECK(vo_op_arg(vo_op_find("multi_scale_roi_align"), 0, &info) == VO_OK &&
+        info.kind == VO_VALUE_TENSOR_LIST);
+  CHECK(vo_op_arg(vo_op_find("roi_align"), 6, &info) == VO_OK && info.kind == VO_VALUE_BOOL);
+  CHECK(vo_op_arg(NULL, 0, &info) == VO_ERROR_INVALID_ARGUMENT);
+  CHECK(vo_op_arg(nms, 0, NULL) == VO_ERROR_INVALID_ARGUMENT);
+  CHECK(vo_op_arg(nms, -1, &info) == VO_ERROR_NOT_FOUND);
+  CHECK(vo_op_output_name(NULL, 0) == NULL);
+}
+
 int main(void) {
+  op_arg_introspection();
   nms_errors();
   batched_nms_errors();
   iou_errors();

@@ -271,11 +271,11 @@ static inline vo_value vo_float_list_value(const double *items, int64_t count) {
  * onto vo_call's arguments (the ONNX Runtime library maps a node's inputs
  * and attributes by these names). */
 typedef struct vo_arg_info {
-  const char *name;     /* "iou_threshold"; valid as long as the library is loaded */
-  vo_value_kind kind;   /* VO_VALUE_TENSOR, _FLOAT, _INT (also "SymInt"), _BOOL,
-                           _TENSOR_LIST or _FLOAT_LIST */
-  int optional;         /* "Tensor?" / "float?": VO_VALUE_NONE is accepted */
-  int has_default;      /* the schema gives a default, in default_value */
+  const char *name;   /* "iou_threshold"; valid as long as the library is loaded */
+  vo_value_kind kind; /* VO_VALUE_TENSOR, _FLOAT, _INT (also "SymInt"), _BOOL,
+                         _TENSOR_LIST or _FLOAT_LIST */
+  int optional;       /* "Tensor?" / "float?": VO_VALUE_NONE is accepted */
+  int has_default;    /* the schema gives a default, in default_value */
   vo_value default_value;
 } vo_arg_info;
 /* Argument `index` (0 .. op->num_args - 1) of `op`'s schema. */

@@ -214,15 +214,18 @@ vo_status vo_op_arg(const vo_op_info *op, int index, vo_arg_info *out) {
   const vo_op_entry *e = vo_entry_of(op);
   if (!e || !out)
     return vo_fail(VO_ERROR_INVALID_ARGUMENT, "vo_op_arg: %s is NULL or not an op of this library",
-                        !out ? "out" : "op");
+                   !out ? "out" : "op");
   if (index < 0 || index >= e->info.num_args)
-    return vo_fail(VO_ERROR_NOT_FOUND, "vo_op_arg: %s has %d arguments, got index %d",
-                        e->info.name, e->info.num_args, index);
-  static const vo_value_kind kinds[] = {
-      [VO_ARG_TENSOR] = VO_VALUE_TENSOR,      [VO_ARG_OPTIONAL_TENSOR] = VO_VALUE_TENSOR,
-      [VO_ARG_FLOAT] = VO_VALUE_FLOAT,        [VO_ARG_OPTIONAL_FLOAT] = VO_VALUE_FLOAT,
-      [VO_ARG_INT] = VO_VALUE_INT,            [VO_ARG_BOOL] = VO_VALUE_BOOL,
-      [VO_ARG_TENSOR_LIST] = VO_VALUE_TENSOR_LIST, [VO_ARG_FLOAT_LIST] = VO_VALUE_FLOAT_LIST};
+    return vo_fail(VO_ERROR_NOT_FOUND, "vo_op_arg: %s has %d arguments, got index %d", e->info.name,
+                   e->info.num_args, index);
+  static const vo_value_kind kinds[] = {[VO_ARG_TENSOR] = VO_VALUE_TENSOR,
+                                        [VO_ARG_OPTIONAL_TENSOR] = VO_VALUE_TENSOR,
+                                        [VO_ARG_FLOAT] = VO_VALUE_FLOAT,
+                                        [VO_ARG_OPTIONAL_FLOAT] = VO_VALUE_FLOAT,
+                                        [VO_ARG_INT] = VO_VALUE_INT,
+                                        [VO_ARG_BOOL] = VO_VALUE_BOOL,
+                                        [VO_ARG_TENSOR_LIST] = VO_VALUE_TENSOR_LIST,
+                                        [VO_ARG_FLOAT_LIST] = VO_VALUE_FLOAT_LIST};
   const vo_arg_spec *a = &e->args[index];
   out->name = a->name;
   out->kind = kinds[a->type];
