@@ -517,7 +517,8 @@ static OrtStatus *vo_ort_compute(void *kernel, OrtKernelContext *ctx) {
   OrtStatus *s = VO_ORT(api, KernelContext_GetInputCount)(ctx, &num_in);
   if (!s) s = VO_ORT(api, KernelContext_GetOutputCount)(ctx, &num_node_out);
   if (s) return s;
-  const int has_list = op->input_kind[op->num_inputs - 1] == VO_ORT_IO_VARIADIC;
+  const int has_list =
+      op->num_inputs > 0 && op->input_kind[op->num_inputs - 1] == VO_ORT_IO_VARIADIC;
   const size_t max_in = (size_t)op->num_inputs - (size_t)has_list + (has_list ? VO_MAX_LIST : 0);
   if (num_in > max_in)
     return vo_ort_status(api, VO_ORT_INVALID_ARGUMENT,
