@@ -66,6 +66,7 @@ soft_nms_kept and batched_soft_nms_kept (visionops.soft_nms's and
 batched_soft_nms's (dets, keep) on torch tensors) export as the padded op's
 custom node followed by standard Slices to its count, so the model keeps
 the data-dependent size."""
+import functools
 import inspect
 import math
 import os
@@ -686,6 +687,7 @@ _TS_ATTR_SUFFIX = {"float": "f", "int": "i", "SymInt": "i", "bool": "i", "float[
                    "int[]": "i"}
 
 
+@functools.lru_cache(maxsize=None)  # one symbolic per op: define_generated compiles it
 def _ts_custom(schema):
     """The symbolic of an op with no standard ONNX operator: one node of the
     custom domain."""
@@ -929,7 +931,7 @@ def _dynamo_table():
                       pad_h: int, pad_w: int, dilation_h: int, dilation_w: int, groups: int,
                       offset_groups: int, use_mask: bool):
         if _dynamo_opset() < 19:  # DeformConv is opset 19: the visionops node below it
-            return custom(_core.SCHEMAS["deform_conv2d"])(
+            return deform_conv2d_node(
                 input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dilation_h,
                 dilation_w, groups, offset_groups, use_mask)
         return opset19.DeformConv(input, weight, offset, bias, mask if use_mask else None,
@@ -992,6 +994,8 @@ def _dynamo_table():
                                        if p.annotation is not inspect.Parameter.empty}
         translation.__name__ = "visionops_%s_onnx" % schema.name
         return translation
+
+    deform_conv2d_node = custom(_core.SCHEMAS["deform_conv2d"])  # below opset 19
 
     def cut_kept(fixed):
         """A *_kept op with no standard ONNX operator: the fixed op's
